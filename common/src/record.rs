@@ -1,0 +1,300 @@
+//! Terminal records and parsed stream events: what one timed request leaves behind.
+//!
+//! A terminal record is written exactly once per executed request (`raw/results.jsonl`); its
+//! parsed events go to `raw/stream-events.jsonl`. Both are plain serde types so the probe, the
+//! coordinator and the report read the same bytes the same way.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the record layout, bumped on any incompatible change.
+pub const RECORD_SCHEMA_VERSION: u32 = 1;
+
+/// How a request ended (METHODOLOGY §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// 2xx and the stream reached `[DONE]` or a final `finish_reason`.
+    Completed,
+    /// A non-2xx HTTP status.
+    HttpError,
+    /// The absolute client deadline passed first.
+    Timeout,
+    /// Connect, TLS, reset, invalid SSE or a truncated stream.
+    TransportError,
+    /// The provider reported an error inside a 2xx stream.
+    StreamError,
+    /// Our own machinery failed (probe died, coordinator lost it): never the provider's fault.
+    HarnessError,
+}
+
+impl Outcome {
+    /// True for the outcomes that count as the provider's operational failure.
+    pub fn is_operational_failure(self) -> bool {
+        matches!(
+            self,
+            Outcome::HttpError | Outcome::Timeout | Outcome::TransportError | Outcome::StreamError
+        )
+    }
+}
+
+/// The finer reason behind a non-completed outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorType {
+    /// HTTP 429.
+    Http429,
+    /// Any other 4xx.
+    OtherHttp4xx,
+    /// Any 5xx.
+    Http5xx,
+    /// A 1xx/3xx that we refuse to follow (no redirects).
+    OtherHttpStatus,
+    /// The absolute deadline passed.
+    Timeout,
+    /// The TCP/TLS connection could not be made.
+    Connect,
+    /// The connection failed after it was made (reset, body read error).
+    Transport,
+    /// A data payload that is not JSON, or an undecodable stream.
+    InvalidSse,
+    /// The stream ended with neither `[DONE]` nor a `finish_reason`.
+    TruncatedStream,
+    /// An `error` object, an `"object":"error"` chunk or an `event: error`.
+    StreamError,
+    /// Our own machinery failed.
+    Harness,
+}
+
+/// What a parsed SSE event carried (METHODOLOGY §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Classification {
+    /// Non-empty reasoning text only.
+    Reasoning,
+    /// Non-empty answer text only.
+    Answer,
+    /// Both in one chunk.
+    ReasoningAndAnswer,
+    /// A role-only delta.
+    Role,
+    /// A delta with nothing in it.
+    EmptyDelta,
+    /// A usage-only chunk.
+    Usage,
+    /// A chunk that only carries `finish_reason`.
+    Finish,
+    /// An SSE comment line (`: keep-alive`).
+    Comment,
+    /// `data: [DONE]`.
+    Done,
+    /// Any other well-formed chunk (no choices, unknown fields).
+    Metadata,
+    /// A provider error inside the stream.
+    Error,
+}
+
+impl Classification {
+    /// True when the event carries visible answer text.
+    pub fn has_answer(self) -> bool {
+        matches!(
+            self,
+            Classification::Answer | Classification::ReasoningAndAnswer
+        )
+    }
+
+    /// True when the event carries reasoning or answer text (the TTFO event).
+    pub fn has_output(self) -> bool {
+        matches!(
+            self,
+            Classification::Reasoning | Classification::Answer | Classification::ReasoningAndAnswer
+        )
+    }
+}
+
+/// One parsed SSE event with the time its last byte was read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamEvent {
+    /// The request this event belongs to.
+    pub request_id: String,
+    /// 0-based position in the stream.
+    pub index: u32,
+    /// Milliseconds from clock zero to the read that completed this event.
+    pub offset_ms: f64,
+    /// What the event carried.
+    pub classification: Classification,
+    /// The SSE `event:` field, when the server sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    /// Reasoning text in this event.
+    #[serde(default)]
+    pub reasoning: String,
+    /// Visible answer text in this event.
+    #[serde(default)]
+    pub answer: String,
+    /// `finish_reason` carried by this event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+}
+
+/// Token usage as reported by the provider.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    /// Completion tokens (reasoning included, as providers count them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens: Option<u64>,
+    /// Total tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_tokens: Option<u64>,
+    /// Cached prompt tokens (`prompt_tokens_details.cached_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
+    /// Reasoning tokens (`completion_tokens_details.reasoning_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+}
+
+/// The one record a request leaves: identity, outcome, timings, text and provider metadata.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TerminalRecord {
+    /// Layout version ([`RECORD_SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// Run this request belongs to (empty for `probe once`).
+    #[serde(default)]
+    pub run_id: String,
+    /// `round-…` id (METHODOLOGY §7).
+    #[serde(default)]
+    pub round_id: String,
+    /// `req-…` id (METHODOLOGY §7).
+    #[serde(default)]
+    pub request_id: String,
+    /// 0-based round index in the plan.
+    #[serde(default)]
+    pub round_index: u64,
+    /// Attempt number (0 in a full run, 1 or 2 in a smoke).
+    #[serde(default)]
+    pub attempt: u32,
+    /// Task family of the item.
+    #[serde(default)]
+    pub task_family: String,
+    /// Dataset item id.
+    #[serde(default)]
+    pub item_id: String,
+    /// Provider key from the spec.
+    #[serde(default)]
+    pub provider: String,
+    /// Region the probe ran in.
+    #[serde(default)]
+    pub region: String,
+    /// Lane label (`provider` with one region, `provider@region` with several).
+    #[serde(default)]
+    pub lane: String,
+    /// Model id we asked for.
+    #[serde(default)]
+    pub requested_model: String,
+    /// Model id the response echoed (first chunk that carried one).
+    pub response_model: Option<String>,
+    /// Wall-clock time of clock zero, RFC 3339 UTC.
+    pub started_at: String,
+    /// How the request ended.
+    pub outcome: Outcome,
+    /// The finer reason of a failure.
+    pub error_type: Option<ErrorType>,
+    /// A redacted, human-readable failure message.
+    pub error_message: Option<String>,
+    /// HTTP status, when headers arrived.
+    pub http_status: Option<u16>,
+    /// Milliseconds to response headers.
+    pub headers_ms: Option<f64>,
+    /// Time to first output (reasoning or answer), ms.
+    pub ttfo_ms: Option<f64>,
+    /// Time to first visible answer text, ms.
+    pub ttfa_ms: Option<f64>,
+    /// Time to the last non-empty answer text, ms (2xx with a non-empty answer only).
+    pub e2e_ms: Option<f64>,
+    /// Time the stream ended (`[DONE]`, close or failure), ms.
+    pub stream_end_ms: Option<f64>,
+    /// The reconstructed visible answer.
+    pub answer_text: String,
+    /// The reconstructed reasoning text.
+    pub reasoning_text: String,
+    /// o200k_base tokens in the answer.
+    pub answer_tokens: Option<u64>,
+    /// o200k_base tokens of reasoning emitted before the first answer text.
+    pub reasoning_tokens_before_answer: Option<u64>,
+    /// Visible-answer tokens/s: (N − 1) / (E2E − TTFA), when N ≥ 2 and E2E > TTFA.
+    pub output_tokens_per_second: Option<f64>,
+    /// Final `finish_reason`.
+    pub finish_reason: Option<String>,
+    /// True when `finish_reason` was `length`: completed, but the answer was cut off.
+    #[serde(default)]
+    pub truncated_by_length: bool,
+    /// Provider-reported usage.
+    pub usage: Option<Usage>,
+    /// Provider's request id header (`x-request-id` and kin).
+    pub provider_request_id: Option<String>,
+    /// Rate-limit and retry headers, lower-case names.
+    #[serde(default)]
+    pub rate_limit_headers: BTreeMap<String, String>,
+    /// Number of parsed events (their details live in the events file).
+    #[serde(default)]
+    pub event_count: u64,
+    /// Server-reported generation figures (llama.cpp `timings`), kept for cross-checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_timings: Option<serde_json::Value>,
+}
+
+impl TerminalRecord {
+    /// An empty record for a request that has not produced anything yet.
+    pub fn new(started_at: String, outcome: Outcome) -> Self {
+        TerminalRecord {
+            schema_version: RECORD_SCHEMA_VERSION,
+            run_id: String::new(),
+            round_id: String::new(),
+            request_id: String::new(),
+            round_index: 0,
+            attempt: 0,
+            task_family: String::new(),
+            item_id: String::new(),
+            provider: String::new(),
+            region: String::new(),
+            lane: String::new(),
+            requested_model: String::new(),
+            response_model: None,
+            started_at,
+            outcome,
+            error_type: None,
+            error_message: None,
+            http_status: None,
+            headers_ms: None,
+            ttfo_ms: None,
+            ttfa_ms: None,
+            e2e_ms: None,
+            stream_end_ms: None,
+            answer_text: String::new(),
+            reasoning_text: String::new(),
+            answer_tokens: None,
+            reasoning_tokens_before_answer: None,
+            output_tokens_per_second: None,
+            finish_reason: None,
+            truncated_by_length: false,
+            usage: None,
+            provider_request_id: None,
+            rate_limit_headers: BTreeMap::new(),
+            event_count: 0,
+            server_timings: None,
+        }
+    }
+}
+
+/// A terminal record together with its parsed events: what a probe returns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Execution {
+    /// The terminal record.
+    pub record: TerminalRecord,
+    /// Every parsed event, in arrival order.
+    pub events: Vec<StreamEvent>,
+}

@@ -1,0 +1,67 @@
+//! The seam between the generic runner and a workflow.
+//!
+//! The coordinator knows rounds, lanes, probes and run directories; a workflow knows its dataset,
+//! how to score an answer and how to report. The binary's registry hands the coordinator a
+//! `&dyn Workflow`, so a second workflow is a sibling crate and one registry line.
+
+use crate::record::TerminalRecord;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One dataset row as the runner needs it: identity, prompt and its content hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkItem {
+    /// Task family.
+    pub family: String,
+    /// Item id, unique within the release.
+    pub item_id: String,
+    /// System prompt.
+    pub system: String,
+    /// User prompt.
+    pub user: String,
+    /// sha256 of the row's canonical JSON.
+    pub item_hash: String,
+}
+
+/// A validated, hashed dataset release.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatasetRelease {
+    /// Folder the release was loaded from.
+    pub dir: PathBuf,
+    /// sha256 of the sorted `path:hash` lines (METHODOLOGY §7).
+    pub release_hash: String,
+    /// Path as written in the manifest → sha256 of its bytes.
+    pub file_hashes: BTreeMap<String, String>,
+    /// Family → its items (any order; selection sorts ids itself).
+    pub items: BTreeMap<String, Vec<WorkItem>>,
+}
+
+/// Aggregate figures a workflow reports back after scoring a run, for the terminal.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportOutcome {
+    /// The summary table as plain text (the seed's layout).
+    pub summary_table: String,
+    /// Paths written, for the user to open.
+    pub written: Vec<PathBuf>,
+}
+
+/// A failure inside a workflow, already phrased for a person (names the file, line or field).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct WorkflowError(pub String);
+
+/// What a workflow provides to the runner.
+pub trait Workflow: Send + Sync {
+    /// Registry name (`micro-single-task`).
+    fn name(&self) -> &'static str;
+    /// One line for `list-workflows`.
+    fn description(&self) -> &'static str;
+    /// The bundled spec files, relative to the repository root.
+    fn bundled_specs(&self) -> Vec<PathBuf>;
+    /// Loads and validates a dataset release, refusing one whose hashes disagree with its manifest.
+    fn load_dataset(&self, dir: &Path, manifest: &str) -> Result<DatasetRelease, WorkflowError>;
+    /// True when a completed record's answer is schema-valid for its family (the smoke criterion).
+    fn answer_is_schema_valid(&self, record: &TerminalRecord) -> bool;
+    /// Recomputes every derived artifact of a run from its raw records and writes the reports.
+    fn report(&self, run_dir: &Path) -> Result<ReportOutcome, WorkflowError>;
+}

@@ -1,0 +1,81 @@
+//! `openbench-inference`: the command-line edge. Each subcommand lives in `cmd/`, parses its own
+//! arguments and calls into the library crates; errors become messages here and nowhere else.
+
+mod cmd;
+mod registry;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Open, reproducible benchmark of LLM inference providers.
+#[derive(Debug, Parser)]
+#[command(name = "openbench-inference", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the full paired benchmark on the embedded simulator: no credentials, no network.
+    Demo(cmd::demo::DemoArgs),
+    /// List the workflows this build knows.
+    ListWorkflows,
+    /// Validate spec, dataset and credentials and write the run lock; no network calls.
+    Init(cmd::runs::InitArgs),
+    /// Run the smoke plan (first question of each family, up to two attempts).
+    Smoke(cmd::runs::SmokeArgs),
+    /// Run the full plan (requires --full --approve-full --approval-id).
+    Run(cmd::runs::RunArgs),
+    /// Watch a run directory live, or print one JSON snapshot with --once.
+    Watch(cmd::watch::WatchArgs),
+    /// Recompute every derived artifact and the reports of a run from its raw records.
+    Report(cmd::report::ReportArgs),
+    /// Score answers offline against the dataset or self-contained gold.
+    Score(cmd::score::ScoreArgs),
+    /// Generate or validate a dataset release.
+    #[command(subcommand)]
+    Dataset(cmd::dataset::DatasetCommand),
+    /// Probe tools: one timed request, or a probe server for a remote region.
+    #[command(subcommand)]
+    Probe(cmd::probe::ProbeCommand),
+    /// The provider simulator.
+    #[command(subcommand)]
+    Sim(cmd::sim::SimCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::Demo(args) => cmd::demo::run(args).await,
+            Command::ListWorkflows => cmd::runs::list_workflows(),
+            Command::Init(args) => cmd::runs::init(args).await,
+            Command::Smoke(args) => cmd::runs::smoke(args).await,
+            Command::Run(args) => cmd::runs::run(args).await,
+            Command::Watch(args) => cmd::watch::run(args).await,
+            Command::Report(args) => cmd::report::run(args).await,
+            Command::Score(args) => cmd::score::run(args).await,
+            Command::Dataset(command) => cmd::dataset::run(command).await,
+            Command::Probe(command) => cmd::probe::run(command).await,
+            Command::Sim(command) => cmd::sim::run(command).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
