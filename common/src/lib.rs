@@ -6,6 +6,7 @@
 
 pub mod clock;
 pub mod hash;
+pub mod layout;
 pub mod plan;
 pub mod record;
 pub mod spec;

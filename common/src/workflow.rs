@@ -45,6 +45,19 @@ pub struct ReportOutcome {
     pub written: Vec<PathBuf>,
 }
 
+/// What the simulator answers to one prompt, so simulated runs exercise real scoring.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CannedAnswer {
+    /// Task family.
+    pub family: String,
+    /// The exact user prompt the simulator will receive.
+    pub user_prompt: String,
+    /// A correct JSON answer.
+    pub correct: String,
+    /// A schema-valid but wrong JSON answer.
+    pub incorrect: String,
+}
+
 /// A failure inside a workflow, already phrased for a person (names the file, line or field).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -62,6 +75,8 @@ pub trait Workflow: Send + Sync {
     fn load_dataset(&self, dir: &Path, manifest: &str) -> Result<DatasetRelease, WorkflowError>;
     /// True when a completed record's answer is schema-valid for its family (the smoke criterion).
     fn answer_is_schema_valid(&self, record: &TerminalRecord) -> bool;
+    /// Canned answers for the simulator, from the release's gold.
+    fn canned_answers(&self, dataset: &DatasetRelease) -> Result<Vec<CannedAnswer>, WorkflowError>;
     /// Recomputes every derived artifact of a run from its raw records and writes the reports.
     fn report(&self, run_dir: &Path) -> Result<ReportOutcome, WorkflowError>;
 }

@@ -1,7 +1,9 @@
 //! The micro-single-task workflow (placeholder until implemented).
 
 use openbench_common::record::TerminalRecord;
-use openbench_common::workflow::{DatasetRelease, ReportOutcome, Workflow, WorkflowError};
+use openbench_common::workflow::{
+    CannedAnswer, DatasetRelease, ReportOutcome, Workflow, WorkflowError,
+};
 use std::path::{Path, PathBuf};
 
 /// The micro-single-task workflow.
@@ -19,6 +21,12 @@ impl Workflow for MicroSingleTask {
     }
     fn load_dataset(&self, _dir: &Path, _manifest: &str) -> Result<DatasetRelease, WorkflowError> {
         Err(WorkflowError("not implemented yet".into()))
+    }
+    fn canned_answers(
+        &self,
+        _dataset: &DatasetRelease,
+    ) -> Result<Vec<CannedAnswer>, WorkflowError> {
+        Ok(Vec::new())
     }
     fn answer_is_schema_valid(&self, _record: &TerminalRecord) -> bool {
         false
