@@ -3,6 +3,7 @@
 
 mod cmd;
 mod registry;
+mod telemetry;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -11,6 +12,9 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(name = "openbench-inference", version, about, long_about = None)]
 struct Cli {
+    /// Export traces over OTLP/gRPC to this endpoint (e.g. http://127.0.0.1:4317).
+    #[arg(long, global = true, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -57,7 +61,8 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async move {
-        match cli.command {
+        let telemetry = telemetry::init(cli.otlp_endpoint.as_deref(), "openbench-inference")?;
+        let result = match cli.command {
             Command::Demo(args) => cmd::demo::run(args).await,
             Command::ListWorkflows => cmd::runs::list_workflows(),
             Command::Init(args) => cmd::runs::init(args).await,
@@ -69,7 +74,9 @@ fn main() -> ExitCode {
             Command::Dataset(command) => cmd::dataset::run(command).await,
             Command::Probe(command) => cmd::probe::run(command).await,
             Command::Sim(command) => cmd::sim::run(command).await,
-        }
+        };
+        telemetry.shutdown().await;
+        result
     });
     match result {
         Ok(code) => code,

@@ -1,15 +1,309 @@
-//! `probe` subcommands (placeholder until implemented).
+//! `probe` subcommands: one timed request against any OpenAI-compatible endpoint (`probe once`),
+//! or a probe server for a remote region (`probe serve`).
 
+use anyhow::{Context, bail};
+use openbench_common::plan::{ChatMessage, PlannedRequest};
+use openbench_common::record::Execution;
+use openbench_common::spec::{Auth, LoadedSpec, MaxTokensField, ProviderAdapter, RequestContract};
+use openbench_probe::server::{ProbeConfig, serve_on};
+use openbench_probe::{Credentials, Executor};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// `probe` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum ProbeCommand {
-    /// Not implemented yet.
-    Todo,
+    /// Execute one timed streaming request and print its terminal record and events as JSON.
+    Once(OnceArgs),
+    /// Serve the probe gRPC service for one region of a spec (credentials from this machine).
+    Serve(ServeArgs),
+}
+
+/// Completion-ceiling field name, as a CLI value.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+#[allow(clippy::enum_variant_names)]
+pub enum MaxField {
+    /// `max_tokens`.
+    #[value(name = "max_tokens")]
+    MaxTokens,
+    /// `max_completion_tokens`.
+    #[value(name = "max_completion_tokens")]
+    MaxCompletionTokens,
+}
+
+/// Arguments of `probe once`.
+#[derive(Debug, clap::Args)]
+pub struct OnceArgs {
+    /// Base URL of the API (`…/v1`); `/chat/completions` is appended.
+    #[arg(long)]
+    base_url: String,
+    /// Model id to request.
+    #[arg(long)]
+    model: String,
+    /// System message.
+    #[arg(long, default_value = "")]
+    system: String,
+    /// User message.
+    #[arg(long)]
+    user: String,
+    /// Environment variable (or `.env` entry) holding a bearer key.
+    #[arg(long)]
+    api_key_env: Option<String>,
+    /// Extra request header `Name:Value` (repeatable; values are treated as secrets).
+    #[arg(long = "header")]
+    headers: Vec<String>,
+    /// JSON object merged into the request body at top level.
+    #[arg(long)]
+    body_extra: Option<String>,
+    /// Name of the completion-ceiling field.
+    #[arg(long, value_enum, default_value = "max_tokens")]
+    max_tokens_field: MaxField,
+    /// Add `stream_options: {"include_usage": true}`.
+    #[arg(long)]
+    include_usage: bool,
+    /// Absolute deadline covering connect and the whole stream, ms.
+    #[arg(long, default_value_t = 20_000)]
+    timeout_ms: u64,
+    /// Print one compact JSON line instead of pretty JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `probe serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:7070")]
+    listen: String,
+    /// The run spec.
+    #[arg(long)]
+    spec: PathBuf,
+    /// Region this probe serves (one of the spec's regions).
+    #[arg(long)]
+    region: String,
 }
 
 /// Runs a `probe` subcommand.
-pub async fn run(_command: ProbeCommand) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+pub async fn run(command: ProbeCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        ProbeCommand::Once(args) => once(args).await,
+        ProbeCommand::Serve(args) => serve(args).await,
+    }
+}
+
+/// The default request contract of METHODOLOGY §1 with a chosen deadline.
+fn default_contract(timeout_ms: u64) -> RequestContract {
+    RequestContract {
+        temperature: 0.0,
+        top_p: 1.0,
+        presence_penalty: 0.0,
+        frequency_penalty: 0.0,
+        max_output_tokens: 256,
+        response_format: "json_object".into(),
+        reasoning_effort: "low".into(),
+        timeout_ms,
+        harness_grace_ms: 5_000,
+    }
+}
+
+/// Builds the ad-hoc adapter and its credentials. `--header` values become credentials (so they
+/// are sent as sensitive headers and redacted from every output).
+fn once_adapter(args: &OnceArgs) -> anyhow::Result<(ProviderAdapter, Credentials)> {
+    let mut secrets: Vec<(String, String)> = Vec::new();
+    let key = match &args.api_key_env {
+        Some(name) => {
+            let creds = Credentials::from_env(std::slice::from_ref(name))?;
+            let value = creds.get(name).unwrap_or_default().to_string();
+            secrets.push((name.clone(), value.clone()));
+            Some((name.clone(), value))
+        }
+        None => None,
+    };
+    let auth = if args.headers.is_empty() {
+        match &key {
+            Some((name, _)) => Auth::Bearer { env: name.clone() },
+            None => Auth::None,
+        }
+    } else {
+        let mut headers = BTreeMap::new();
+        for (i, raw) in args.headers.iter().enumerate() {
+            let Some((name, value)) = raw.split_once(':') else {
+                bail!("--header #{}: expected `Name:Value`", i + 1);
+            };
+            let var = format!("OPENBENCH_ONCE_HEADER_{i}");
+            headers.insert(name.trim().to_string(), var.clone());
+            secrets.push((var, value.trim().to_string()));
+        }
+        if let Some((_, value)) = &key {
+            let var = "OPENBENCH_ONCE_AUTHORIZATION".to_string();
+            headers.insert("Authorization".into(), var.clone());
+            secrets.push((var, format!("Bearer {value}")));
+        }
+        Auth::Headers { headers }
+    };
+    let extra_body: BTreeMap<String, serde_json::Value> = match &args.body_extra {
+        Some(text) => serde_json::from_str(text)
+            .context("--body-extra: expected a JSON object (e.g. '{\"top_k\": -1}')")?,
+        None => BTreeMap::new(),
+    };
+    let adapter = ProviderAdapter {
+        key: "once".into(),
+        display_name: String::new(),
+        endpoint: format!("{}/chat/completions", args.base_url.trim_end_matches('/')),
+        model: args.model.clone(),
+        auth,
+        max_tokens_field: match args.max_tokens_field {
+            MaxField::MaxTokens => MaxTokensField::MaxTokens,
+            MaxField::MaxCompletionTokens => MaxTokensField::MaxCompletionTokens,
+        },
+        include_usage: args.include_usage,
+        extra_body,
+        extra_headers: BTreeMap::new(),
+        price: None,
+    };
+    Ok((adapter, Credentials::from_pairs(secrets)))
+}
+
+async fn once(args: OnceArgs) -> anyhow::Result<ExitCode> {
+    let (adapter, credentials) = once_adapter(&args)?;
+    let executor = Executor::new(adapter, default_contract(args.timeout_ms), &credentials)?;
+    let request = PlannedRequest {
+        run_id: String::new(),
+        round_id: String::new(),
+        request_id: "once".into(),
+        round_index: 0,
+        attempt: 0,
+        task_family: String::new(),
+        item_id: String::new(),
+        provider: "once".into(),
+        region: "local".into(),
+        lane: "once".into(),
+        messages: vec![
+            ChatMessage {
+                role: "system".into(),
+                content: args.system.clone(),
+            },
+            ChatMessage {
+                role: "user".into(),
+                content: args.user.clone(),
+            },
+        ],
+        deadline_ms: args.timeout_ms,
+    };
+    let execution = executor.execute(&request).await;
+    let completed = execution.record.outcome == openbench_common::record::Outcome::Completed;
+    let value = once_output(&execution)?;
+    let text = if args.json {
+        serde_json::to_string(&value)?
+    } else {
+        serde_json::to_string_pretty(&value)?
+    };
+    println!("{text}");
+    Ok(if completed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The terminal record with its events (offset, classification and texts) under `events`.
+fn once_output(execution: &Execution) -> anyhow::Result<serde_json::Value> {
+    let mut value = serde_json::to_value(&execution.record)?;
+    let events: Vec<serde_json::Value> = execution
+        .events
+        .iter()
+        .map(|e| {
+            serde_json::json!({
+                "offset_ms": e.offset_ms,
+                "classification": e.classification,
+                "reasoning": e.reasoning,
+                "answer": e.answer,
+            })
+        })
+        .collect();
+    if let Some(map) = value.as_object_mut() {
+        map.insert("events".into(), serde_json::Value::Array(events));
+    }
+    Ok(value)
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let loaded = LoadedSpec::load(&args.spec)?;
+    let spec = &loaded.spec;
+    let regions = spec.region_names();
+    if !regions.contains(&args.region) {
+        bail!(
+            "spec {}: region {:?} is not declared (regions: {})",
+            args.spec.display(),
+            args.region,
+            regions.join(", ")
+        );
+    }
+    for p in &spec.providers {
+        if p.endpoint.starts_with("sim://") {
+            bail!(
+                "provider {}: endpoint {} is the embedded simulator, which a remote probe cannot serve",
+                p.key,
+                p.endpoint
+            );
+        }
+    }
+    let credentials = Credentials::from_env(&spec.credential_names())?;
+    let mut providers = Vec::new();
+    for p in &spec.providers {
+        let mut adapter = p.clone();
+        if let Some(var) = p.endpoint.strip_prefix("env://") {
+            adapter.endpoint = credentials
+                .get(var)
+                .with_context(|| format!("provider {}: endpoint variable {var} is not set", p.key))?
+                .to_string();
+        }
+        providers.push(adapter);
+    }
+    let exe = std::env::current_exe().context("cannot locate this program to hash it")?;
+    let code_digest = openbench_common::hash::sha256_hex(
+        std::fs::read(&exe).with_context(|| format!("cannot read {}", exe.display()))?,
+    );
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let keys: Vec<String> = providers.iter().map(|p| p.key.clone()).collect();
+    let handle = serve_on(
+        listener,
+        ProbeConfig {
+            region: args.region.clone(),
+            contract: spec.request.clone(),
+            providers,
+            credentials,
+            code_digest,
+        },
+    )
+    .await?;
+    eprintln!(
+        "probe: region {} serving {} on {}",
+        args.region,
+        keys.join(", "),
+        handle.addr()
+    );
+    wait_for_signal().await;
+    eprintln!("probe: shutting down");
+    handle.shutdown().await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Waits for SIGINT or SIGTERM.
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }

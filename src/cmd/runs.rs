@@ -1,16 +1,67 @@
-//! `list-workflows`, `init`, `smoke` and `run` (placeholder until implemented).
+//! `list-workflows`, `init`, `smoke` and `run`: thin shells over `openbench_coordinator` that load
+//! inputs, print the run directory first, show progress, handle Ctrl-C/SIGTERM and print results.
 
+use indicatif::{ProgressBar, ProgressStyle};
+use openbench_common::workflow::Workflow;
+use openbench_coordinator::{
+    FullOutcome, Progress, RunDir, RunInputs, RunOptions, RunStatus, StopRequest, locked_spec_path,
+    prepare_inputs, run_full, run_smoke,
+};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// Digest of the sources this binary was built from (see `build.rs`).
+pub const CODE_SHA256: &str = env!("OPENBENCH_CODE_SHA256");
 
 /// Arguments of `init`.
 #[derive(Debug, clap::Args)]
-pub struct InitArgs {}
+pub struct InitArgs {
+    /// Workflow name.
+    #[arg(long, default_value = "micro-single-task")]
+    workflow: String,
+    /// Spec file (default `workflows/<workflow>/specs/reference.yaml`).
+    #[arg(long)]
+    spec: Option<PathBuf>,
+}
+
 /// Arguments of `smoke`.
 #[derive(Debug, clap::Args)]
-pub struct SmokeArgs {}
+pub struct SmokeArgs {
+    /// Workflow name.
+    #[arg(long, default_value = "micro-single-task")]
+    workflow: String,
+    /// Spec file (default: the run's locked spec when resuming, else the bundled reference spec).
+    #[arg(long)]
+    spec: Option<PathBuf>,
+    /// Resume (or continue from `init`) this run directory instead of creating one.
+    #[arg(long)]
+    run_dir: Option<PathBuf>,
+}
+
 /// Arguments of `run`.
 #[derive(Debug, clap::Args)]
-pub struct RunArgs {}
+pub struct RunArgs {
+    /// Workflow name.
+    #[arg(long, default_value = "micro-single-task")]
+    workflow: String,
+    /// Spec file (default: the run's locked spec when resuming, else the bundled reference spec).
+    #[arg(long)]
+    spec: Option<PathBuf>,
+    /// Resume (or continue from `init`/`smoke`) this run directory instead of creating one.
+    #[arg(long)]
+    run_dir: Option<PathBuf>,
+    /// Run the full plan (required).
+    #[arg(long)]
+    full: bool,
+    /// Confirm the full plan's cost (required).
+    #[arg(long)]
+    approve_full: bool,
+    /// Audit id recorded in the run (required).
+    #[arg(long)]
+    approval_id: Option<String>,
+}
 
 /// Prints the registered workflows.
 pub fn list_workflows() -> anyhow::Result<ExitCode> {
@@ -20,15 +71,230 @@ pub fn list_workflows() -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs `init`.
-pub async fn init(_args: InitArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+/// Resolves the spec path: explicit, else the locked one of a resumed run, else the bundled
+/// reference spec of the workflow.
+fn spec_path(workflow: &str, spec: Option<PathBuf>, run_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(spec) = spec {
+        return Ok(spec);
+    }
+    if let Some(dir) = run_dir {
+        return Ok(locked_spec_path(dir)?);
+    }
+    Ok(PathBuf::from(format!("workflows/{workflow}/specs/reference.yaml")))
 }
-/// Runs `smoke`.
-pub async fn smoke(_args: SmokeArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+
+/// Loads spec, dataset and credentials for `workflow` (no network).
+pub fn load_inputs(workflow: &str, spec: &Path) -> anyhow::Result<RunInputs> {
+    let workflow: Arc<dyn Workflow> = Arc::from(crate::registry::find(workflow)?);
+    Ok(prepare_inputs(spec, workflow, CODE_SHA256)?)
 }
-/// Runs `run`.
-pub async fn run(_args: RunArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+
+/// Runs `init`: validates spec, dataset and credentials and writes the lock of a new run.
+pub async fn init(args: InitArgs) -> anyhow::Result<ExitCode> {
+    let spec = spec_path(&args.workflow, args.spec, None)?;
+    let inputs = load_inputs(&args.workflow, &spec)?;
+    let run = RunDir::create(&inputs, None)?;
+    println!("run directory: {}", run.dir.display());
+    let names: Vec<&str> = inputs.credentials.names().collect();
+    if names.is_empty() {
+        println!("credentials: none needed");
+    } else {
+        println!("credentials present: {}", names.join(", "));
+    }
+    let lock = &run.lock;
+    println!("spec      {} sha256 {}", lock.spec_path, lock.spec_sha256);
+    println!("dataset   release {}", lock.dataset_release_hash);
+    println!("adapters  sha256 {}", lock.adapters_sha256);
+    println!("tokenizer {} sha256 {}", lock.tokenizer, lock.tokenizer_ranks_sha256);
+    println!("code      sha256 {}", lock.code_sha256);
+    println!(
+        "next: openbench-inference smoke --spec {} --run-dir {}",
+        spec.display(),
+        run.dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `smoke`: attempt 1, attempt 2 only if attempt 1 failed.
+pub async fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
+    let spec = spec_path(&args.workflow, args.spec, args.run_dir.as_deref())?;
+    let inputs = load_inputs(&args.workflow, &spec)?;
+    let run = RunDir::open_or_create(&inputs, args.run_dir.as_deref(), None)?;
+    println!("run directory: {}", run.dir.display());
+    let (options, bar) = session_options("smoke");
+    let outcome = run_smoke(&inputs, &run, &options).await;
+    bar.finish_and_clear();
+    let outcome = outcome?;
+    for attempt in &outcome.attempts {
+        let verdict = if attempt.passed { "passed" } else { "failed" };
+        println!("smoke attempt {}: {verdict}", attempt.attempt);
+        for failure in &attempt.failures {
+            println!("  {failure}");
+        }
+    }
+    if !outcome.finished {
+        println!(
+            "smoke interrupted; resume with: openbench-inference smoke --workflow {} --spec {} --run-dir {}",
+            args.workflow,
+            spec.display(),
+            run.dir.display()
+        );
+        return Ok(ExitCode::from(130));
+    }
+    Ok(if outcome.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Runs `run`: refuses without `--full --approve-full --approval-id ID`.
+pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let mut missing = Vec::new();
+    if !args.full {
+        missing.push("--full");
+    }
+    if !args.approve_full {
+        missing.push("--approve-full");
+    }
+    let approval = args.approval_id.clone().filter(|id| !id.trim().is_empty());
+    if approval.is_none() {
+        missing.push("--approval-id ID");
+    }
+    let Some(approval) = approval.filter(|_| missing.is_empty()) else {
+        anyhow::bail!(
+            "a full run needs --full --approve-full --approval-id ID; missing: {}",
+            missing.join(", ")
+        );
+    };
+    let spec = spec_path(&args.workflow, args.spec, args.run_dir.as_deref())?;
+    let inputs = load_inputs(&args.workflow, &spec)?;
+    let run = RunDir::open_or_create(&inputs, args.run_dir.as_deref(), Some(&approval))?;
+    println!("run directory: {}", run.dir.display());
+    let outcome = full_run_session(&inputs, &run, &approval).await?;
+    let resume = format!(
+        "openbench-inference run --workflow {} --spec {} --run-dir {} --full --approve-full --approval-id {approval}",
+        args.workflow,
+        spec.display(),
+        run.dir.display()
+    );
+    Ok(finish_full(&inputs, &outcome, &resume).await)
+}
+
+/// Runs (or resumes) the full plan with a progress bar and Ctrl-C/SIGTERM handling; usable by
+/// `demo`.
+pub async fn full_run_session(
+    inputs: &RunInputs,
+    run: &RunDir,
+    approval_id: &str,
+) -> anyhow::Result<FullOutcome> {
+    let (options, bar) = session_options("full run");
+    let outcome = run_full(inputs, run, approval_id, &options).await;
+    bar.finish_and_clear();
+    Ok(outcome?)
+}
+
+/// Prints a finished session: the report (when complete) or how to resume. Returns the exit code.
+pub async fn finish_full(inputs: &RunInputs, outcome: &FullOutcome, resume: &str) -> ExitCode {
+    let s = &outcome.session;
+    println!(
+        "session: {} rounds, {} records, {} harness failures",
+        s.rounds_executed, s.records_written, s.harness_errors
+    );
+    match outcome.status {
+        RunStatus::Complete => {
+            print_report(inputs.workflow.clone(), &outcome.run_dir).await;
+            ExitCode::SUCCESS
+        }
+        RunStatus::Interrupted => {
+            println!("run interrupted; resume with:\n  {resume}");
+            ExitCode::from(130)
+        }
+        _ => {
+            if let openbench_coordinator::SessionStatus::Failed(why) = &s.status {
+                eprintln!("error: {why}");
+            }
+            println!("run not complete ({:?}); resume with:\n  {resume}", outcome.status);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Asks the workflow for its report and prints the summary table; a report error is a warning.
+pub async fn print_report(workflow: Arc<dyn Workflow>, run_dir: &Path) {
+    let dir = run_dir.to_path_buf();
+    let result = tokio::task::spawn_blocking(move || workflow.report(&dir)).await;
+    match result {
+        Ok(Ok(outcome)) => {
+            print!("{}", outcome.summary_table);
+            for path in &outcome.written {
+                println!("wrote {}", path.display());
+            }
+        }
+        Ok(Err(e)) => eprintln!("warning: report: {e}"),
+        Err(e) => eprintln!("warning: report task failed: {e}"),
+    }
+}
+
+/// A progress bar fed by the coordinator, and a stop channel fed by Ctrl-C and SIGTERM: the first
+/// signal stops after the current round, the second abandons it.
+fn session_options(label: &str) -> (RunOptions, ProgressBar) {
+    let bar = ProgressBar::new(0);
+    let style = ProgressStyle::with_template(
+        "{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} requests {msg} (eta {eta})",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar.set_prefix(label.to_string());
+    let shown = bar.clone();
+    let progress = Arc::new(move |p: &Progress| {
+        shown.set_length(p.requests_total as u64);
+        shown.set_position(p.requests_done as u64);
+        let harness = if p.harness_errors > 0 {
+            format!(", {} harness", p.harness_errors)
+        } else {
+            String::new()
+        };
+        shown.set_message(format!("· rounds {}/{}{harness}", p.rounds_done, p.rounds_total));
+    });
+    let (tx, rx) = watch::channel(StopRequest::None);
+    let notice = bar.clone();
+    tokio::spawn(async move {
+        let mut count = 0;
+        while wait_for_signal().await {
+            count += 1;
+            if count == 1 {
+                notice.println("stopping after the current round (Ctrl-C again to abandon it)");
+                let _ = tx.send(StopRequest::Finish);
+            } else {
+                notice.println("abandoning the current round");
+                let _ = tx.send(StopRequest::Abandon);
+                break;
+            }
+        }
+    });
+    let options = RunOptions {
+        progress: Some(progress),
+        stop: Some(rx),
+    };
+    (options, bar)
+}
+
+/// Resolves on Ctrl-C or SIGTERM; false when no handler could be installed.
+async fn wait_for_signal() -> bool {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut term) = signal(SignalKind::terminate()) else {
+            return tokio::signal::ctrl_c().await.is_ok();
+        };
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.is_ok(),
+            r = term.recv() => r.is_some(),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await.is_ok()
+    }
 }

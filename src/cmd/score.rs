@@ -1,12 +1,94 @@
-//! `score` (placeholder until implemented).
+//! `score`: offline scoring of an answers file against the dataset's gold or self-contained gold.
 
+use anyhow::Context;
+use openbench_micro_single_task::report::GoldTable;
+use openbench_micro_single_task::scoring::GoldRef;
+use openbench_micro_single_task::scoring::answers::score_stream;
+use std::io::{BufReader, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Arguments of `score`.
 #[derive(Debug, clap::Args)]
-pub struct ScoreArgs {}
+pub struct ScoreArgs {
+    /// Workflow whose scoring rules apply.
+    #[arg(long, default_value = "micro-single-task")]
+    workflow: String,
+    /// Dataset folder, for lines that carry only `item_id` and `answer_text`.
+    #[arg(long, default_value = "data/micro-single-task")]
+    dataset: PathBuf,
+    /// Manifest file name inside the dataset folder.
+    #[arg(long, default_value = "manifest.json")]
+    manifest: String,
+    /// JSONL answers: `{"item_id", "answer_text"}` or self-contained
+    /// `{"item_id", "task_family", "gold", "aliases", "answer_text"}`.
+    #[arg(long)]
+    answers: PathBuf,
+    /// Write evaluations here instead of stdout.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
 
-/// Runs `score`.
-pub async fn run(_args: ScoreArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+/// Runs `score`: one evaluation per good line; exit code 1 when any line was bad.
+pub async fn run(args: ScoreArgs) -> anyhow::Result<ExitCode> {
+    let workflow = crate::registry::find(&args.workflow)?;
+    if workflow.name() != "micro-single-task" {
+        anyhow::bail!("workflow {:?} has no offline scorer", workflow.name());
+    }
+    let file = std::fs::File::open(&args.answers)
+        .with_context(|| format!("cannot open {}", args.answers.display()))?;
+    // The dataset is loaded only when a line needs it, so self-contained files work without one.
+    let mut gold: Option<Result<GoldTable, String>> = None;
+    let (dataset, manifest) = (args.dataset.clone(), args.manifest.clone());
+    let mut lookup = |item_id: &str| -> Result<GoldRef, String> {
+        let table = gold.get_or_insert_with(|| {
+            openbench_micro_single_task::dataset::load_release(&dataset, &manifest)
+                .map(|release| {
+                    GoldTable(
+                        release
+                            .rows()
+                            .iter()
+                            .map(|row| {
+                                (row.id.clone(), GoldRef::from_gold(&row.gold, &row.aliases))
+                            })
+                            .collect(),
+                    )
+                })
+                .map_err(|e| format!("dataset {}: {e}", dataset.display()))
+        });
+        match table {
+            Ok(t) => {
+                t.0.get(item_id)
+                    .cloned()
+                    .ok_or_else(|| format!("item_id {item_id:?} is not in {}", dataset.display()))
+            }
+            Err(e) => Err(e.clone()),
+        }
+    };
+    let source = args.answers.display().to_string();
+    let mut out: Box<dyn Write> = match &args.out {
+        Some(path) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    let mut errors = std::io::stderr().lock();
+    let counts = score_stream(
+        &source,
+        BufReader::new(file),
+        &mut out,
+        &mut errors,
+        &mut lookup,
+    )
+    .with_context(|| format!("scoring {source}"))?;
+    out.flush().context("writing evaluations")?;
+    if counts.bad_lines > 0 {
+        eprintln!(
+            "{source}: {} line(s) scored, {} bad line(s)",
+            counts.scored, counts.bad_lines
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
 }

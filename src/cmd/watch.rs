@@ -1,12 +1,50 @@
-//! `watch` (placeholder until implemented).
+//! `watch`: a live terminal view of a run directory, rebuilt from its files every interval, so it
+//! works on a run written by another process and on a finished one; `--once` prints one JSON
+//! snapshot and exits.
 
+use anyhow::Context;
+use openbench_coordinator::watch::{render, snapshot};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// Arguments of `watch`.
 #[derive(Debug, clap::Args)]
-pub struct WatchArgs {}
+pub struct WatchArgs {
+    /// The run directory.
+    #[arg(long)]
+    run_dir: PathBuf,
+    /// Workflow name (accepted for symmetry with the other commands).
+    #[arg(long)]
+    workflow: Option<String>,
+    /// Print one JSON snapshot and exit.
+    #[arg(long)]
+    once: bool,
+    /// Refresh interval in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    interval_ms: u64,
+}
 
 /// Runs `watch`.
-pub async fn run(_args: WatchArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+pub async fn run(args: WatchArgs) -> anyhow::Result<ExitCode> {
+    let read = || {
+        snapshot(&args.run_dir)
+            .with_context(|| format!("cannot read run directory {}", args.run_dir.display()))
+    };
+    if args.once {
+        let snap = read()?;
+        println!("{}", serde_json::to_string_pretty(&snap)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    loop {
+        let snap = read()?;
+        // Clear the screen and home the cursor, then draw.
+        print!("\x1b[2J\x1b[H{}", render(&snap));
+        let running = matches!(snap.status.as_str(), "running" | "initialized");
+        if !running {
+            println!("\nrun is {}; watch ends.", snap.status);
+            return Ok(ExitCode::SUCCESS);
+        }
+        tokio::time::sleep(Duration::from_millis(args.interval_ms.max(100))).await;
+    }
 }

@@ -1,6 +1,18 @@
-//! The micro-single-task workflow (placeholder until implemented).
+//! The micro-single-task workflow: one latency-sensitive user, small structured tasks, paired
+//! rounds. The dataset (`dataset`), exact scoring (`scoring`), metrics (`metrics`), paired
+//! comparisons (`paired`), the record reader (`records`) and the reports (`report`) live here;
+//! the generic runner only sees the [`Workflow`] impl.
 
-use openbench_common::record::TerminalRecord;
+pub mod dataset;
+pub mod html;
+pub mod metrics;
+pub mod paired;
+pub mod records;
+pub mod report;
+pub mod scoring;
+
+use openbench_common::layout::RunLock;
+use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_common::workflow::{
     CannedAnswer, DatasetRelease, ReportOutcome, Workflow, WorkflowError,
 };
@@ -19,19 +31,55 @@ impl Workflow for MicroSingleTask {
     fn bundled_specs(&self) -> Vec<PathBuf> {
         Vec::new()
     }
-    fn load_dataset(&self, _dir: &Path, _manifest: &str) -> Result<DatasetRelease, WorkflowError> {
-        Err(WorkflowError("not implemented yet".into()))
+    fn load_dataset(&self, dir: &Path, manifest: &str) -> Result<DatasetRelease, WorkflowError> {
+        dataset::load_release(dir, manifest)
+            .map(|release| release.to_dataset_release())
+            .map_err(|e| WorkflowError(e.to_string()))
     }
-    fn canned_answers(
-        &self,
-        _dataset: &DatasetRelease,
-    ) -> Result<Vec<CannedAnswer>, WorkflowError> {
-        Ok(Vec::new())
+    fn canned_answers(&self, dataset: &DatasetRelease) -> Result<Vec<CannedAnswer>, WorkflowError> {
+        dataset::canned::canned_answers(dataset).map_err(|e| WorkflowError(e.to_string()))
     }
-    fn answer_is_schema_valid(&self, _record: &TerminalRecord) -> bool {
-        false
+    fn answer_is_schema_valid(&self, record: &TerminalRecord) -> bool {
+        record.outcome == Outcome::Completed
+            && !record.answer_text.trim().is_empty()
+            && scoring::Family::parse(&record.task_family)
+                .is_some_and(|f| scoring::is_schema_valid(f, &record.answer_text))
     }
-    fn report(&self, _run_dir: &Path) -> Result<ReportOutcome, WorkflowError> {
-        Err(WorkflowError("not implemented yet".into()))
+    fn report(&self, run_dir: &Path) -> Result<ReportOutcome, WorkflowError> {
+        let fail = |e: report::ReportError| WorkflowError(e.to_string());
+        let lock = report::read_lock(run_dir).map_err(fail)?;
+        let gold = gold_table(&lock)?;
+        let (summary_table, written) = report::write_all(run_dir, &lock, &gold).map_err(fail)?;
+        Ok(ReportOutcome {
+            summary_table,
+            written,
+        })
     }
+}
+
+/// The gold of the release a run locked, checked against the lock's release hash.
+pub fn gold_table(lock: &RunLock) -> Result<report::GoldTable, WorkflowError> {
+    let dir = Path::new(&lock.dataset_dir);
+    let release = dataset::load_release(dir, &lock.dataset_manifest)
+        .map_err(|e| WorkflowError(format!("dataset {}: {e}", dir.display())))?;
+    if release.release_hash != lock.dataset_release_hash {
+        return Err(WorkflowError(format!(
+            "dataset {}: release hash {} differs from the run lock's {}",
+            dir.display(),
+            release.release_hash,
+            lock.dataset_release_hash
+        )));
+    }
+    Ok(report::GoldTable(
+        release
+            .rows()
+            .iter()
+            .map(|row| {
+                (
+                    row.id.clone(),
+                    scoring::GoldRef::from_gold(&row.gold, &row.aliases),
+                )
+            })
+            .collect(),
+    ))
 }

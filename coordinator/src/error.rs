@@ -1,0 +1,46 @@
+//! Coordinator errors, each naming the file, field, provider or input it concerns.
+
+use crate::rundir::RunDirError;
+use crate::selection::SelectionError;
+use std::path::PathBuf;
+
+/// Everything that can stop a run from starting or continuing.
+#[derive(Debug, thiserror::Error)]
+pub enum CoordinatorError {
+    /// Starting the simulator, a probe or a client failed.
+    #[error("{what}: {message}")]
+    Setup {
+        /// What was being set up (names the region, provider or URL).
+        what: String,
+        /// Why it failed.
+        message: String,
+    },
+    /// A run-directory file could not be read or written.
+    #[error(transparent)]
+    RunDir(#[from] RunDirError),
+    /// Selection failed.
+    #[error("selection: {0}")]
+    Selection(#[from] SelectionError),
+    /// A resume found inputs that differ from the lock.
+    #[error("refusing to resume {lock}: {}", changes.join("; "))]
+    LockMismatch {
+        /// The lock file.
+        lock: PathBuf,
+        /// One entry per changed input (spec, dataset, adapters, tokenizer, code).
+        changes: Vec<String>,
+    },
+    /// The run directory cannot be resumed as asked.
+    #[error("{dir}: {message}")]
+    Resume {
+        /// The run directory.
+        dir: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// The workflow refused (dataset, canned answers).
+    #[error("workflow: {0}")]
+    Workflow(String),
+    /// The coordinator actor failed.
+    #[error("coordinator actor: {0}")]
+    Actor(String),
+}

@@ -1,0 +1,119 @@
+//! The run lock: hashes of every input (spec, dataset release, adapters, tokenizer ranks, code),
+//! written once by `init` or the first run, and checked on every resume.
+
+use openbench_common::hash::{canonical_json, sha256_hex};
+use openbench_common::layout::{LockedProvider, RunLock};
+use openbench_common::spec::LoadedSpec;
+use openbench_common::workflow::DatasetRelease;
+use std::collections::BTreeMap;
+
+/// Version of the lock layout this crate writes.
+pub const LOCK_VERSION: u32 = 1;
+
+/// The input hashes a lock pins, computed from what is on disk now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputHashes {
+    /// sha256 of the spec file bytes.
+    pub spec: String,
+    /// Dataset release hash.
+    pub dataset: String,
+    /// sha256 of the canonical JSON of the providers' adapter data.
+    pub adapters: String,
+    /// sha256 of the tokenizer ranks.
+    pub tokenizer: String,
+    /// Digest of the sources built into the binary.
+    pub code: String,
+}
+
+impl InputHashes {
+    /// Hashes the current inputs; `code_sha256` comes from the binary (`OPENBENCH_CODE_SHA256`).
+    pub fn compute(spec: &LoadedSpec, dataset: &DatasetRelease, code_sha256: &str) -> InputHashes {
+        InputHashes {
+            spec: sha256_hex(&spec.bytes),
+            dataset: dataset.release_hash.clone(),
+            adapters: adapters_sha256(spec),
+            tokenizer: openbench_common::tokenizer::ranks_sha256(),
+            code: code_sha256.to_string(),
+        }
+    }
+
+    /// Names (with both values) of every hash that differs from the lock's, in a fixed order.
+    pub fn changes_against(&self, lock: &RunLock) -> Vec<String> {
+        let pairs = [
+            ("spec", &lock.spec_sha256, &self.spec),
+            ("dataset", &lock.dataset_release_hash, &self.dataset),
+            ("adapters", &lock.adapters_sha256, &self.adapters),
+            ("tokenizer", &lock.tokenizer_ranks_sha256, &self.tokenizer),
+            ("code", &lock.code_sha256, &self.code),
+        ];
+        pairs
+            .into_iter()
+            .filter(|(_, locked, now)| locked != now)
+            .map(|(name, locked, now)| {
+                format!("{name} changed (locked {}…, now {}…)", short(locked), short(now))
+            })
+            .collect()
+    }
+}
+
+fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
+}
+
+/// sha256 of the canonical JSON of the providers' adapter data, in spec order.
+pub fn adapters_sha256(spec: &LoadedSpec) -> String {
+    let value = serde_json::to_value(&spec.spec.providers).unwrap_or(serde_json::Value::Null);
+    sha256_hex(canonical_json(&value))
+}
+
+/// Builds the lock of a new run.
+pub fn build_lock(
+    run_id: &str,
+    spec: &LoadedSpec,
+    dataset: &DatasetRelease,
+    hashes: &InputHashes,
+    approval_id: Option<String>,
+) -> RunLock {
+    let s = &spec.spec;
+    let dataset_dir = std::fs::canonicalize(&dataset.dir).unwrap_or_else(|_| dataset.dir.clone());
+    RunLock {
+        lock_version: LOCK_VERSION,
+        run_id: run_id.to_string(),
+        workflow: s.benchmark.workflow.clone(),
+        benchmark_slug: s.benchmark.slug.clone(),
+        schedule_version: s.benchmark.schedule_version.clone(),
+        model_label: s.benchmark.model_label.clone(),
+        families: s.benchmark.families.clone(),
+        spec_path: spec.path.display().to_string(),
+        spec_sha256: hashes.spec.clone(),
+        dataset_dir: dataset_dir.display().to_string(),
+        dataset_manifest: s.dataset.manifest.clone(),
+        dataset_release_hash: hashes.dataset.clone(),
+        adapters_sha256: hashes.adapters.clone(),
+        tokenizer: openbench_common::tokenizer::TOKENIZER_NAME.to_string(),
+        tokenizer_ranks_sha256: hashes.tokenizer.clone(),
+        code_sha256: hashes.code.clone(),
+        program_version: openbench_common::VERSION.to_string(),
+        providers: s
+            .providers
+            .iter()
+            .map(|p| LockedProvider {
+                key: p.key.clone(),
+                display_name: if p.display_name.is_empty() {
+                    p.key.clone()
+                } else {
+                    p.display_name.clone()
+                },
+                model: p.model.clone(),
+                input_price_per_mtok: p.price.as_ref().map(|x| x.input_per_mtok),
+                output_price_per_mtok: p.price.as_ref().map(|x| x.output_per_mtok),
+            })
+            .collect(),
+        regions: s.region_names(),
+        simulator_time_scale: s.simulator.as_ref().map(|x| x.time_scale),
+        timeout_ms: s.request.timeout_ms,
+        approval_id,
+        created_at: openbench_common::clock::now_rfc3339(),
+        extra: BTreeMap::new(),
+    }
+}

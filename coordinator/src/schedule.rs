@@ -1,0 +1,248 @@
+//! The schedule (METHODOLOGY §7): for item index 0..N−1, for each family in spec order, one round;
+//! every lane gets every round; launch order is the lane base order rotated left by
+//! `round_index mod lanes`. Written as `artifacts/full-plan.json` or
+//! `artifacts/smoke-plan-attempt-N.json`.
+
+use crate::selection::Selection;
+use openbench_common::plan::{ChatMessage, PlannedRequest, request_id, round_id};
+use openbench_common::spec::Spec;
+use openbench_common::workflow::{DatasetRelease, WorkItem};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the plan file layout.
+pub const PLAN_VERSION: u32 = 1;
+
+/// A lane: one provider probed from one region.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lane {
+    /// `provider`, or `provider@region` when the spec lists several regions.
+    pub label: String,
+    /// Provider key.
+    pub provider: String,
+    /// Region label.
+    pub region: String,
+}
+
+/// The spec's lanes in base order: providers in spec order, each in every region.
+pub fn lanes(spec: &Spec) -> Vec<Lane> {
+    let regions = spec.region_names();
+    let several = regions.len() > 1;
+    let mut out = Vec::new();
+    for p in &spec.providers {
+        for region in &regions {
+            let label = if several {
+                format!("{}@{region}", p.key)
+            } else {
+                p.key.clone()
+            };
+            out.push(Lane {
+                label,
+                provider: p.key.clone(),
+                region: region.clone(),
+            });
+        }
+    }
+    out
+}
+
+/// `base` rotated left by `round_index mod len`.
+pub fn rotated<T: Clone>(base: &[T], round_index: u64) -> Vec<T> {
+    if base.is_empty() {
+        return Vec::new();
+    }
+    let shift = (round_index % base.len() as u64) as usize;
+    let mut out = base.to_vec();
+    out.rotate_left(shift);
+    out
+}
+
+/// One lane's request inside a planned round.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedLane {
+    /// Lane label.
+    pub lane: String,
+    /// Provider key.
+    pub provider: String,
+    /// Region label.
+    pub region: String,
+    /// `req-…` id.
+    pub request_id: String,
+}
+
+/// One round of the plan; `requests` are in launch order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedRound {
+    /// 0-based round index.
+    pub round_index: u64,
+    /// `round-…` id.
+    pub round_id: String,
+    /// Task family.
+    pub task_family: String,
+    /// Item id.
+    pub item_id: String,
+    /// Item hash (sha256 of the row's canonical JSON).
+    pub item_hash: String,
+    /// The lanes in launch order with their request ids.
+    pub requests: Vec<PlannedLane>,
+}
+
+/// The immutable plan file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// [`PLAN_VERSION`].
+    pub plan_version: u32,
+    /// `full` or `smoke`.
+    pub kind: String,
+    /// 0 for a full run; 1 or 2 for a smoke attempt.
+    pub attempt: u32,
+    /// Benchmark slug.
+    pub benchmark_slug: String,
+    /// Schedule version feeding the ids.
+    pub schedule_version: String,
+    /// Release hash of the dataset.
+    pub dataset_release_hash: String,
+    /// Families in round order.
+    pub families: Vec<String>,
+    /// Lanes in base order.
+    pub lanes: Vec<Lane>,
+    /// Items per family in this plan.
+    pub items_per_family: usize,
+    /// Every round in order.
+    pub rounds: Vec<PlannedRound>,
+}
+
+impl Plan {
+    /// Total planned requests (rounds × lanes).
+    pub fn request_count(&self) -> usize {
+        self.rounds.iter().map(|r| r.requests.len()).sum()
+    }
+}
+
+/// Builds the plan of `items_per_family` items per family (a prefix of the selection).
+pub fn build_plan(
+    spec: &Spec,
+    selection: &Selection,
+    dataset: &DatasetRelease,
+    items_per_family: usize,
+    attempt: u32,
+) -> Plan {
+    let version = &spec.benchmark.schedule_version;
+    let base = lanes(spec);
+    let hashes = item_hashes(dataset);
+    let mut rounds = Vec::new();
+    for index in 0..items_per_family {
+        for family in &spec.benchmark.families {
+            let Some(item_id) = selection
+                .families
+                .get(family)
+                .and_then(|f| f.selected_prefix.get(index))
+            else {
+                continue;
+            };
+            let round_index = rounds.len() as u64;
+            let requests = rotated(&base, round_index)
+                .into_iter()
+                .map(|lane| PlannedLane {
+                    request_id: request_id(version, &lane.provider, round_index, family, item_id, attempt),
+                    lane: lane.label,
+                    provider: lane.provider,
+                    region: lane.region,
+                })
+                .collect();
+            rounds.push(PlannedRound {
+                round_index,
+                round_id: round_id(version, round_index, family, item_id, attempt),
+                task_family: family.clone(),
+                item_id: item_id.clone(),
+                item_hash: hashes
+                    .get(&(family.as_str(), item_id.as_str()))
+                    .cloned()
+                    .unwrap_or_default(),
+                requests,
+            });
+        }
+    }
+    Plan {
+        plan_version: PLAN_VERSION,
+        kind: if attempt == 0 { "full" } else { "smoke" }.to_string(),
+        attempt,
+        benchmark_slug: spec.benchmark.slug.clone(),
+        schedule_version: version.clone(),
+        dataset_release_hash: dataset.release_hash.clone(),
+        families: spec.benchmark.families.clone(),
+        lanes: base,
+        items_per_family,
+        rounds,
+    }
+}
+
+fn item_hashes(dataset: &DatasetRelease) -> BTreeMap<(&str, &str), String> {
+    dataset
+        .items
+        .iter()
+        .flat_map(|(family, items)| {
+            items
+                .iter()
+                .map(move |i| ((family.as_str(), i.item_id.as_str()), i.item_hash.clone()))
+        })
+        .collect()
+}
+
+/// Looks up a dataset item by family and id.
+pub fn find_item<'a>(dataset: &'a DatasetRelease, family: &str, item_id: &str) -> Option<&'a WorkItem> {
+    dataset
+        .items
+        .get(family)
+        .and_then(|items| items.iter().find(|i| i.item_id == item_id))
+}
+
+/// The request a probe executes for one lane of a round.
+pub fn planned_request(
+    run_id: &str,
+    plan: &Plan,
+    round: &PlannedRound,
+    lane: &PlannedLane,
+    item: &WorkItem,
+    deadline_ms: u64,
+) -> PlannedRequest {
+    PlannedRequest {
+        run_id: run_id.to_string(),
+        round_id: round.round_id.clone(),
+        request_id: lane.request_id.clone(),
+        round_index: round.round_index,
+        attempt: plan.attempt,
+        task_family: round.task_family.clone(),
+        item_id: round.item_id.clone(),
+        provider: lane.provider.clone(),
+        region: lane.region.clone(),
+        lane: lane.lane.clone(),
+        messages: vec![
+            ChatMessage {
+                role: "system".into(),
+                content: item.system.clone(),
+            },
+            ChatMessage {
+                role: "user".into(),
+                content: item.user.clone(),
+            },
+        ],
+        deadline_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotation_moves_left_by_round_index() {
+        let base = ["a", "b", "c", "d"];
+        assert_eq!(rotated(&base, 0), vec!["a", "b", "c", "d"]);
+        assert_eq!(rotated(&base, 1), vec!["b", "c", "d", "a"]);
+        assert_eq!(rotated(&base, 3), vec!["d", "a", "b", "c"]);
+        assert_eq!(rotated(&base, 4), vec!["a", "b", "c", "d"]);
+        assert_eq!(rotated(&base, 6), vec!["c", "d", "a", "b"]);
+        assert!(rotated::<u8>(&[], 3).is_empty());
+    }
+}

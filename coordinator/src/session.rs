@@ -1,0 +1,208 @@
+//! Inputs of a run and its directory: loading spec, dataset and credentials (no network), creating
+//! a locked run directory, and reopening one for a resume only when every locked hash still holds.
+
+use crate::error::CoordinatorError;
+use crate::lock::{InputHashes, build_lock};
+use crate::manifest::RunManifest;
+use crate::rundir::{json_bytes, read_json, write_json_once, write_once};
+use crate::selection::{Selection, select};
+use openbench_common::layout::{self, RunLock};
+use openbench_common::spec::LoadedSpec;
+use openbench_common::workflow::{DatasetRelease, Workflow};
+use openbench_probe::Credentials;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// Everything a run reads, validated and loaded before any network call.
+#[derive(Clone)]
+pub struct RunInputs {
+    /// The spec and its bytes.
+    pub spec: LoadedSpec,
+    /// The workflow the spec names.
+    pub workflow: Arc<dyn Workflow>,
+    /// The dataset release.
+    pub dataset: DatasetRelease,
+    /// Every credential the spec declares (values never printed).
+    pub credentials: Credentials,
+    /// Digest of the sources built into the binary.
+    pub code_sha256: String,
+}
+
+/// Loads the spec, the dataset (through the workflow) and every declared credential, from the
+/// process environment or `./.env`. No network.
+pub fn prepare_inputs(
+    spec_path: &Path,
+    workflow: Arc<dyn Workflow>,
+    code_sha256: &str,
+) -> Result<RunInputs, CoordinatorError> {
+    let spec = LoadedSpec::load(spec_path).map_err(|e| CoordinatorError::Setup {
+        what: format!("spec {}", spec_path.display()),
+        message: e.to_string(),
+    })?;
+    if spec.spec.benchmark.workflow != workflow.name() {
+        return Err(CoordinatorError::Setup {
+            what: format!("spec {} benchmark.workflow", spec_path.display()),
+            message: format!(
+                "{:?} does not match the selected workflow {:?}",
+                spec.spec.benchmark.workflow,
+                workflow.name()
+            ),
+        });
+    }
+    let credentials =
+        Credentials::from_env(&spec.spec.credential_names()).map_err(|e| CoordinatorError::Setup {
+            what: format!("credentials for spec {}", spec_path.display()),
+            message: e.to_string(),
+        })?;
+    let dir = spec.dataset_dir();
+    let dataset = workflow
+        .load_dataset(&dir, &spec.spec.dataset.manifest)
+        .map_err(|e| CoordinatorError::Workflow(format!("dataset {}: {e}", dir.display())))?;
+    Ok(RunInputs {
+        spec,
+        workflow,
+        dataset,
+        credentials,
+        code_sha256: code_sha256.to_string(),
+    })
+}
+
+/// The spec path recorded in a run's lock (for resumes given only `--run-dir`).
+pub fn locked_spec_path(run_dir: &Path) -> Result<PathBuf, CoordinatorError> {
+    let lock: RunLock = read_json(&layout::path(run_dir, layout::RUN_LOCK))?;
+    Ok(PathBuf::from(lock.spec_path))
+}
+
+/// An open, locked run directory.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    /// The directory.
+    pub dir: PathBuf,
+    /// Its lock.
+    pub lock: RunLock,
+    /// Its selection.
+    pub selection: Selection,
+}
+
+impl RunDir {
+    /// Creates `<run_root>/<workflow>/run-YYYYMMDD-HHMMSS` (suffixed `-2`, `-3`… if taken) and
+    /// writes the lock, the selection and an `initialized` manifest.
+    pub fn create(inputs: &RunInputs, approval_id: Option<&str>) -> Result<RunDir, CoordinatorError> {
+        let parent = inputs
+            .spec
+            .run_root()
+            .join(&inputs.spec.spec.benchmark.workflow);
+        std::fs::create_dir_all(&parent).map_err(|source| {
+            crate::rundir::RunDirError::Io {
+                path: parent.clone(),
+                source,
+            }
+        })?;
+        let stamp = openbench_common::clock::run_stamp(SystemTime::now());
+        let mut n = 1;
+        let dir = loop {
+            let name = if n == 1 {
+                format!("run-{stamp}")
+            } else {
+                format!("run-{stamp}-{n}")
+            };
+            let dir = parent.join(&name);
+            match std::fs::create_dir(&dir) {
+                Ok(()) => break dir,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+                Err(source) => {
+                    return Err(crate::rundir::RunDirError::Io { path: dir, source }.into());
+                }
+            }
+        };
+        let run_id = dir
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let hashes = InputHashes::compute(&inputs.spec, &inputs.dataset, &inputs.code_sha256);
+        let lock = build_lock(
+            &run_id,
+            &inputs.spec,
+            &inputs.dataset,
+            &hashes,
+            approval_id.map(str::to_string),
+        );
+        let lock_path = layout::path(&dir, layout::RUN_LOCK);
+        write_once(&lock_path, &json_bytes(&lock_path, &lock)?)?;
+        let selection = write_selection(inputs, &dir)?;
+        let mut manifest = RunManifest::new(&run_id, &lock.workflow);
+        manifest.save(&dir)?;
+        Ok(RunDir {
+            dir,
+            lock,
+            selection,
+        })
+    }
+
+    /// Opens an existing run for a resume: refuses when any locked hash changed, naming which.
+    pub fn open(inputs: &RunInputs, dir: &Path) -> Result<RunDir, CoordinatorError> {
+        let lock_path = layout::path(dir, layout::RUN_LOCK);
+        if !lock_path.exists() {
+            return Err(CoordinatorError::Resume {
+                dir: dir.to_path_buf(),
+                message: format!("no {} here: not a run directory", layout::RUN_LOCK),
+            });
+        }
+        let lock: RunLock = read_json(&lock_path)?;
+        if lock.workflow != inputs.spec.spec.benchmark.workflow {
+            return Err(CoordinatorError::Resume {
+                dir: dir.to_path_buf(),
+                message: format!(
+                    "run is for workflow {:?}, the spec names {:?}",
+                    lock.workflow, inputs.spec.spec.benchmark.workflow
+                ),
+            });
+        }
+        let hashes = InputHashes::compute(&inputs.spec, &inputs.dataset, &inputs.code_sha256);
+        let changes = hashes.changes_against(&lock);
+        if !changes.is_empty() {
+            return Err(CoordinatorError::LockMismatch {
+                lock: lock_path,
+                changes,
+            });
+        }
+        let selection = write_selection(inputs, dir)?;
+        Ok(RunDir {
+            dir: dir.to_path_buf(),
+            lock,
+            selection,
+        })
+    }
+
+    /// Opens `dir` when given, otherwise creates a new run.
+    pub fn open_or_create(
+        inputs: &RunInputs,
+        dir: Option<&Path>,
+        approval_id: Option<&str>,
+    ) -> Result<RunDir, CoordinatorError> {
+        match dir {
+            Some(dir) => RunDir::open(inputs, dir),
+            None => RunDir::create(inputs, approval_id),
+        }
+    }
+
+    /// The run id (the directory's name).
+    pub fn run_id(&self) -> &str {
+        &self.lock.run_id
+    }
+}
+
+fn write_selection(inputs: &RunInputs, dir: &Path) -> Result<Selection, CoordinatorError> {
+    let s = &inputs.spec.spec;
+    let per_family = s.plans.full_items_per_family;
+    let selection = select(
+        &inputs.dataset,
+        &s.benchmark.slug,
+        &s.benchmark.schedule_version,
+        &s.benchmark.families,
+        per_family,
+    )?;
+    write_json_once(&layout::path(dir, layout::SELECTION), &selection)?;
+    Ok(selection)
+}

@@ -1,0 +1,209 @@
+//! What one SSE event carried (METHODOLOGY §3): reasoning text, answer text, finish reason,
+//! usage, the response model, server timings, or a provider error.
+//!
+//! Pure functions over one event's `event:` name and `data:` payload, so every rule is unit
+//! tested without a network.
+
+use openbench_common::record::{Classification, Usage};
+use serde_json::Value;
+
+/// The payload that ends a stream.
+pub const DONE: &str = "[DONE]";
+
+/// Longest provider error text kept from a stream or an error body, in characters.
+pub const ERROR_SNIPPET_CHARS: usize = 512;
+
+/// Everything one event carried.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chunk {
+    /// What the event counts as.
+    pub classification: Classification,
+    /// Non-empty reasoning text, or empty.
+    pub reasoning: String,
+    /// Non-empty visible answer text, or empty.
+    pub answer: String,
+    /// `choices[0].finish_reason`, when not null.
+    pub finish_reason: Option<String>,
+    /// Top-level `model`, when a non-empty string.
+    pub model: Option<String>,
+    /// Top-level `usage`, when an object.
+    pub usage: Option<Usage>,
+    /// Top-level `timings` (llama.cpp), when present.
+    pub timings: Option<Value>,
+    /// The provider's error text, for [`Classification::Error`].
+    pub error: Option<String>,
+}
+
+impl Chunk {
+    fn of(classification: Classification) -> Chunk {
+        Chunk {
+            classification,
+            reasoning: String::new(),
+            answer: String::new(),
+            finish_reason: None,
+            model: None,
+            usage: None,
+            timings: None,
+            error: None,
+        }
+    }
+}
+
+/// A data payload that is not JSON (an `invalid_sse` transport error).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("data payload is not JSON ({reason}): {snippet}")]
+pub struct InvalidSse {
+    /// The JSON parser's message.
+    pub reason: String,
+    /// The start of the payload.
+    pub snippet: String,
+}
+
+/// Classifies one dispatched event by its `event:` name and `data:` payload.
+pub fn classify_event(event: Option<&str>, data: &str) -> Result<Chunk, InvalidSse> {
+    if event == Some("error") {
+        let mut chunk = Chunk::of(Classification::Error);
+        let text = serde_json::from_str::<Value>(data)
+            .ok()
+            .and_then(|v| error_text(&v))
+            .unwrap_or_else(|| data.to_string());
+        chunk.error = Some(format!("event: error: {}", snippet(&text)));
+        return Ok(chunk);
+    }
+    if data.trim().is_empty() {
+        // An event with no payload (`event: ping`): nothing to parse, nothing to count.
+        return Ok(Chunk::of(Classification::Metadata));
+    }
+    if data.trim() == DONE {
+        return Ok(Chunk::of(Classification::Done));
+    }
+    let value: Value = serde_json::from_str(data).map_err(|e| InvalidSse {
+        reason: e.to_string(),
+        snippet: snippet(data),
+    })?;
+    Ok(classify_json(&value))
+}
+
+/// Classifies a parsed chunk.
+pub fn classify_json(value: &Value) -> Chunk {
+    let is_error = value.get("error").is_some_and(|e| !e.is_null())
+        || value.get("object").and_then(Value::as_str) == Some("error");
+    if is_error {
+        let mut chunk = Chunk::of(Classification::Error);
+        chunk.error = Some(snippet(
+            &error_text(value).unwrap_or_else(|| value.to_string()),
+        ));
+        return chunk;
+    }
+    let choice = value
+        .get("choices")
+        .and_then(Value::as_array)
+        .and_then(|c| c.first());
+    let delta = choice.and_then(|c| c.get("delta"));
+    let mut chunk = Chunk::of(Classification::Metadata);
+    chunk.model = value
+        .get("model")
+        .and_then(Value::as_str)
+        .filter(|m| !m.is_empty())
+        .map(str::to_string);
+    chunk.usage = value.get("usage").and_then(parse_usage);
+    chunk.timings = value.get("timings").filter(|t| !t.is_null()).cloned();
+    chunk.finish_reason = choice
+        .and_then(|c| c.get("finish_reason"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if let Some(delta) = delta {
+        chunk.reasoning = reasoning_text(delta);
+        chunk.answer = answer_text(delta);
+    }
+    chunk.classification = match (chunk.reasoning.is_empty(), chunk.answer.is_empty()) {
+        (false, false) => Classification::ReasoningAndAnswer,
+        (false, true) => Classification::Reasoning,
+        (true, false) => Classification::Answer,
+        (true, true) if chunk.finish_reason.is_some() => Classification::Finish,
+        (true, true) if chunk.usage.is_some() && choice.is_none() => Classification::Usage,
+        (true, true) => match delta.and_then(Value::as_object) {
+            Some(d) if d.get("role").is_some_and(|r| !r.is_null()) => Classification::Role,
+            Some(_) => Classification::EmptyDelta,
+            None => Classification::Metadata,
+        },
+    };
+    chunk
+}
+
+/// First non-empty of `reasoning_content`, `reasoning`, `reasoning_details[].text` (joined).
+pub fn reasoning_text(delta: &Value) -> String {
+    for key in ["reasoning_content", "reasoning"] {
+        if let Some(text) = delta.get(key).and_then(Value::as_str)
+            && !text.is_empty()
+        {
+            return text.to_string();
+        }
+    }
+    delta
+        .get("reasoning_details")
+        .and_then(Value::as_array)
+        .map(|items| blocks_text(items))
+        .unwrap_or_default()
+}
+
+/// `content` as a string, or the concatenated `text` of a list of blocks.
+pub fn answer_text(delta: &Value) -> String {
+    match delta.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(items)) => blocks_text(items),
+        _ => String::new(),
+    }
+}
+
+fn blocks_text(items: &[Value]) -> String {
+    items
+        .iter()
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect()
+}
+
+/// Usage counts, including `prompt_tokens_details.cached_tokens` and
+/// `completion_tokens_details.reasoning_tokens`. `None` unless it is an object.
+pub fn parse_usage(value: &Value) -> Option<Usage> {
+    let obj = value.as_object()?;
+    let num = |v: Option<&Value>| v.and_then(Value::as_u64);
+    Some(Usage {
+        prompt_tokens: num(obj.get("prompt_tokens")),
+        completion_tokens: num(obj.get("completion_tokens")),
+        total_tokens: num(obj.get("total_tokens")),
+        cached_tokens: num(obj
+            .get("prompt_tokens_details")
+            .and_then(|d| d.get("cached_tokens")))
+        .or_else(|| num(obj.get("cached_tokens"))),
+        reasoning_tokens: num(obj
+            .get("completion_tokens_details")
+            .and_then(|d| d.get("reasoning_tokens")))
+        .or_else(|| num(obj.get("reasoning_tokens"))),
+    })
+}
+
+/// The provider's error text: `error.message`, `error` as a string, or a top-level `message`.
+fn error_text(value: &Value) -> Option<String> {
+    let error = value.get("error");
+    error
+        .and_then(|e| e.get("message"))
+        .and_then(Value::as_str)
+        .or_else(|| error.and_then(Value::as_str))
+        .or_else(|| value.get("message").and_then(Value::as_str))
+        .map(str::to_string)
+        .or_else(|| error.filter(|e| !e.is_null()).map(Value::to_string))
+}
+
+/// At most [`ERROR_SNIPPET_CHARS`] characters of `text`, marked when cut.
+pub fn snippet(text: &str) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(ERROR_SNIPPET_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+#[path = "classify_tests.rs"]
+mod tests;

@@ -1,0 +1,134 @@
+use super::*;
+use serde_json::json;
+
+fn of(data: &str) -> Chunk {
+    classify_event(None, data).unwrap()
+}
+
+#[test]
+fn role_only_first_chunk_with_null_content_is_role() {
+    let c = of(
+        r#"{"id":"x","model":"m1","choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}"#,
+    );
+    assert_eq!(c.classification, Classification::Role);
+    assert_eq!(c.model.as_deref(), Some("m1"));
+    assert_eq!((c.answer.as_str(), c.reasoning.as_str()), ("", ""));
+}
+
+#[test]
+fn role_with_empty_content_is_still_role_and_empty_delta_is_empty() {
+    let c = of(r#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#);
+    assert_eq!(c.classification, Classification::Role);
+    let c = of(r#"{"choices":[{"delta":{}}]}"#);
+    assert_eq!(c.classification, Classification::EmptyDelta);
+    let c = of(r#"{"choices":[{"delta":{"content":"","reasoning_content":""}}]}"#);
+    assert_eq!(c.classification, Classification::EmptyDelta);
+}
+
+#[test]
+fn answer_as_string_and_as_blocks() {
+    let c = of(r#"{"choices":[{"delta":{"content":"{\"a"}}]}"#);
+    assert_eq!(
+        (c.classification, c.answer.as_str()),
+        (Classification::Answer, "{\"a")
+    );
+    let c = of(
+        r#"{"choices":[{"delta":{"content":[{"type":"text","text":"he"},{"type":"image"},{"type":"text","text":"llo"}]}}]}"#,
+    );
+    assert_eq!(
+        (c.classification, c.answer.as_str()),
+        (Classification::Answer, "hello")
+    );
+}
+
+#[test]
+fn reasoning_takes_the_first_non_empty_source() {
+    // zai-style reasoning_content.
+    let c = of(r#"{"choices":[{"delta":{"reasoning_content":"think"}}]}"#);
+    assert_eq!(
+        (c.classification, c.reasoning.as_str()),
+        (Classification::Reasoning, "think")
+    );
+    // Empty reasoning_content falls through to reasoning.
+    let c = of(
+        r#"{"choices":[{"delta":{"reasoning_content":"","reasoning":"r2","reasoning_details":[{"text":"no"}]}}]}"#,
+    );
+    assert_eq!(c.reasoning, "r2");
+    // reasoning_details texts are concatenated.
+    let c = of(
+        r#"{"choices":[{"delta":{"reasoning_details":[{"type":"reasoning.text","text":"a"},{"text":"b"}]}}]}"#,
+    );
+    assert_eq!(c.reasoning, "ab");
+    // Both in one chunk.
+    let c = of(r#"{"choices":[{"delta":{"reasoning":"r","content":"a"}}]}"#);
+    assert_eq!(c.classification, Classification::ReasoningAndAnswer);
+}
+
+#[test]
+fn finish_only_usage_only_and_metadata() {
+    let c = of(r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#);
+    assert_eq!(c.classification, Classification::Finish);
+    assert_eq!(c.finish_reason.as_deref(), Some("stop"));
+    // A finish chunk with usage stays a finish chunk, and keeps the usage.
+    let c =
+        of(r#"{"choices":[{"delta":{},"finish_reason":"length"}],"usage":{"prompt_tokens":3}}"#);
+    assert_eq!(c.classification, Classification::Finish);
+    assert_eq!(c.usage.and_then(|u| u.prompt_tokens), Some(3));
+    let c = of(
+        r#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}},"timings":{"predicted_n":5}}"#,
+    );
+    assert_eq!(c.classification, Classification::Usage);
+    assert_eq!(
+        c.usage,
+        Some(Usage {
+            prompt_tokens: Some(10),
+            completion_tokens: Some(5),
+            total_tokens: Some(15),
+            cached_tokens: Some(4),
+            reasoning_tokens: Some(2),
+        })
+    );
+    assert_eq!(c.timings, Some(json!({"predicted_n": 5})));
+    let c = of(r#"{"id":"x","object":"chat.completion.chunk"}"#);
+    assert_eq!(c.classification, Classification::Metadata);
+    // A final chunk with content and finish_reason is an answer with a finish reason.
+    let c = of(r#"{"choices":[{"delta":{"content":"}"},"finish_reason":"stop"}]}"#);
+    assert_eq!(c.classification, Classification::Answer);
+    assert_eq!(c.finish_reason.as_deref(), Some("stop"));
+}
+
+#[test]
+fn done_errors_and_invalid_payloads() {
+    assert_eq!(of("[DONE]").classification, Classification::Done);
+    let c = of(r#"{"error":{"message":"overloaded","code":503}}"#);
+    assert_eq!(c.classification, Classification::Error);
+    assert_eq!(c.error.as_deref(), Some("overloaded"));
+    let c = of(r#"{"object":"error","message":"bad things","type":"internal"}"#);
+    assert_eq!(
+        (c.classification, c.error.as_deref()),
+        (Classification::Error, Some("bad things"))
+    );
+    // `error: null` is not an error.
+    let c = of(r#"{"error":null,"choices":[{"delta":{"content":"x"}}]}"#);
+    assert_eq!(c.classification, Classification::Answer);
+    let c = classify_event(Some("error"), "upstream died").unwrap();
+    assert_eq!(c.classification, Classification::Error);
+    assert_eq!(c.error.as_deref(), Some("event: error: upstream died"));
+    let c = classify_event(Some("error"), r#"{"error":{"message":"boom"}}"#).unwrap();
+    assert_eq!(c.error.as_deref(), Some("event: error: boom"));
+    let err = classify_event(None, "hello there").unwrap_err();
+    assert_eq!(err.snippet, "hello there");
+    assert!(
+        err.to_string().starts_with("data payload is not JSON"),
+        "{err}"
+    );
+}
+
+#[test]
+fn snippet_caps_at_512_characters() {
+    let long = "é".repeat(600);
+    let s = snippet(&long);
+    assert_eq!(s.chars().count(), ERROR_SNIPPET_CHARS + 1);
+    assert!(s.ends_with('…'));
+    assert_eq!(snippet("  short \n"), "short");
+}

@@ -1,0 +1,167 @@
+//! Credentials: the secret values a probe reads from its own environment, never from the
+//! coordinator, never printed.
+
+use crate::error::ProbeError;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Secret values by environment variable name. `Debug` shows names only.
+#[derive(Clone, Default)]
+pub struct Credentials {
+    values: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("names", &self.values.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Credentials {
+    /// No credentials (local servers, the simulator).
+    pub fn empty() -> Credentials {
+        Credentials::default()
+    }
+
+    /// Credentials from explicit pairs (tests, `probe once`).
+    pub fn from_pairs<I, K, V>(pairs: I) -> Credentials
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        Credentials {
+            values: pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        }
+    }
+
+    /// Reads every name from the process environment, then from `.env` in the current directory
+    /// for names the environment lacks (`.env` never overrides the environment). The error names
+    /// every missing variable, never a value.
+    pub fn from_env(names: &[String]) -> Result<Credentials, ProbeError> {
+        Credentials::from_env_and_file(names, Path::new(".env"))
+    }
+
+    /// [`Credentials::from_env`] with an explicit `.env` path.
+    pub fn from_env_and_file(names: &[String], dotenv: &Path) -> Result<Credentials, ProbeError> {
+        let mut values = BTreeMap::new();
+        let mut missing = Vec::new();
+        let mut file: Option<BTreeMap<String, String>> = None;
+        for name in names {
+            if let Some(v) = std::env::var(name).ok().filter(|v| !v.is_empty()) {
+                values.insert(name.clone(), v);
+                continue;
+            }
+            if file.is_none() {
+                file = Some(read_dotenv(dotenv)?);
+            }
+            match file.as_ref().and_then(|f| f.get(name)) {
+                Some(v) if !v.is_empty() => {
+                    values.insert(name.clone(), v.clone());
+                }
+                _ => missing.push(name.clone()),
+            }
+        }
+        if missing.is_empty() {
+            Ok(Credentials { values })
+        } else {
+            Err(ProbeError::MissingCredentials { names: missing })
+        }
+    }
+
+    /// The value of one variable.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.values.get(name).map(String::as_str)
+    }
+
+    /// Every secret value, for redaction.
+    pub fn secret_values(&self) -> impl Iterator<Item = &str> {
+        self.values.values().map(String::as_str)
+    }
+
+    /// Every variable name held.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.values.keys().map(String::as_str)
+    }
+}
+
+/// Parses `KEY=VALUE` lines (optional `export `, `#` comments, one pair of matching quotes
+/// stripped). A missing file is empty.
+fn read_dotenv(path: &Path) -> Result<BTreeMap<String, String>, ProbeError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => {
+            return Err(ProbeError::DotEnv {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            });
+        }
+    };
+    Ok(parse_dotenv(&text))
+}
+
+fn parse_dotenv(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let value = value.trim();
+        let unquoted = [('"', '"'), ('\'', '\'')]
+            .iter()
+            .find_map(|(open, close)| {
+                value
+                    .strip_prefix(*open)
+                    .and_then(|v| v.strip_suffix(*close))
+            })
+            .unwrap_or(value);
+        out.insert(key.trim().to_string(), unquoted.to_string());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dotenv_fills_only_what_env_lacks_and_errors_name_missing() {
+        let dir = std::env::temp_dir().join(format!("obp-cred-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(".env");
+        std::fs::write(
+            &path,
+            "# comment\nexport OBP_TEST_A=\"from-file\"\nOBP_TEST_PATH=file-path\n",
+        )
+        .unwrap();
+        // PATH is always set in the environment: the file must not override it.
+        let names = vec!["OBP_TEST_A".to_string(), "PATH".to_string()];
+        let c = Credentials::from_env_and_file(&names, &path).unwrap();
+        assert_eq!(c.get("OBP_TEST_A"), Some("from-file"));
+        assert_eq!(c.get("PATH"), std::env::var("PATH").ok().as_deref());
+        let err = Credentials::from_env_and_file(
+            &["OBP_TEST_MISSING_1".into(), "OBP_TEST_MISSING_2".into()],
+            &path,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            err,
+            "missing credential variable(s): OBP_TEST_MISSING_1, OBP_TEST_MISSING_2"
+        );
+        let debug = format!("{c:?}");
+        assert!(!debug.contains("from-file"), "{debug}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,393 @@
+//! The timed executor: one attempt of one streaming chat request, measured on a monotonic clock,
+//! ending in exactly one terminal record whatever happens.
+//!
+//! Clock zero is taken immediately before the request is handed to reqwest. One absolute
+//! deadline covers connect, headers and the whole stream: every await below is bounded by the
+//! same `tokio::time::Instant`, so keep-alive comments never extend it. Each body read is stamped
+//! the moment it arrives, before any parsing.
+
+use crate::body::{build_body, build_headers};
+use crate::classify::{classify_event, snippet};
+use crate::credentials::Credentials;
+use crate::error::ProbeError;
+use crate::record::{Ending, Exchange, StreamState, finalize};
+use crate::redact::Redactor;
+use crate::sse::{SseDecoder, SseFrame};
+use openbench_common::plan::PlannedRequest;
+use openbench_common::record::{Classification, ErrorType, Execution, Outcome, TerminalRecord};
+use openbench_common::spec::{ProviderAdapter, RequestContract};
+use reqwest::header::HeaderMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use tokio::time::timeout_at;
+
+/// Response headers that carry the provider's request id, in order of preference.
+pub const REQUEST_ID_HEADERS: &[&str] = &[
+    "x-request-id",
+    "request-id",
+    "x-amzn-requestid",
+    "x-amz-request-id",
+    "x-correlation-id",
+    "x-trace-id",
+    "cf-ray",
+];
+
+/// Most bytes of a non-2xx body read for its error snippet.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// Executes timed requests for one provider over one persistent connection pool. Cheap to clone
+/// (the client and adapter are shared).
+#[derive(Clone, Debug)]
+pub struct Executor {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    adapter: ProviderAdapter,
+    contract: RequestContract,
+    client: reqwest::Client,
+    url: reqwest::Url,
+    headers: HeaderMap,
+    redactor: Redactor,
+}
+
+impl Executor {
+    /// An executor for one provider: checks the endpoint and credentials, builds the headers and
+    /// one HTTP client (rustls, no redirects, no retries, no proxy, pooled connections, no
+    /// warm-up request). Also builds the tokenizer now so no measurement pays for it.
+    pub fn new(
+        adapter: ProviderAdapter,
+        contract: RequestContract,
+        credentials: &Credentials,
+    ) -> Result<Executor, ProbeError> {
+        let bad = |message: String| ProbeError::Adapter {
+            provider: adapter.key.clone(),
+            message,
+        };
+        if !(adapter.endpoint.starts_with("http://") || adapter.endpoint.starts_with("https://")) {
+            return Err(bad(format!(
+                "endpoint {:?} must be a resolved http(s) URL",
+                adapter.endpoint
+            )));
+        }
+        let url = reqwest::Url::parse(&adapter.endpoint)
+            .map_err(|e| bad(format!("endpoint is not a valid URL: {e}")))?;
+        let headers = build_headers(&adapter, credentials)?;
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .retry(reqwest::retry::never())
+            .no_proxy()
+            .build()
+            .map_err(|e| ProbeError::Client {
+                provider: adapter.key.clone(),
+                message: error_chain(&e.without_url()),
+            })?;
+        openbench_common::tokenizer::warm_up();
+        Ok(Executor {
+            inner: Arc::new(Inner {
+                adapter,
+                contract,
+                client,
+                url,
+                headers,
+                redactor: Redactor::new(credentials),
+            }),
+        })
+    }
+
+    /// The provider this executor serves.
+    pub fn adapter(&self) -> &ProviderAdapter {
+        &self.inner.adapter
+    }
+
+    /// The request contract it applies.
+    pub fn contract(&self) -> &RequestContract {
+        &self.inner.contract
+    }
+
+    /// Executes one planned request: one attempt, never retried, never panicking. Every failure
+    /// is a record; every string in it is redacted. The deadline is `req.deadline_ms`, or the
+    /// contract's `timeout_ms` when that is 0.
+    pub async fn execute(&self, req: &PlannedRequest) -> Execution {
+        let inner = &self.inner;
+        let deadline_ms = if req.deadline_ms > 0 {
+            req.deadline_ms
+        } else {
+            inner.contract.timeout_ms
+        };
+        let mut record = TerminalRecord::new(String::new(), Outcome::Completed);
+        record.run_id.clone_from(&req.run_id);
+        record.round_id.clone_from(&req.round_id);
+        record.request_id.clone_from(&req.request_id);
+        record.round_index = req.round_index;
+        record.attempt = req.attempt;
+        record.task_family.clone_from(&req.task_family);
+        record.item_id.clone_from(&req.item_id);
+        record.provider.clone_from(&req.provider);
+        record.region.clone_from(&req.region);
+        record.lane.clone_from(&req.lane);
+        record.requested_model.clone_from(&inner.adapter.model);
+
+        let body = build_body(&inner.adapter, &inner.contract, &req.messages);
+        let request = serde_json::to_vec(&body)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| {
+                inner
+                    .client
+                    .post(inner.url.clone())
+                    .headers(inner.headers.clone())
+                    .body(bytes)
+                    .build()
+                    .map_err(|e| error_chain(&e.without_url()))
+            });
+        let mut state = StreamState::new(&req.request_id);
+        let mut exchange = Exchange::default();
+        let ending = match request {
+            Err(message) => {
+                record.started_at = openbench_common::clock::now_rfc3339();
+                Ending::Transport {
+                    error_type: ErrorType::Transport,
+                    message: format!("cannot build the request: {message}"),
+                }
+            }
+            Ok(request) => {
+                let wall = SystemTime::now();
+                let zero = Instant::now();
+                let ending = self
+                    .timed(request, zero, deadline_ms, &mut state, &mut exchange)
+                    .await;
+                record.started_at = openbench_common::clock::rfc3339_utc(wall);
+                ending
+            }
+        };
+        let mut execution = finalize(record, state, exchange, &ending);
+        inner.redactor.redact_execution(&mut execution);
+        execution
+    }
+
+    /// The measured part: send, headers, stream; returns how it ended.
+    async fn timed(
+        &self,
+        request: reqwest::Request,
+        zero: Instant,
+        deadline_ms: u64,
+        state: &mut StreamState,
+        exchange: &mut Exchange,
+    ) -> Ending {
+        let deadline = tokio::time::Instant::from_std(zero + Duration::from_millis(deadline_ms));
+        let sent = timeout_at(deadline, self.inner.client.execute(request)).await;
+        let at = zero.elapsed();
+        let mut response = match sent {
+            Err(_) => {
+                exchange.end_at = Some(at);
+                return Ending::Timeout {
+                    message: format!("no response headers within the {deadline_ms} ms deadline"),
+                };
+            }
+            Ok(Err(e)) => {
+                exchange.end_at = Some(at);
+                let error_type = if e.is_connect() {
+                    ErrorType::Connect
+                } else {
+                    ErrorType::Transport
+                };
+                return Ending::Transport {
+                    error_type,
+                    message: error_chain(&e.without_url()),
+                };
+            }
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status().as_u16();
+        exchange.status = Some(status);
+        exchange.headers_at = Some(at);
+        capture_headers(response.headers(), exchange);
+        if !response.status().is_success() {
+            let message = read_error_body(&mut response, status, deadline).await;
+            exchange.end_at = Some(zero.elapsed());
+            return Ending::Http { status, message };
+        }
+        read_stream(response, zero, deadline, deadline_ms, state, exchange).await
+    }
+}
+
+/// Reads and frames the 2xx body until `[DONE]`, a provider error, a failure, the end of the
+/// body or the deadline.
+async fn read_stream(
+    mut response: reqwest::Response,
+    zero: Instant,
+    deadline: tokio::time::Instant,
+    deadline_ms: u64,
+    state: &mut StreamState,
+    exchange: &mut Exchange,
+) -> Ending {
+    let mut decoder = SseDecoder::new();
+    let mut frames = Vec::new();
+    loop {
+        let read = timeout_at(deadline, response.chunk()).await;
+        let at = zero.elapsed();
+        exchange.end_at = Some(at);
+        let bytes = match read {
+            Err(_) => {
+                return Ending::Timeout {
+                    message: format!(
+                        "stream not finished within the {deadline_ms} ms deadline ({} events kept)",
+                        state.events.len()
+                    ),
+                };
+            }
+            Ok(Err(e)) => {
+                return Ending::Transport {
+                    error_type: ErrorType::Transport,
+                    message: format!("body read failed: {}", error_chain(&e.without_url())),
+                };
+            }
+            Ok(Ok(None)) => {
+                if let Some(event) = decoder.finish(at) {
+                    frames.push(SseFrame::Event(event));
+                    if let Some(ending) = process(&mut frames, state) {
+                        return ending;
+                    }
+                }
+                return if state.finished() {
+                    Ending::Completed
+                } else {
+                    Ending::Transport {
+                        error_type: ErrorType::TruncatedStream,
+                        message: format!(
+                            "stream ended with neither [DONE] nor a finish_reason ({} events)",
+                            state.events.len()
+                        ),
+                    }
+                };
+            }
+            Ok(Ok(Some(bytes))) => bytes,
+        };
+        let framed = decoder.feed(&bytes, at, &mut frames);
+        if let Some(ending) = process(&mut frames, state) {
+            if state.saw_done {
+                drain(response, deadline).await;
+            }
+            return ending;
+        }
+        if let Err(e) = framed {
+            return Ending::Transport {
+                error_type: ErrorType::InvalidSse,
+                message: e.to_string(),
+            };
+        }
+    }
+}
+
+/// Folds framed items into the state; returns an ending when one of them ends the stream.
+fn process(frames: &mut Vec<SseFrame>, state: &mut StreamState) -> Option<Ending> {
+    for frame in frames.drain(..) {
+        match frame {
+            SseFrame::Comment { at, .. } => state.push_comment(at),
+            SseFrame::Event(event) => match classify_event(event.event.as_deref(), &event.data) {
+                Err(e) => {
+                    return Some(Ending::Transport {
+                        error_type: ErrorType::InvalidSse,
+                        message: e.to_string(),
+                    });
+                }
+                Ok(chunk) => {
+                    let error = chunk.error.clone();
+                    let classification = chunk.classification;
+                    state.push_chunk(event.at, event.event, chunk);
+                    match classification {
+                        Classification::Error => {
+                            return Some(Ending::Stream {
+                                message: error.unwrap_or_else(|| "provider error".into()),
+                            });
+                        }
+                        Classification::Done => return Some(Ending::Completed),
+                        _ => {}
+                    }
+                }
+            },
+        }
+    }
+    None
+}
+
+/// How long, after `[DONE]`, the executor waits off the clock for the end of the body.
+const DRAIN_LIMIT: Duration = Duration::from_millis(50);
+
+/// After `[DONE]` (everything already stamped), reads what is left of the body so the connection
+/// goes back to the pool instead of being closed; bounded by [`DRAIN_LIMIT`] and the deadline.
+async fn drain(mut response: reqwest::Response, deadline: tokio::time::Instant) {
+    let limit = deadline.min(tokio::time::Instant::now() + DRAIN_LIMIT);
+    let _ = timeout_at(limit, async {
+        while let Ok(Some(_)) = response.chunk().await {}
+    })
+    .await;
+}
+
+/// Reads at most [`ERROR_BODY_LIMIT`] bytes of an error body within the deadline and returns
+/// `HTTP <status>: <snippet>`.
+async fn read_error_body(
+    response: &mut reqwest::Response,
+    status: u16,
+    deadline: tokio::time::Instant,
+) -> String {
+    let mut body = Vec::new();
+    while body.len() < ERROR_BODY_LIMIT {
+        match timeout_at(deadline, response.chunk()).await {
+            Ok(Ok(Some(bytes))) => body.extend_from_slice(&bytes),
+            _ => break,
+        }
+    }
+    body.truncate(ERROR_BODY_LIMIT);
+    let text = String::from_utf8_lossy(&body);
+    let redirect = if (300..400).contains(&status) {
+        " (redirects are not followed)"
+    } else {
+        ""
+    };
+    let text = snippet(&text);
+    if text.is_empty() {
+        format!("HTTP {status}{redirect}")
+    } else {
+        format!("HTTP {status}{redirect}: {text}")
+    }
+}
+
+/// Keeps the provider's request id and the rate-limit headers (lower-case names).
+fn capture_headers(headers: &HeaderMap, exchange: &mut Exchange) {
+    exchange.provider_request_id = REQUEST_ID_HEADERS.iter().find_map(|name| {
+        headers
+            .get(*name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    });
+    for (name, value) in headers {
+        let name = name.as_str();
+        let keep = name.starts_with("x-ratelimit-")
+            || name.starts_with("ratelimit")
+            || name.starts_with("x-rate-limit-")
+            || name == "retry-after"
+            || name == "retry-after-ms";
+        if keep && let Ok(v) = value.to_str() {
+            exchange
+                .rate_limit_headers
+                .insert(name.to_string(), v.to_string());
+        }
+    }
+}
+
+/// An error and its sources joined with `: ` (callers strip URLs first).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
+}

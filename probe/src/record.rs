@@ -1,0 +1,275 @@
+//! From what a timed request saw to its terminal record: the stream state the read loop fills,
+//! the way the request ended, and the derived metrics (METHODOLOGY §3–§4).
+//!
+//! Token counting happens here, after the stream has ended, never inside the read loop.
+
+use crate::classify::Chunk;
+use openbench_common::record::{
+    Classification, ErrorType, Execution, Outcome, StreamEvent, TerminalRecord, Usage,
+};
+use openbench_common::tokenizer::count_tokens;
+use std::time::Duration;
+
+/// Milliseconds (fractional, nanosecond resolution) of a clock offset.
+pub fn ms(offset: Duration) -> f64 {
+    offset.as_nanos() as f64 / 1e6
+}
+
+/// Visible-answer tokens/s = (N − 1) / ((E2E − TTFA) in s); `None` unless N ≥ 2 and E2E > TTFA.
+pub fn tokens_per_second(answer_tokens: u64, ttfa_ms: f64, e2e_ms: f64) -> Option<f64> {
+    if answer_tokens >= 2 && e2e_ms > ttfa_ms {
+        Some((answer_tokens - 1) as f64 / ((e2e_ms - ttfa_ms) / 1000.0))
+    } else {
+        None
+    }
+}
+
+/// The finer error type of a non-2xx status.
+pub fn status_error_type(status: u16) -> ErrorType {
+    match status {
+        429 => ErrorType::Http429,
+        400..=499 => ErrorType::OtherHttp4xx,
+        500..=599 => ErrorType::Http5xx,
+        _ => ErrorType::OtherHttpStatus,
+    }
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ending {
+    /// 2xx, stream consumed to `[DONE]` or a final `finish_reason`.
+    Completed,
+    /// A non-2xx status (`message` holds a redacted-later snippet of the body).
+    Http {
+        /// Status code.
+        status: u16,
+        /// `HTTP <status>: <body snippet>`.
+        message: String,
+    },
+    /// The absolute deadline passed.
+    Timeout {
+        /// What was still awaited.
+        message: String,
+    },
+    /// Connect, transport, invalid SSE or a truncated stream.
+    Transport {
+        /// The finer type.
+        error_type: ErrorType,
+        /// What happened.
+        message: String,
+    },
+    /// The provider reported an error inside a 2xx stream.
+    Stream {
+        /// The provider's error text.
+        message: String,
+    },
+}
+
+impl Ending {
+    /// The outcome, error type and message of this ending.
+    pub fn parts(&self) -> (Outcome, Option<ErrorType>, Option<String>) {
+        match self {
+            Ending::Completed => (Outcome::Completed, None, None),
+            Ending::Http { status, message } => (
+                Outcome::HttpError,
+                Some(status_error_type(*status)),
+                Some(message.clone()),
+            ),
+            Ending::Timeout { message } => (
+                Outcome::Timeout,
+                Some(ErrorType::Timeout),
+                Some(message.clone()),
+            ),
+            Ending::Transport {
+                error_type,
+                message,
+            } => (
+                Outcome::TransportError,
+                Some(*error_type),
+                Some(message.clone()),
+            ),
+            Ending::Stream { message } => (
+                Outcome::StreamError,
+                Some(ErrorType::StreamError),
+                Some(message.clone()),
+            ),
+        }
+    }
+}
+
+/// Everything the read loop saw in a stream, in arrival order.
+#[derive(Debug, Clone, Default)]
+pub struct StreamState {
+    request_id: String,
+    /// Every event, comments included.
+    pub events: Vec<StreamEvent>,
+    answer: String,
+    reasoning: String,
+    reasoning_before_answer: String,
+    ttfo: Option<Duration>,
+    ttfa: Option<Duration>,
+    last_answer: Option<Duration>,
+    /// Last non-null `finish_reason`.
+    pub finish_reason: Option<String>,
+    model: Option<String>,
+    usage: Option<Usage>,
+    timings: Option<serde_json::Value>,
+    /// `[DONE]` arrived.
+    pub saw_done: bool,
+}
+
+impl StreamState {
+    /// An empty state for one request.
+    pub fn new(request_id: &str) -> StreamState {
+        StreamState {
+            request_id: request_id.to_string(),
+            ..StreamState::default()
+        }
+    }
+
+    /// Records a comment line (never output; never extends anything).
+    pub fn push_comment(&mut self, at: Duration) {
+        self.push_event(
+            at,
+            Classification::Comment,
+            None,
+            String::new(),
+            String::new(),
+            None,
+        );
+    }
+
+    /// Records a classified event and folds it into the texts and timings.
+    pub fn push_chunk(&mut self, at: Duration, event: Option<String>, chunk: Chunk) {
+        let Chunk {
+            classification,
+            reasoning,
+            answer,
+            finish_reason,
+            model,
+            usage,
+            timings,
+            error: _,
+        } = chunk;
+        if classification.has_output() && self.ttfo.is_none() {
+            self.ttfo = Some(at);
+        }
+        if !reasoning.is_empty() {
+            self.reasoning.push_str(&reasoning);
+            if self.ttfa.is_none() {
+                self.reasoning_before_answer.push_str(&reasoning);
+            }
+        }
+        if !answer.is_empty() {
+            self.answer.push_str(&answer);
+            self.ttfa.get_or_insert(at);
+            self.last_answer = Some(at);
+        }
+        if self.model.is_none() {
+            self.model = model;
+        }
+        if usage.is_some() {
+            self.usage = usage;
+        }
+        if timings.is_some() {
+            self.timings = timings;
+        }
+        if finish_reason.is_some() {
+            self.finish_reason.clone_from(&finish_reason);
+        }
+        if classification == Classification::Done {
+            self.saw_done = true;
+        }
+        self.push_event(at, classification, event, reasoning, answer, finish_reason);
+    }
+
+    fn push_event(
+        &mut self,
+        at: Duration,
+        classification: Classification,
+        event: Option<String>,
+        reasoning: String,
+        answer: String,
+        finish_reason: Option<String>,
+    ) {
+        self.events.push(StreamEvent {
+            request_id: self.request_id.clone(),
+            index: u32::try_from(self.events.len()).unwrap_or(u32::MAX),
+            offset_ms: ms(at),
+            classification,
+            event,
+            reasoning,
+            answer,
+            finish_reason,
+        });
+    }
+
+    /// True when the stream reached `[DONE]` or a `finish_reason`.
+    pub fn finished(&self) -> bool {
+        self.saw_done || self.finish_reason.is_some()
+    }
+}
+
+/// What the executor knows besides the stream.
+#[derive(Debug, Clone, Default)]
+pub struct Exchange {
+    /// HTTP status, when headers arrived.
+    pub status: Option<u16>,
+    /// Offset of the response headers.
+    pub headers_at: Option<Duration>,
+    /// Offset of the end of the stream (or of the failure).
+    pub end_at: Option<Duration>,
+    /// Provider's request id header.
+    pub provider_request_id: Option<String>,
+    /// Rate-limit and retry headers.
+    pub rate_limit_headers: std::collections::BTreeMap<String, String>,
+}
+
+/// Builds the terminal record: outcome, timings, texts, token counts and metrics. `base` carries
+/// the identity fields.
+pub fn finalize(
+    mut record: TerminalRecord,
+    state: StreamState,
+    exchange: Exchange,
+    ending: &Ending,
+) -> Execution {
+    let (outcome, error_type, error_message) = ending.parts();
+    record.outcome = outcome;
+    record.error_type = error_type;
+    record.error_message = error_message;
+    record.http_status = exchange.status;
+    record.headers_ms = exchange.headers_at.map(ms);
+    record.stream_end_ms = exchange.end_at.map(ms);
+    record.provider_request_id = exchange.provider_request_id;
+    record.rate_limit_headers = exchange.rate_limit_headers;
+    record.ttfo_ms = state.ttfo.map(ms);
+    record.ttfa_ms = state.ttfa.map(ms);
+    let success = exchange.status.is_some_and(|s| (200..300).contains(&s));
+    if success {
+        let n = count_tokens(&state.answer);
+        record.answer_tokens = Some(n);
+        record.reasoning_tokens_before_answer = Some(count_tokens(&state.reasoning_before_answer));
+        if outcome == Outcome::Completed && !state.answer.is_empty() {
+            record.e2e_ms = state.last_answer.map(ms);
+            if let (Some(ttfa), Some(e2e)) = (record.ttfa_ms, record.e2e_ms) {
+                record.output_tokens_per_second = tokens_per_second(n, ttfa, e2e);
+            }
+        }
+    }
+    record.truncated_by_length = state.finish_reason.as_deref() == Some("length");
+    record.finish_reason = state.finish_reason;
+    record.answer_text = state.answer;
+    record.reasoning_text = state.reasoning;
+    record.response_model = state.model;
+    record.usage = state.usage;
+    record.server_timings = state.timings;
+    record.event_count = state.events.len() as u64;
+    Execution {
+        record,
+        events: state.events,
+    }
+}
+
+#[cfg(test)]
+#[path = "record_tests.rs"]
+mod tests;

@@ -1,0 +1,567 @@
+//! The executor against a raw HTTP/1.1 server on loopback: exact provider byte streams, exact
+//! sleeps, and assertions on outcome, error type, texts, token counts and timing offsets.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use openbench_common::record::{Classification, ErrorType, Execution, Outcome};
+use openbench_common::tokenizer::count_tokens;
+use openbench_probe::{Credentials, Executor};
+use support::*;
+
+fn creds() -> Credentials {
+    Credentials::from_pairs([("TEST_KEY", SECRET)])
+}
+
+async fn run(steps: Vec<Step>, deadline_ms: u64) -> (Execution, RawServer) {
+    let server = start(steps).await;
+    let exec = Executor::new(
+        adapter("together", &server.endpoint()),
+        contract(20_000),
+        &creds(),
+    )
+    .unwrap();
+    let execution = exec.execute(&planned("together", deadline_ms)).await;
+    (execution, server)
+}
+
+fn in_range(value: Option<f64>, low: f64, high: f64) -> bool {
+    value.is_some_and(|v| v >= low && v < high)
+}
+
+fn classes(e: &Execution) -> Vec<Classification> {
+    e.events.iter().map(|e| e.classification).collect()
+}
+
+/// OpenAI style: role-only first chunk, a 300 ms gap, answer chunks, a finish chunk, a
+/// usage-only chunk with `choices: []`, `[DONE]`.
+fn openai_stream() -> Vec<Step> {
+    vec![
+        sse_head(),
+        data(
+            r#"{"id":"c1","object":"chat.completion.chunk","model":"zai-org/GLM-5.3-Flash","choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}"#,
+        ),
+        Step::Sleep(300),
+        data(
+            r#"{"id":"c1","model":"zai-org/GLM-5.3-Flash","choices":[{"index":0,"delta":{"content":"{\"category\": \"bug\","},"finish_reason":null}]}"#,
+        ),
+        Step::Sleep(100),
+        data(
+            r#"{"id":"c1","model":"zai-org/GLM-5.3-Flash","choices":[{"index":0,"delta":{"content":" \"priority\": \"p1\"}"},"finish_reason":null}]}"#,
+        ),
+        Step::Sleep(20),
+        data(
+            r#"{"id":"c1","model":"zai-org/GLM-5.3-Flash","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+        ),
+        data(
+            r#"{"id":"c1","model":"zai-org/GLM-5.3-Flash","choices":[],"usage":{"prompt_tokens":31,"completion_tokens":12,"total_tokens":43,"prompt_tokens_details":{"cached_tokens":16}}}"#,
+        ),
+        chunk("data: [DONE]\n\n"),
+        Step::End,
+    ]
+}
+
+#[tokio::test]
+async fn openai_style_stream_completes_with_exact_timings() {
+    let (e, server) = run(openai_stream(), 5_000).await;
+    let r = &e.record;
+    assert_eq!(r.outcome, Outcome::Completed, "{r:?}");
+    assert_eq!(r.error_type, None);
+    assert_eq!(r.http_status, Some(200));
+    let answer = r#"{"category": "bug", "priority": "p1"}"#;
+    assert_eq!(r.answer_text, answer);
+    assert_eq!(r.reasoning_text, "");
+    assert!(in_range(r.headers_ms, 0.0, 30.0), "{:?}", r.headers_ms);
+    assert!(in_range(r.ttfa_ms, 300.0, 330.0), "{:?}", r.ttfa_ms);
+    assert_eq!(r.ttfo_ms, r.ttfa_ms);
+    let (ttfa, e2e) = (r.ttfa_ms.unwrap(), r.e2e_ms.unwrap());
+    assert!((100.0..130.0).contains(&(e2e - ttfa)), "{ttfa} {e2e}");
+    assert!(r.stream_end_ms.unwrap() >= e2e + 20.0);
+    let n = count_tokens(answer);
+    assert_eq!(r.answer_tokens, Some(n));
+    assert_eq!(r.reasoning_tokens_before_answer, Some(0));
+    let tps = r.output_tokens_per_second.unwrap();
+    assert!((tps - (n - 1) as f64 / ((e2e - ttfa) / 1000.0)).abs() < 1e-9);
+    assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+    assert!(!r.truncated_by_length);
+    let usage = r.usage.clone().unwrap();
+    assert_eq!(
+        (
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            usage.total_tokens,
+            usage.cached_tokens
+        ),
+        (Some(31), Some(12), Some(43), Some(16))
+    );
+    assert_eq!(r.response_model.as_deref(), Some("zai-org/GLM-5.3-Flash"));
+    assert_eq!(r.requested_model, "zai-org/GLM-5.3-Flash");
+    assert_eq!(r.provider_request_id.as_deref(), Some("req-abc-123"));
+    assert_eq!(
+        (r.request_id.as_str(), r.round_index, r.lane.as_str()),
+        ("req-1", 3, "together")
+    );
+    assert_eq!(
+        classes(&e),
+        vec![
+            Classification::Role,
+            Classification::Answer,
+            Classification::Answer,
+            Classification::Finish,
+            Classification::Usage,
+            Classification::Done
+        ]
+    );
+    assert_eq!(r.event_count, 6);
+    assert_eq!(e.events[1].offset_ms, ttfa);
+    assert_eq!(e.events[2].offset_ms, e2e);
+
+    // The request as the server received it: the exact body and the headers.
+    let got = server.received();
+    assert_eq!(got.len(), 1);
+    let head = got[0].head.to_ascii_lowercase();
+    assert!(
+        head.starts_with("post /v1/chat/completions http/1.1\r\n"),
+        "{head}"
+    );
+    assert!(head.contains(&format!(
+        "authorization: bearer {}",
+        SECRET.to_ascii_lowercase()
+    )));
+    assert!(head.contains("accept: text/event-stream"));
+    assert!(head.contains("content-type: application/json"));
+    let body: serde_json::Value = serde_json::from_slice(&got[0].body).unwrap();
+    assert_eq!(
+        body,
+        serde_json::json!({
+            "model": "zai-org/GLM-5.3-Flash",
+            "messages": [
+                {"role": "system", "content": "Answer in JSON."},
+                {"role": "user", "content": "Triage this ticket."}
+            ],
+            "stream": true, "temperature": 0.0, "top_p": 1.0,
+            "presence_penalty": 0.0, "frequency_penalty": 0.0, "max_tokens": 256,
+            "response_format": {"type": "json_object"}, "reasoning_effort": "low",
+            "stream_options": {"include_usage": true}
+        })
+    );
+}
+
+#[tokio::test]
+async fn the_connection_is_reused_across_requests() {
+    let server = start(openai_stream()).await;
+    let exec = Executor::new(
+        adapter("together", &server.endpoint()),
+        contract(20_000),
+        &creds(),
+    )
+    .unwrap();
+    for _ in 0..3 {
+        let e = exec.execute(&planned("together", 5_000)).await;
+        assert_eq!(e.record.outcome, Outcome::Completed);
+    }
+    assert_eq!(server.received().len(), 3);
+    assert_eq!(server.connection_count(), 1);
+}
+
+#[tokio::test]
+async fn zai_style_reasoning_content_then_answer() {
+    let steps = vec![
+        sse_head(),
+        data(
+            r#"{"model":"glm-5.3-flash","choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"The user"}}]}"#,
+        ),
+        Step::Sleep(50),
+        data(
+            r#"{"model":"glm-5.3-flash","choices":[{"index":0,"delta":{"reasoning_content":" wants JSON."}}]}"#,
+        ),
+        Step::Sleep(100),
+        data(
+            r#"{"model":"glm-5.3-flash","choices":[{"index":0,"delta":{"content":"{\"answer\":"}}]}"#,
+        ),
+        Step::Sleep(50),
+        data(
+            r#"{"model":"glm-5.3-flash","choices":[{"index":0,"delta":{"content":" \"Tuesday\"}"},"finish_reason":"stop"}],"usage":{"prompt_tokens":20,"completion_tokens":9,"total_tokens":29,"completion_tokens_details":{"reasoning_tokens":4}}}"#,
+        ),
+        chunk("data: [DONE]\n\n"),
+        Step::End,
+    ];
+    let (e, _s) = run(steps, 5_000).await;
+    let r = &e.record;
+    assert_eq!(r.outcome, Outcome::Completed);
+    assert_eq!(r.reasoning_text, "The user wants JSON.");
+    assert_eq!(r.answer_text, r#"{"answer": "Tuesday"}"#);
+    assert!(in_range(r.ttfo_ms, 0.0, 30.0), "{:?}", r.ttfo_ms);
+    assert!(in_range(r.ttfa_ms, 150.0, 180.0), "{:?}", r.ttfa_ms);
+    assert!(in_range(r.e2e_ms, 200.0, 230.0), "{:?}", r.e2e_ms);
+    assert_eq!(
+        r.reasoning_tokens_before_answer,
+        Some(count_tokens("The user wants JSON."))
+    );
+    assert_eq!(r.usage.as_ref().and_then(|u| u.reasoning_tokens), Some(4));
+    assert_eq!(r.response_model.as_deref(), Some("glm-5.3-flash"));
+    assert_eq!(
+        classes(&e),
+        vec![
+            Classification::Reasoning,
+            Classification::Reasoning,
+            Classification::Answer,
+            Classification::Answer,
+            Classification::Done
+        ]
+    );
+}
+
+#[tokio::test]
+async fn llama_cpp_style_keeps_server_timings_and_crlf_framing() {
+    // CRLF line endings; two events in one read; one event split across two reads with a UTF-8
+    // character cut in half and a 40 ms pause between the halves.
+    let steps = vec![
+        sse_head(),
+        chunk(
+            "data: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null}}],\"model\":\"gemma-3-270m\",\"object\":\"chat.completion.chunk\"}\r\n\r\ndata: {\"choices\":[{\"finish_reason\":null,\"index\":0,\"delta\":{\"content\":\"{\\\"answer\\\": \\\"caf",
+        ),
+        Step::Sleep(40),
+        Step::Chunk(b"\xc3".to_vec()),
+        Step::Sleep(40),
+        Step::Chunk(b"\xa9\\\"}\"}}],\"model\":\"gemma-3-270m\"}\r\n\r\n".to_vec()),
+        chunk(
+            "data: {\"choices\":[{\"finish_reason\":\"stop\",\"index\":0,\"delta\":{}}],\"model\":\"gemma-3-270m\"}\r\n\r\n",
+        ),
+        chunk(
+            "data: {\"choices\":[],\"model\":\"gemma-3-270m\",\"usage\":{\"completion_tokens\":6,\"prompt_tokens\":40,\"total_tokens\":46},\"timings\":{\"prompt_n\":40,\"prompt_ms\":80.5,\"predicted_n\":6,\"predicted_ms\":240.0,\"predicted_per_second\":25.0}}\r\n\r\ndata: [DONE]\r\n\r\n",
+        ),
+        Step::End,
+    ];
+    let (e, _s) = run(steps, 5_000).await;
+    let r = &e.record;
+    assert_eq!(r.outcome, Outcome::Completed, "{r:?}");
+    assert_eq!(r.answer_text, "{\"answer\": \"café\"}");
+    // The answer event was completed by the read after two 40 ms pauses.
+    assert!(in_range(r.ttfa_ms, 80.0, 110.0), "{:?}", r.ttfa_ms);
+    assert_eq!(r.e2e_ms, r.ttfa_ms);
+    assert_eq!(r.output_tokens_per_second, None);
+    assert_eq!(
+        r.server_timings,
+        Some(
+            serde_json::json!({"prompt_n":40,"prompt_ms":80.5,"predicted_n":6,"predicted_ms":240.0,"predicted_per_second":25.0})
+        )
+    );
+    assert_eq!(r.usage.as_ref().and_then(|u| u.completion_tokens), Some(6));
+    assert_eq!(e.events.len(), 5);
+}
+
+#[tokio::test]
+async fn deadline_is_absolute_despite_keep_alive_drip() {
+    let mut steps = vec![
+        sse_head(),
+        data(r#"{"choices":[{"delta":{"content":"{\"partial\":"}}]}"#),
+    ];
+    for _ in 0..40 {
+        steps.push(Step::Sleep(50));
+        steps.push(chunk(": keep-alive\n\n"));
+    }
+    let (e, _s) = run(steps, 400).await;
+    let r = &e.record;
+    assert_eq!(
+        (r.outcome, r.error_type),
+        (Outcome::Timeout, Some(ErrorType::Timeout))
+    );
+    assert!(
+        in_range(r.stream_end_ms, 400.0, 420.0),
+        "{:?}",
+        r.stream_end_ms
+    );
+    assert_eq!(r.answer_text, "{\"partial\":");
+    assert_eq!(r.e2e_ms, None);
+    assert_eq!(r.http_status, Some(200));
+    let comments = e
+        .events
+        .iter()
+        .filter(|e| e.classification == Classification::Comment)
+        .count();
+    assert!((6..=8).contains(&comments), "{comments} comments");
+    assert!(
+        r.error_message
+            .as_deref()
+            .unwrap_or("")
+            .contains("400 ms deadline")
+    );
+}
+
+#[tokio::test]
+async fn headers_that_never_come_time_out() {
+    let (e, _s) = run(vec![Step::Sleep(3_000)], 300).await;
+    let r = &e.record;
+    assert_eq!(
+        (r.outcome, r.error_type),
+        (Outcome::Timeout, Some(ErrorType::Timeout))
+    );
+    assert_eq!(r.http_status, None);
+    assert_eq!(r.headers_ms, None);
+    assert!(
+        in_range(r.stream_end_ms, 300.0, 320.0),
+        "{:?}",
+        r.stream_end_ms
+    );
+    assert_eq!(
+        r.error_message.as_deref(),
+        Some("no response headers within the 300 ms deadline")
+    );
+}
+
+fn error_reply(status: &str, headers: &[(&str, &str)], body: &str) -> Vec<Step> {
+    vec![head(status, headers), chunk(body), Step::End]
+}
+
+#[tokio::test]
+async fn http_429_captures_retry_after_and_rate_limit_headers() {
+    let steps = error_reply(
+        "429 Too Many Requests",
+        &[
+            ("Content-Type", "application/json"),
+            ("Retry-After", "7"),
+            ("X-RateLimit-Remaining-Requests", "0"),
+            ("x-request-id", "rq-429"),
+        ],
+        r#"{"error":{"message":"Rate limit reached","type":"rate_limit"}}"#,
+    );
+    let (e, _s) = run(steps, 5_000).await;
+    let r = &e.record;
+    assert_eq!(
+        (r.outcome, r.error_type),
+        (Outcome::HttpError, Some(ErrorType::Http429))
+    );
+    assert_eq!(r.http_status, Some(429));
+    assert_eq!(
+        r.rate_limit_headers.get("retry-after").map(String::as_str),
+        Some("7")
+    );
+    assert_eq!(
+        r.rate_limit_headers
+            .get("x-ratelimit-remaining-requests")
+            .map(String::as_str),
+        Some("0")
+    );
+    assert_eq!(r.provider_request_id.as_deref(), Some("rq-429"));
+    assert_eq!(
+        r.error_message.as_deref(),
+        Some(r#"HTTP 429: {"error":{"message":"Rate limit reached","type":"rate_limit"}}"#)
+    );
+    assert_eq!((r.ttfa_ms, r.e2e_ms, r.answer_tokens), (None, None, None));
+}
+
+#[tokio::test]
+async fn http_500_and_400_keep_a_body_snippet() {
+    let (e, _s) = run(
+        error_reply("500 Internal Server Error", &[], "upstream exploded"),
+        5_000,
+    )
+    .await;
+    assert_eq!(
+        (
+            e.record.outcome,
+            e.record.error_type,
+            e.record.error_message.as_deref()
+        ),
+        (
+            Outcome::HttpError,
+            Some(ErrorType::Http5xx),
+            Some("HTTP 500: upstream exploded")
+        )
+    );
+    let body = format!(
+        r#"{{"error":{{"message":"invalid request: {}","code":"bad"}}}}"#,
+        "x".repeat(2000)
+    );
+    let (e, _s) = run(error_reply("400 Bad Request", &[], &body), 5_000).await;
+    let r = &e.record;
+    assert_eq!(
+        (r.outcome, r.error_type),
+        (Outcome::HttpError, Some(ErrorType::OtherHttp4xx))
+    );
+    let message = r.error_message.clone().unwrap();
+    assert!(message.starts_with(r#"HTTP 400: {"error":{"message":"invalid request: xxx"#));
+    // "HTTP 400: " + 512 characters + "…".
+    assert_eq!(message.chars().count(), 10 + 512 + 1);
+}
+
+#[tokio::test]
+async fn a_redirect_is_not_followed() {
+    let steps = error_reply(
+        "302 Found",
+        &[("Location", "http://127.0.0.1:9/elsewhere")],
+        "",
+    );
+    let (e, server) = run(steps, 5_000).await;
+    let r = &e.record;
+    assert_eq!(
+        (r.outcome, r.error_type),
+        (Outcome::HttpError, Some(ErrorType::OtherHttpStatus))
+    );
+    assert_eq!(
+        r.error_message.as_deref(),
+        Some("HTTP 302 (redirects are not followed)")
+    );
+    assert_eq!(server.received().len(), 1);
+}
+
+#[tokio::test]
+async fn non_json_data_is_invalid_sse() {
+    let steps = vec![
+        sse_head(),
+        data(r#"{"choices":[{"delta":{"content":"ok"}}]}"#),
+        chunk("data: this is not json\n\n"),
+        data(r#"{"choices":[{"delta":{"content":"never seen"}}]}"#),
+        Step::End,
+    ];
+    let (e, _s) = run(steps, 5_000).await;
+    let r = &e.record;
+    assert_eq!(
+        (r.outcome, r.error_type),
+        (Outcome::TransportError, Some(ErrorType::InvalidSse))
+    );
+    assert_eq!(r.answer_text, "ok");
+    assert!(
+        r.error_message
+            .as_deref()
+            .unwrap_or("")
+            .contains("this is not json")
+    );
+}
+
+#[tokio::test]
+async fn a_stream_without_done_or_finish_is_truncated() {
+    let steps = vec![
+        sse_head(),
+        data(r#"{"choices":[{"delta":{"content":"{\"cut"}}]}"#),
+        Step::End,
+    ];
+    let (e, _s) = run(steps, 5_000).await;
+    let r = &e.record;
+    assert_eq!(
+        (r.outcome, r.error_type),
+        (Outcome::TransportError, Some(ErrorType::TruncatedStream))
+    );
+    assert_eq!(r.answer_text, "{\"cut");
+    assert_eq!(r.e2e_ms, None);
+    // A connection dropped mid-body is a transport error too.
+    let steps = vec![
+        sse_head(),
+        data(r#"{"choices":[{"delta":{"content":"x"}}]}"#),
+        Step::Close,
+    ];
+    let (e, _s) = run(steps, 5_000).await;
+    assert_eq!(e.record.outcome, Outcome::TransportError);
+    assert_eq!(e.record.error_type, Some(ErrorType::Transport));
+}
+
+#[tokio::test]
+async fn finish_reason_without_done_completes_and_length_is_flagged() {
+    let steps = vec![
+        sse_head(),
+        data(r#"{"choices":[{"delta":{"content":"{\"a\": 1"}}]}"#),
+        Step::Sleep(30),
+        data(r#"{"choices":[{"delta":{"content":", \"b\""},"finish_reason":"length"}]}"#),
+        Step::End,
+    ];
+    let (e, _s) = run(steps, 5_000).await;
+    let r = &e.record;
+    assert_eq!(r.outcome, Outcome::Completed);
+    assert!(r.truncated_by_length);
+    assert_eq!(r.finish_reason.as_deref(), Some("length"));
+    assert!(r.output_tokens_per_second.is_some());
+}
+
+#[tokio::test]
+async fn mid_stream_error_object_and_event_error_are_stream_errors() {
+    let steps = vec![
+        sse_head(),
+        data(r#"{"choices":[{"delta":{"content":"{\"a\""}}]}"#),
+        data(r#"{"error":{"message":"model overloaded","type":"server_error"}}"#),
+        chunk("data: [DONE]\n\n"),
+        Step::End,
+    ];
+    let (e, _s) = run(steps, 5_000).await;
+    let r = &e.record;
+    assert_eq!(
+        (r.outcome, r.error_type),
+        (Outcome::StreamError, Some(ErrorType::StreamError))
+    );
+    assert_eq!(r.error_message.as_deref(), Some("model overloaded"));
+    assert_eq!(r.answer_text, "{\"a\"");
+    assert_eq!(r.e2e_ms, None);
+
+    let steps = vec![
+        sse_head(),
+        data(r#"{"choices":[{"delta":{"content":"x"}}]}"#),
+        chunk("event: error\ndata: {\"message\":\"internal failure\"}\n\n"),
+        Step::End,
+    ];
+    let (e, _s) = run(steps, 5_000).await;
+    let r = &e.record;
+    assert_eq!(r.outcome, Outcome::StreamError);
+    assert_eq!(
+        r.error_message.as_deref(),
+        Some("event: error: internal failure")
+    );
+    assert_eq!(e.events.last().unwrap().event.as_deref(), Some("error"));
+
+    let steps = vec![
+        sse_head(),
+        data(r#"{"object":"error","message":"bad gateway upstream","code":502}"#),
+        Step::End,
+    ];
+    let (e, _s) = run(steps, 5_000).await;
+    assert_eq!(e.record.outcome, Outcome::StreamError);
+}
+
+#[tokio::test]
+async fn connect_refused_is_a_connect_error() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let endpoint = format!("http://{addr}/v1/chat/completions?key={SECRET}");
+    let exec = Executor::new(adapter("together", &endpoint), contract(20_000), &creds()).unwrap();
+    let e = exec.execute(&planned("together", 2_000)).await;
+    let r = &e.record;
+    assert_eq!(
+        (r.outcome, r.error_type),
+        (Outcome::TransportError, Some(ErrorType::Connect))
+    );
+    let message = r.error_message.clone().unwrap();
+    assert!(
+        !message.contains(SECRET) && !message.contains("key="),
+        "{message}"
+    );
+    assert!(in_range(r.stream_end_ms, 0.0, 100.0));
+}
+
+#[tokio::test]
+async fn secrets_echoed_by_a_provider_are_redacted_everywhere() {
+    let echo = format!(r#"{{"error":{{"message":"invalid key {SECRET}"}}}}"#);
+    let (e, _s) = run(
+        error_reply("401 Unauthorized", &[("x-request-id", SECRET)], &echo),
+        5_000,
+    )
+    .await;
+    let json = serde_json::to_string(&e).unwrap();
+    assert!(!json.contains(SECRET), "{json}");
+    assert_eq!(
+        e.record.error_message.as_deref(),
+        Some(r#"HTTP 401: {"error":{"message":"invalid key [redacted]"}}"#)
+    );
+    assert_eq!(e.record.provider_request_id.as_deref(), Some("[redacted]"));
+
+    let steps = vec![
+        sse_head(),
+        data(&format!(
+            r#"{{"choices":[{{"delta":{{"content":"key is {SECRET}"}},"finish_reason":"stop"}}]}}"#
+        )),
+        Step::End,
+    ];
+    let (e, _s) = run(steps, 5_000).await;
+    let json = serde_json::to_string(&e).unwrap();
+    assert!(!json.contains(SECRET), "{json}");
+    assert_eq!(e.record.answer_text, "key is [redacted]");
+}

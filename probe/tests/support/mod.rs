@@ -1,0 +1,235 @@
+//! An in-test raw HTTP/1.1 server on 127.0.0.1:0 that plays exact byte sequences with exact
+//! sleeps: recorded-format fixtures of real providers' streams, written byte for byte.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use openbench_common::plan::{ChatMessage, PlannedRequest};
+use openbench_common::spec::{Auth, MaxTokensField, ProviderAdapter, RequestContract};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+
+/// One step of a scripted response.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// Bytes written as they are (status line, headers, or a non-chunked body).
+    Raw(Vec<u8>),
+    /// Bytes written as one HTTP/1.1 chunk.
+    Chunk(Vec<u8>),
+    /// The terminating zero chunk (the connection stays open for the next request).
+    End,
+    /// A pause.
+    Sleep(u64),
+    /// Close the connection now.
+    Close,
+}
+
+/// `HTTP/1.1 <status>` with chunked encoding and extra headers, then a blank line.
+pub fn head(status: &str, headers: &[(&str, &str)]) -> Step {
+    let mut text = format!("HTTP/1.1 {status}\r\nTransfer-Encoding: chunked\r\n");
+    for (k, v) in headers {
+        text.push_str(&format!("{k}: {v}\r\n"));
+    }
+    text.push_str("\r\n");
+    Step::Raw(text.into_bytes())
+}
+
+/// A 200 SSE head.
+pub fn sse_head() -> Step {
+    head(
+        "200 OK",
+        &[
+            ("Content-Type", "text/event-stream"),
+            ("x-request-id", "req-abc-123"),
+        ],
+    )
+}
+
+/// `data: <json>\n\n` as one chunk.
+pub fn data(json: &str) -> Step {
+    Step::Chunk(format!("data: {json}\n\n").into_bytes())
+}
+
+/// A chunk of raw SSE text.
+pub fn chunk(text: &str) -> Step {
+    Step::Chunk(text.as_bytes().to_vec())
+}
+
+/// A request the server received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// Request line and headers, as sent.
+    pub head: String,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+/// A running raw server.
+pub struct RawServer {
+    pub addr: SocketAddr,
+    pub requests: Arc<Mutex<Vec<Received>>>,
+    pub connections: Arc<AtomicUsize>,
+}
+
+impl RawServer {
+    /// `http://127.0.0.1:P/v1/chat/completions`.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}/v1/chat/completions", self.addr)
+    }
+
+    pub fn connection_count(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+/// Starts a server that answers every request with `steps`.
+pub async fn start(steps: Vec<Step>) -> RawServer {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let connections = Arc::new(AtomicUsize::new(0));
+    let steps = Arc::new(steps);
+    {
+        let requests = requests.clone();
+        let connections = connections.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                connections.fetch_add(1, Ordering::SeqCst);
+                stream.set_nodelay(true).unwrap();
+                let steps = steps.clone();
+                let requests = requests.clone();
+                tokio::spawn(async move {
+                    let (read, mut write) = stream.into_split();
+                    let mut read = BufReader::new(read);
+                    loop {
+                        let Some(received) = read_request(&mut read).await else {
+                            return;
+                        };
+                        requests.lock().unwrap().push(received);
+                        for step in steps.iter() {
+                            let ok = match step {
+                                Step::Raw(bytes) => write.write_all(bytes).await.is_ok(),
+                                Step::Chunk(bytes) => {
+                                    let mut framed = format!("{:x}\r\n", bytes.len()).into_bytes();
+                                    framed.extend_from_slice(bytes);
+                                    framed.extend_from_slice(b"\r\n");
+                                    write.write_all(&framed).await.is_ok()
+                                }
+                                Step::End => write.write_all(b"0\r\n\r\n").await.is_ok(),
+                                Step::Sleep(ms) => {
+                                    tokio::time::sleep(Duration::from_millis(*ms)).await;
+                                    true
+                                }
+                                Step::Close => return,
+                            };
+                            if !ok {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+    }
+    RawServer {
+        addr,
+        requests,
+        connections,
+    }
+}
+
+async fn read_request<R: tokio::io::AsyncBufRead + Unpin>(read: &mut R) -> Option<Received> {
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        if read.read_line(&mut line).await.ok()? == 0 {
+            return None;
+        }
+        let end = line == "\r\n";
+        head.push_str(&line);
+        if end {
+            break;
+        }
+    }
+    let length = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse::<usize>().ok())
+                .flatten()
+        })
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    read.read_exact(&mut body).await.ok()?;
+    Some(Received { head, body })
+}
+
+/// The METHODOLOGY §1 contract with a deadline.
+pub fn contract(timeout_ms: u64) -> RequestContract {
+    RequestContract {
+        temperature: 0.0,
+        top_p: 1.0,
+        presence_penalty: 0.0,
+        frequency_penalty: 0.0,
+        max_output_tokens: 256,
+        response_format: "json_object".into(),
+        reasoning_effort: "low".into(),
+        timeout_ms,
+        harness_grace_ms: 5_000,
+    }
+}
+
+/// An adapter for `endpoint` with bearer auth from `TEST_KEY`.
+pub fn adapter(key: &str, endpoint: &str) -> ProviderAdapter {
+    ProviderAdapter {
+        key: key.into(),
+        display_name: String::new(),
+        endpoint: endpoint.into(),
+        model: "zai-org/GLM-5.3-Flash".into(),
+        auth: Auth::Bearer {
+            env: "TEST_KEY".into(),
+        },
+        max_tokens_field: MaxTokensField::MaxTokens,
+        include_usage: true,
+        extra_body: Default::default(),
+        extra_headers: Default::default(),
+        price: None,
+    }
+}
+
+/// The secret used by every test adapter.
+pub const SECRET: &str = "sk-test-SECRET-0123456789";
+
+/// A planned request for `provider` with a deadline.
+pub fn planned(provider: &str, deadline_ms: u64) -> PlannedRequest {
+    PlannedRequest {
+        run_id: "run-1".into(),
+        round_id: "round-1".into(),
+        request_id: "req-1".into(),
+        round_index: 3,
+        attempt: 0,
+        task_family: "ticket-triage".into(),
+        item_id: "tt-0001".into(),
+        provider: provider.into(),
+        region: "local".into(),
+        lane: provider.into(),
+        messages: vec![
+            ChatMessage {
+                role: "system".into(),
+                content: "Answer in JSON.".into(),
+            },
+            ChatMessage {
+                role: "user".into(),
+                content: "Triage this ticket.".into(),
+            },
+        ],
+        deadline_ms,
+    }
+}

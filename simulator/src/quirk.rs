@@ -1,0 +1,180 @@
+//! The fault and quirk catalogue: every behaviour a request can force by name.
+//!
+//! A request selects quirks with the header `x-sim-quirk: a,b` or a model suffix `model+a+b`.
+//! Profiles name their habitual quirks and their failure kinds with the same names, so one
+//! table is the whole vocabulary.
+
+use crate::SimError;
+
+/// One entry of the catalogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Quirk {
+    /// First chunk carries only `delta.role`.
+    RoleFirst,
+    /// Reasoning text in `delta.reasoning_content`.
+    ReasoningInReasoningContent,
+    /// Reasoning text in `delta.reasoning`.
+    ReasoningInReasoning,
+    /// Reasoning text in `delta.reasoning_details[].text`.
+    ReasoningInDetails,
+    /// Reasoning chunks carry `content: null`.
+    ReasoningContentNull,
+    /// Reasoning chunks carry `content: ""`.
+    ReasoningContentEmpty,
+    /// The first answer delta is whitespace only (`"\n"`).
+    WhitespaceFirstDelta,
+    /// Events are batched four to a write.
+    BatchedEvents,
+    /// The first answer event is written one byte per write, about 1 ms apart.
+    OneByteWrites,
+    /// A multi-byte UTF-8 character is split across two writes.
+    Utf8Split,
+    /// Lines end with CRLF.
+    Crlf,
+    /// Each chunk's JSON is spread over two `data:` lines.
+    MultilineData,
+    /// `: keep-alive` comments between events.
+    KeepAlive,
+    /// A usage-only final chunk (`choices: []`), whatever the request asked.
+    UsageChunk,
+    /// A final `finish_reason` but no `data: [DONE]`.
+    NoDone,
+    /// The stream stops mid-answer: neither `[DONE]` nor a `finish_reason`.
+    Truncated,
+    /// A `{"error": …}` chunk after two answer chunks, then close.
+    ErrorObject,
+    /// A `{"object": "error", …}` chunk after two answer chunks, then close.
+    ObjectError,
+    /// An `event: error` event after two answer chunks, then close.
+    EventError,
+    /// A non-JSON `data:` payload after two answer chunks.
+    NonJsonData,
+    /// HTTP 429 with `Retry-After: 2`.
+    Http429,
+    /// HTTP 500 with a JSON error body.
+    Http500,
+    /// HTTP 400 with a JSON error body.
+    Http400,
+    /// Response headers never come (until the hang limit or shutdown).
+    NoHeaders,
+    /// 200 and headers, then only `: keep-alive` comments until the hang limit.
+    KeepAliveDrip,
+    /// The response echoes a different `model` (`<model>-fp8`).
+    WrongModel,
+    /// The answer is cut to half its characters and ends with `finish_reason: "length"`.
+    FinishLength,
+    /// No answer text at all; the stream still finishes with `stop` and `[DONE]`.
+    EmptyAnswer,
+}
+
+/// Every quirk with its stable name and a one-line description, in listing order.
+pub const CATALOGUE: &[(Quirk, &str, &str)] = &[
+    (Quirk::RoleFirst, "role-first", "first chunk is role-only (delta.role, content null)"),
+    (Quirk::ReasoningInReasoningContent, "reasoning-in-reasoning-content", "reasoning text in delta.reasoning_content"),
+    (Quirk::ReasoningInReasoning, "reasoning-in-reasoning", "reasoning text in delta.reasoning"),
+    (Quirk::ReasoningInDetails, "reasoning-in-details", "reasoning text in delta.reasoning_details[].text"),
+    (Quirk::ReasoningContentNull, "reasoning-content-null", "reasoning chunks carry content: null"),
+    (Quirk::ReasoningContentEmpty, "reasoning-content-empty", "reasoning chunks carry content: \"\""),
+    (Quirk::WhitespaceFirstDelta, "whitespace-first-delta", "first answer delta is \"\\n\" only"),
+    (Quirk::BatchedEvents, "batched-events", "four events per network write"),
+    (Quirk::OneByteWrites, "one-byte-writes", "first answer event written one byte per write, ~1 ms apart"),
+    (Quirk::Utf8Split, "utf8-split", "a multi-byte UTF-8 character split across two writes"),
+    (Quirk::Crlf, "crlf", "CRLF line endings"),
+    (Quirk::MultilineData, "multiline-data", "each chunk's JSON spread over two data: lines"),
+    (Quirk::KeepAlive, "keep-alive", "': keep-alive' comments between events"),
+    (Quirk::UsageChunk, "usage-chunk", "usage-only final chunk (choices: []) even if not requested"),
+    (Quirk::NoDone, "no-done", "finish_reason but no [DONE] (still complete)"),
+    (Quirk::Truncated, "truncated", "stream stops mid-answer: no finish_reason, no [DONE]"),
+    (Quirk::ErrorObject, "error-object", "{\"error\":{…}} chunk after two answer chunks"),
+    (Quirk::ObjectError, "object-error", "{\"object\":\"error\",…} chunk after two answer chunks"),
+    (Quirk::EventError, "event-error", "'event: error' after two answer chunks"),
+    (Quirk::NonJsonData, "non-json-data", "a non-JSON data: payload after two answer chunks"),
+    (Quirk::Http429, "http-429", "HTTP 429 with Retry-After: 2"),
+    (Quirk::Http500, "http-500", "HTTP 500 with a JSON error body"),
+    (Quirk::Http400, "http-400", "HTTP 400 with a JSON error body"),
+    (Quirk::NoHeaders, "no-headers", "response headers never come (hang limit 60 s x time_scale)"),
+    (Quirk::KeepAliveDrip, "keep-alive-drip", "200, then only keep-alive comments every 500 ms x time_scale until the hang limit"),
+    (Quirk::WrongModel, "wrong-model", "echoes model '<model>-fp8'"),
+    (Quirk::FinishLength, "finish-length", "answer cut to half its characters, finish_reason: length"),
+    (Quirk::EmptyAnswer, "empty-answer", "no answer text; finish_reason stop and [DONE]"),
+];
+
+impl Quirk {
+    /// The stable kebab-case name.
+    pub fn name(self) -> &'static str {
+        CATALOGUE
+            .iter()
+            .find(|(q, _, _)| *q == self)
+            .map(|(_, name, _)| *name)
+            .unwrap_or("unknown")
+    }
+
+    /// Looks a quirk up by its stable name.
+    pub fn from_name(name: &str) -> Option<Quirk> {
+        CATALOGUE
+            .iter()
+            .find(|(_, n, _)| *n == name)
+            .map(|(q, _, _)| *q)
+    }
+
+    /// True for quirks that make the request fail (they replace the profile's failure draw).
+    pub fn is_fault(self) -> bool {
+        matches!(
+            self,
+            Quirk::Truncated
+                | Quirk::ErrorObject
+                | Quirk::ObjectError
+                | Quirk::EventError
+                | Quirk::NonJsonData
+                | Quirk::Http429
+                | Quirk::Http500
+                | Quirk::Http400
+                | Quirk::NoHeaders
+                | Quirk::KeepAliveDrip
+        )
+    }
+}
+
+/// Parses a list of names separated by `sep`, ignoring blanks; `source` names where they came
+/// from in the error.
+pub fn parse_list(text: &str, sep: char, source: &str) -> Result<Vec<Quirk>, SimError> {
+    let mut out = Vec::new();
+    for name in text.split(sep).map(str::trim).filter(|n| !n.is_empty()) {
+        let quirk = Quirk::from_name(name).ok_or_else(|| SimError::UnknownQuirk {
+            name: name.to_string(),
+            origin: source.to_string(),
+        })?;
+        if !out.contains(&quirk) {
+            out.push(quirk);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_kebab_case_and_round_trip() {
+        let mut seen = std::collections::BTreeSet::new();
+        for (quirk, name, _) in CATALOGUE {
+            assert!(seen.insert(*name), "{name} listed twice");
+            assert!(name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'));
+            assert_eq!(Quirk::from_name(name), Some(*quirk));
+            assert_eq!(quirk.name(), *name);
+        }
+        assert_eq!(CATALOGUE.len(), 28);
+    }
+
+    #[test]
+    fn parse_list_rejects_unknown_names_and_dedups() {
+        let got = parse_list(" crlf, role-first ,crlf,", ',', "x-sim-quirk").unwrap();
+        assert_eq!(got, vec![Quirk::Crlf, Quirk::RoleFirst]);
+        let err = parse_list("crlf+nope", '+', "model suffix").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown quirk \"nope\" in model suffix (see `sim quirks`)"
+        );
+    }
+}

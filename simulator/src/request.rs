@@ -1,0 +1,120 @@
+//! What the simulator reads from an incoming chat completion request.
+
+use crate::SimError;
+use crate::quirk::{self, Quirk};
+use serde_json::Value;
+
+/// The parts of a request body and headers that shape the response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimRequest {
+    /// The requested model without any `+quirk` suffix: what the response echoes.
+    pub model: String,
+    /// The last `user` message's text (empty when there is none).
+    pub user_prompt: String,
+    /// `stream_options.include_usage`.
+    pub include_usage: bool,
+    /// Approximate prompt tokens (characters of all messages / 4), for the usage chunk.
+    pub prompt_tokens: u64,
+    /// Quirks forced by the model suffix and the `x-sim-quirk` header.
+    pub forced: Vec<Quirk>,
+    /// Exact gap schedule in ms (`x-sim-schedule`), unscaled.
+    pub schedule: Option<Vec<f64>>,
+}
+
+impl SimRequest {
+    /// Parses a body and the two simulator headers; every error names the field.
+    pub fn parse(
+        body: &[u8],
+        quirk_header: Option<&str>,
+        schedule_header: Option<&str>,
+    ) -> Result<SimRequest, SimError> {
+        let bad = |field: &str, message: &str| SimError::BadRequest {
+            field: field.to_string(),
+            message: message.to_string(),
+        };
+        let json: Value = serde_json::from_slice(body)
+            .map_err(|e| bad("body", &format!("not JSON: {e}")))?;
+        let raw_model = json
+            .get("model")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("model", "missing or not a string"))?;
+        let mut parts = raw_model.split('+');
+        let model = parts.next().unwrap_or_default().to_string();
+        let suffix: Vec<&str> = parts.collect();
+        let mut forced = quirk::parse_list(&suffix.join("+"), '+', "model suffix")?;
+        if let Some(header) = quirk_header {
+            for q in quirk::parse_list(header, ',', "x-sim-quirk header")? {
+                if !forced.contains(&q) {
+                    forced.push(q);
+                }
+            }
+        }
+        let messages = json
+            .get("messages")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad("messages", "missing or not an array"))?;
+        let mut user_prompt = String::new();
+        let mut chars = 0usize;
+        for m in messages {
+            let text = m.get("content").and_then(Value::as_str).unwrap_or_default();
+            chars += text.chars().count();
+            if m.get("role").and_then(Value::as_str) == Some("user") {
+                user_prompt = text.to_string();
+            }
+        }
+        let include_usage = json
+            .pointer("/stream_options/include_usage")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let schedule = schedule_header.map(parse_schedule).transpose()?;
+        Ok(SimRequest {
+            model,
+            user_prompt,
+            include_usage,
+            prompt_tokens: (chars as u64).div_ceil(4),
+            forced,
+            schedule,
+        })
+    }
+}
+
+/// Parses `x-sim-schedule: 0,120,40`: non-negative gaps in milliseconds, at least one.
+fn parse_schedule(text: &str) -> Result<Vec<f64>, SimError> {
+    let gaps = text
+        .split(',')
+        .map(str::trim)
+        .map(|g| g.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0))
+        .collect::<Option<Vec<f64>>>()
+        .filter(|gaps| !gaps.is_empty())
+        .ok_or_else(|| SimError::BadRequest {
+            field: "x-sim-schedule".into(),
+            message: format!("{text:?} must be comma-separated non-negative milliseconds"),
+        })?;
+    Ok(gaps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_suffix_and_header_force_quirks() {
+        let body = br#"{"model":"glm+crlf+role-first","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}],"stream_options":{"include_usage":true}}"#;
+        let r = SimRequest::parse(body, Some("crlf, no-done"), Some("0, 12.5,3")).unwrap();
+        assert_eq!(r.model, "glm");
+        assert_eq!(r.user_prompt, "hi");
+        assert!(r.include_usage);
+        assert_eq!(r.prompt_tokens, 3); // 10 characters / 4, rounded up
+        assert_eq!(r.forced, vec![Quirk::Crlf, Quirk::RoleFirst, Quirk::NoDone]);
+        assert_eq!(r.schedule, Some(vec![0.0, 12.5, 3.0]));
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let err = SimRequest::parse(br#"{"messages":[]}"#, None, None).unwrap_err();
+        assert_eq!(err.to_string(), "bad request: model: missing or not a string");
+        let body = br#"{"model":"m","messages":[]}"#;
+        let err = SimRequest::parse(body, None, Some("1,-2")).unwrap_err();
+        assert!(err.to_string().starts_with("bad request: x-sim-schedule:"), "{err}");
+    }
+}

@@ -1,0 +1,302 @@
+//! The HTTP side: routes, replaying a plan against the clock one flushed write at a time, the
+//! write log of exact-schedule requests, and graceful shutdown.
+
+use crate::plan;
+use crate::render::{DRIP_EVERY_MS, HANG_MS, Plan, Shape, Write};
+use crate::request::SimRequest;
+use crate::rng::Draws;
+use crate::sse::{Framing, Label};
+use crate::{SimConfig, SimError, profile};
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::serve::ListenerExt;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Most request ids the write log keeps; later ids are not recorded.
+const MAX_LOGGED_REQUESTS: usize = 4096;
+
+/// When the server handed one write to the connection, relative to request receipt.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WriteStamp {
+    /// 0-based write index.
+    pub index: usize,
+    /// Microseconds from the moment the request (headers and body) was received.
+    pub offset_us: u64,
+    /// Bytes written.
+    pub bytes: usize,
+    /// What the write carried.
+    pub label: Label,
+}
+
+struct Shared {
+    config: SimConfig,
+    cancel: CancellationToken,
+    logs: Mutex<HashMap<String, Vec<WriteStamp>>>,
+}
+
+impl Shared {
+    fn record(&self, key: &str, stamp: WriteStamp) {
+        if let Ok(mut logs) = self.logs.lock() {
+            if logs.len() < MAX_LOGGED_REQUESTS || logs.contains_key(key) {
+                logs.entry(key.to_string()).or_default().push(stamp);
+            }
+        }
+    }
+}
+
+/// A running simulator. Dropping it (or [`SimServer::shutdown`]) stops it.
+pub struct SimServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl SimServer {
+    /// The bound address (the real port when started on port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://HOST:PORT/v1`: the OpenAI base URL of the default profile.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// `http://HOST:PORT/profiles/<profile>/v1/chat/completions`.
+    pub fn profile_endpoint(&self, profile: &str) -> String {
+        format!("http://{}/profiles/{profile}/v1/chat/completions", self.addr)
+    }
+
+    /// The writes recorded for a request that sent `x-sim-id: <request_key>`, in order.
+    pub fn write_log(&self, request_key: &str) -> Vec<WriteStamp> {
+        self.shared
+            .logs
+            .lock()
+            .map(|logs| logs.get(request_key).cloned().unwrap_or_default())
+            .unwrap_or_default()
+    }
+
+    /// Stops accepting requests and ends every open response; returns at once.
+    pub fn shutdown(&self) {
+        self.shared.cancel.cancel();
+    }
+
+    /// Stops the server and waits until its connections are closed.
+    pub async fn stopped(mut self) {
+        self.shared.cancel.cancel();
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for SimServer {
+    fn drop(&mut self) {
+        self.shared.cancel.cancel();
+    }
+}
+
+/// Binds `addr` and serves the simulator until shut down. Errors name the address; an unknown
+/// default profile or a bad time scale is refused before binding.
+pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimServer, SimError> {
+    if !(config.time_scale > 0.0 && config.time_scale.is_finite()) {
+        return Err(SimError::TimeScale(config.time_scale));
+    }
+    profile::find(&config.default_profile)?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| SimError::Bind { addr, source })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|source| SimError::Bind { addr, source })?;
+    let shared = Arc::new(Shared {
+        config,
+        cancel: CancellationToken::new(),
+        logs: Mutex::new(HashMap::new()),
+    });
+    let router = Router::new()
+        .route("/health", get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }))
+        .route("/v1/chat/completions", post(default_profile))
+        .route("/profiles/{profile}/v1/chat/completions", post(named_profile))
+        .route("/debug/writes/{id}", get(debug_writes))
+        .with_state(shared.clone());
+    // Every chunk is its own segment: no Nagle delay between a write and the client's read.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::warn!("simulator: cannot set TCP_NODELAY: {e}");
+        }
+    });
+    let cancel = shared.cancel.clone();
+    let task = tokio::spawn(async move {
+        let served = axum::serve(listener, router)
+            .with_graceful_shutdown(async move { cancel.cancelled().await })
+            .await;
+        if let Err(e) = served {
+            tracing::warn!("simulator on {addr} stopped: {e}");
+        }
+    });
+    Ok(SimServer { addr, shared, task })
+}
+
+async fn default_profile(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let name = shared.config.default_profile.clone();
+    respond(shared, &name, headers, body).await
+}
+
+async fn named_profile(
+    State(shared): State<Arc<Shared>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    respond(shared, &name, headers, body).await
+}
+
+async fn debug_writes(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
+    let log = shared
+        .logs
+        .lock()
+        .map(|logs| logs.get(&id).cloned())
+        .unwrap_or_default();
+    match log {
+        Some(log) => axum::Json(log).into_response(),
+        None => json_error(StatusCode::NOT_FOUND, &format!("no writes recorded for x-sim-id {id:?}")),
+    }
+}
+
+fn json_error(status: StatusCode, message: &str) -> Response {
+    let body = serde_json::json!({"error": {"message": message, "type": "invalid_request_error"}});
+    (status, axum::Json(body)).into_response()
+}
+
+/// Plans and plays one response.
+async fn respond(shared: Arc<Shared>, profile_name: &str, headers: HeaderMap, body: Bytes) -> Response {
+    let received = Instant::now();
+    let profile = match profile::find(profile_name) {
+        Ok(p) => p,
+        Err(e) => return json_error(StatusCode::NOT_FOUND, &e.to_string()),
+    };
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let request = match SimRequest::parse(&body, text("x-sim-quirk"), text("x-sim-schedule")) {
+        Ok(r) => r,
+        Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.to_string()),
+    };
+    let log_key = text("x-sim-id").map(str::to_string);
+    let mut draws = Draws::for_request(shared.config.seed, profile_name, &body);
+    let plan = plan::plan(profile, &request, &shared.config.answers, &mut draws);
+    let scale = if plan.exact { 1.0 } else { shared.config.time_scale };
+    let at = |ms: f64| received + Duration::from_secs_f64((ms * scale).max(0.0) / 1000.0);
+    let cancel = shared.cancel.clone();
+    if !sleep_until(at(plan.headers_at_ms), &cancel).await {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    }
+    let Plan { request_id, shape, .. } = plan;
+    let mut response = match shape {
+        Shape::Error { status, headers, body } => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let mut response = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+            for (name, value) in headers {
+                if let Ok(value) = HeaderValue::from_str(&value) {
+                    response.headers_mut().insert(name, value);
+                }
+            }
+            response
+        }
+        // Reaching here means the hang limit passed: the client gave up long ago.
+        Shape::Hang => StatusCode::GATEWAY_TIMEOUT.into_response(),
+        Shape::Stream { writes, drip } => {
+            let player = Player {
+                shared: shared.clone(),
+                writes: writes.into_iter(),
+                received,
+                scale,
+                last_write: None,
+                index: 0,
+                drip_until: drip.then(|| at(HANG_MS)),
+                log_key,
+            };
+            let stream = futures_util::stream::unfold(player, Player::next);
+            let mut response = Body::from_stream(stream).into_response();
+            response
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+            response
+                .headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+            response
+        }
+    };
+    if let Ok(value) = HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert("x-request-id", value);
+    }
+    response
+}
+
+/// Sleeps until `deadline`; false when the server shut down first.
+async fn sleep_until(deadline: Instant, cancel: &CancellationToken) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep_until(deadline) => true,
+        _ = cancel.cancelled() => false,
+    }
+}
+
+/// Replays a plan's writes as a body stream, stamping each one.
+struct Player {
+    shared: Arc<Shared>,
+    writes: std::vec::IntoIter<Write>,
+    received: Instant,
+    scale: f64,
+    last_write: Option<Instant>,
+    index: usize,
+    drip_until: Option<Instant>,
+    log_key: Option<String>,
+}
+
+impl Player {
+    async fn next(mut self) -> Option<(Result<Bytes, std::convert::Infallible>, Player)> {
+        let cancel = self.shared.cancel.clone();
+        let (deadline, bytes, label) = match self.writes.next() {
+            Some(w) => {
+                let mut deadline =
+                    self.received + Duration::from_secs_f64((w.at_ms * self.scale).max(0.0) / 1000.0);
+                if let Some(last) = self.last_write {
+                    deadline = deadline.max(last + Duration::from_secs_f64(w.min_gap_ms / 1000.0));
+                }
+                (deadline, w.bytes, w.label)
+            }
+            None => {
+                let until = self.drip_until?;
+                let every = Duration::from_secs_f64(DRIP_EVERY_MS * self.scale / 1000.0);
+                let deadline = self.last_write.unwrap_or(self.received) + every;
+                if deadline > until {
+                    return None;
+                }
+                (deadline, Framing::default().comment(), Label::Comment)
+            }
+        };
+        if !sleep_until(deadline, &cancel).await {
+            return None;
+        }
+        let now = Instant::now();
+        if let Some(key) = &self.log_key {
+            let stamp = WriteStamp {
+                index: self.index,
+                offset_us: now.duration_since(self.received).as_micros() as u64,
+                bytes: bytes.len(),
+                label,
+            };
+            self.shared.record(key, stamp);
+        }
+        self.last_write = Some(now);
+        self.index += 1;
+        Some((Ok(Bytes::from(bytes)), self))
+    }
+}

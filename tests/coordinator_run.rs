@@ -1,0 +1,253 @@
+//! The coordinator end to end on the embedded simulator: one terminal record per lane × round,
+//! rotation, the round barrier, the lock refusing tampered inputs, the full-run guard and no
+//! credential value anywhere in a run directory.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod coordinator_support;
+
+use coordinator_support::*;
+use openbench_common::layout;
+use openbench_coordinator::{RunDir, RunOptions, RunStatus, run_full};
+use std::collections::{BTreeMap, BTreeSet};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_simulated_run_writes_one_record_per_lane_and_round() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = sample_dataset(tmp.path(), "data", 20260902);
+    let providers: Vec<Prov> = PROFILES.iter().map(|p| Prov::sim(p)).collect();
+    let spec = write_spec(tmp.path(), &data, &providers, 4, 0.01, 400);
+    let inputs = inputs(&spec);
+    let run = RunDir::create(&inputs, Some("T-1")).unwrap();
+    let outcome = run_full(&inputs, &run, "T-1", &RunOptions::default()).await.unwrap();
+    assert_eq!(outcome.session.rounds_executed, 12);
+    assert_eq!(outcome.session.records_written, 120);
+
+    let dir = &run.dir;
+    let plan = planned(&dir.join(layout::FULL_PLAN));
+    assert_eq!(plan.len(), 120);
+    let recs = records(&dir.join(layout::FULL_RESULTS));
+    assert_eq!(recs.len(), 120, "exactly one record per lane × round");
+    let mut seen = BTreeSet::new();
+    for r in &recs {
+        assert!(seen.insert((r.lane.clone(), r.round_index)), "duplicate {} {}", r.lane, r.round_index);
+    }
+    let want: BTreeSet<(String, u64)> = plan.iter().map(|(_, l, i)| (l.clone(), *i)).collect();
+    assert_eq!(seen, want);
+    let ids: BTreeSet<&str> = recs.iter().map(|r| r.request_id.as_str()).collect();
+    let planned_ids: BTreeSet<&str> = plan.iter().map(|(id, _, _)| id.as_str()).collect();
+    assert_eq!(ids, planned_ids);
+
+    // Rotation: round r launches the base order rotated left by r mod 10.
+    let rounds = lines(&dir.join(layout::ROUNDS));
+    assert_eq!(rounds.len(), 12);
+    for line in &rounds {
+        let r = line["round_index"].as_u64().unwrap() as usize;
+        let order: Vec<&str> = line["launch_order"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let mut want = PROFILES.to_vec();
+        want.rotate_left(r % 10);
+        assert_eq!(order, want, "round {r}");
+        assert!(line["launch_skew_ms"].as_f64().unwrap() >= 0.0);
+    }
+    assert!(rounds[0]["coordinator_overhead_ms"].is_null());
+    assert!(rounds[1]["coordinator_overhead_ms"].as_f64().is_some());
+
+    // Answers and events belong to committed requests only, once each.
+    let answers = lines(&dir.join(layout::RECONSTRUCTED));
+    let harness = recs.iter().filter(|r| r.error_type == Some(openbench_common::record::ErrorType::Harness)).count();
+    assert_eq!(answers.len(), 120 - harness);
+    let mut event_keys = BTreeSet::new();
+    for e in lines(&dir.join(layout::STREAM_EVENTS)) {
+        let id = e["request_id"].as_str().unwrap().to_string();
+        assert!(planned_ids.contains(id.as_str()));
+        assert!(event_keys.insert((id, e["index"].as_u64().unwrap())));
+    }
+
+    // Lock, selection, manifest.
+    let lock: openbench_common::layout::RunLock =
+        serde_json::from_slice(&std::fs::read(dir.join(layout::RUN_LOCK)).unwrap()).unwrap();
+    assert_eq!(lock.code_sha256, "test-code-digest");
+    assert_eq!(lock.approval_id.as_deref(), Some("T-1"));
+    let selection: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join(layout::SELECTION)).unwrap()).unwrap();
+    assert_eq!(selection["dataset_release_hash"], lock.dataset_release_hash.as_str());
+    assert_eq!(selection["families"]["ticket-triage"]["full_family_order"].as_array().unwrap().len(), 6);
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join(layout::RUN_MANIFEST)).unwrap()).unwrap();
+    let status = if harness == 0 { "complete" } else { "incomplete" };
+    assert_eq!(manifest["status"], status);
+    assert_eq!(manifest["approval_id"], "T-1");
+    assert!(manifest["artifacts"][layout::FULL_PLAN].is_string());
+
+    // `watch --once` on the finished run.
+    let o = run_bin(tmp.path(), &["watch", "--once", "--run-dir", dir.to_str().unwrap()], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let snap: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(snap["rounds_total"], 12);
+    assert_eq!(snap["requests_done"].as_u64().unwrap() as usize, 120 - harness);
+    assert_eq!(snap["lanes"].as_array().unwrap().len(), 10);
+
+    // Resuming a finished run executes nothing; a different approval id is refused.
+    if harness == 0 {
+        let again = run_full(&inputs, &RunDir::open(&inputs, dir).unwrap(), "T-1", &RunOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(again.session.records_written, 0);
+        assert_eq!(again.status, RunStatus::Complete);
+        assert_eq!(records(&dir.join(layout::FULL_RESULTS)).len(), 120);
+    }
+    let err = run_full(&inputs, &RunDir::open(&inputs, dir).unwrap(), "OTHER", &RunOptions::default())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("T-1"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_lane_holds_the_next_round() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = sample_dataset(tmp.path(), "data", 20260902);
+    // The slow lane streams on an exact, unscaled schedule: its answer ends 250 ms after start.
+    let slow = Prov {
+        key: "slow".into(),
+        profile: "plain".into(),
+        extra: "    extra_headers: {x-sim-schedule: \"0,250\"}\n".into(),
+    };
+    let providers = vec![Prov::sim("plain"), slow, Prov { key: "fast".into(), profile: "plain".into(), extra: String::new() }];
+    let spec = write_spec(tmp.path(), &data, &providers, 2, 0.01, 5_000);
+    let inputs = inputs(&spec);
+    let run = RunDir::create(&inputs, None).unwrap();
+    let outcome = run_full(&inputs, &run, "B", &RunOptions::default()).await.unwrap();
+    assert_eq!(outcome.status, RunStatus::Complete);
+    let recs = records(&run.dir.join(layout::FULL_RESULTS));
+    let by_lane: BTreeMap<(String, u64), &openbench_common::record::TerminalRecord> =
+        recs.iter().map(|r| ((r.lane.clone(), r.round_index), r)).collect();
+    for round in 0..6u64 {
+        let slow = by_lane[&("slow".to_string(), round)];
+        assert!(slow.e2e_ms.unwrap() >= 250.0, "{:?}", slow.e2e_ms);
+        let fast = by_lane[&("fast".to_string(), round)];
+        assert!(fast.e2e_ms.unwrap() < 200.0, "fast lane e2e {:?}", fast.e2e_ms);
+    }
+    let rounds = lines(&run.dir.join(layout::ROUNDS));
+    assert_eq!(rounds.len(), 6);
+    for pair in rounds.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        let round_ms = a["round_ms"].as_f64().unwrap();
+        assert!(round_ms >= 250.0, "the round lasted as long as its slowest lane: {round_ms}");
+        let gap = b["released_offset_ms"].as_f64().unwrap() - a["released_offset_ms"].as_f64().unwrap();
+        assert!(gap >= round_ms, "round {} released {gap} ms after the previous, before it ended ({round_ms} ms)", b["round_index"]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_refuses_changed_spec_adapters_dataset_or_code() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = sample_dataset(tmp.path(), "data", 20260902);
+    let spec = write_spec(tmp.path(), &data, &[Prov::sim("plain")], 1, 0.01, 1000);
+    let original = std::fs::read_to_string(&spec).unwrap();
+    let run = RunDir::create(&inputs(&spec), None).unwrap();
+    RunDir::open(&inputs(&spec), &run.dir).unwrap();
+
+    let refuse = |inputs: &openbench_coordinator::RunInputs| RunDir::open(inputs, &run.dir).unwrap_err().to_string();
+
+    std::fs::write(&spec, format!("{original}# a comment\n")).unwrap();
+    let err = refuse(&inputs(&spec));
+    assert!(err.contains("spec changed") && !err.contains("adapters"), "{err}");
+    assert!(err.contains("run-lock.json"), "{err}");
+
+    std::fs::write(&spec, original.replace("model: m-plain", "model: m-other")).unwrap();
+    let err = refuse(&inputs(&spec));
+    assert!(err.contains("spec changed") && err.contains("adapters changed"), "{err}");
+
+    std::fs::write(&spec, &original).unwrap();
+    let mut code = inputs(&spec);
+    code.code_sha256 = "another-build".into();
+    let err = refuse(&code);
+    assert!(err.contains("code changed") && !err.contains("spec"), "{err}");
+
+    // A different (valid) release in the same folder: same spec bytes, new release hash.
+    sample_dataset(tmp.path(), "data", 99);
+    let err = refuse(&inputs(&spec));
+    assert!(err.contains("dataset changed") && !err.contains("spec"), "{err}");
+}
+
+#[test]
+fn full_run_guard_names_what_is_missing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run_bin(tmp.path(), &["run", "--spec", "absent.yaml"], &[]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    for flag in ["--full", "--approve-full", "--approval-id"] {
+        assert!(err.contains(flag), "{flag}: {err}");
+    }
+    let o = run_bin(tmp.path(), &["run", "--full", "--approval-id", "X", "--spec", "absent.yaml"], &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("missing: --approve-full") && !err.contains("missing: --full"), "{err}");
+    assert!(!tmp.path().join("runs").exists());
+}
+
+#[test]
+fn no_credential_value_reaches_the_run_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = sample_dataset(tmp.path(), "data", 20260902);
+    let providers = vec![
+        Prov {
+            key: "zai".into(),
+            profile: "zai".into(),
+            extra: "    auth: {scheme: bearer, env: OBT_ZAI_KEY}\n".into(),
+        },
+        Prov {
+            key: "modal".into(),
+            profile: "modal".into(),
+            extra: "    auth:\n      scheme: headers\n      headers: {Modal-Key: OBT_MODAL_ID, Modal-Secret: OBT_MODAL_SECRET}\n".into(),
+        },
+    ];
+    let spec = write_spec(tmp.path(), &data, &providers, 1, 0.01, 1000);
+    let secrets = [
+        ("OBT_ZAI_KEY", "zk-9f1c0e7a-unique-secret-one"),
+        ("OBT_MODAL_ID", "mid-4b2d88-unique-secret-two"),
+    ];
+    // The third credential comes from ./.env (the environment lacks it).
+    let dotenv_secret = "msec-77aa31-unique-secret-three";
+    std::fs::write(tmp.path().join(".env"), format!("OBT_MODAL_SECRET={dotenv_secret}\n")).unwrap();
+
+    // Missing credentials are named before any network call, values never printed.
+    let o = run_bin(tmp.path(), &["init", "--spec", spec.to_str().unwrap()], &secrets[..1]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("OBT_MODAL_ID") && !err.contains(secrets[0].1), "{err}");
+
+    let o = run_bin(tmp.path(), &["smoke", "--spec", spec.to_str().unwrap()], &secrets);
+    let out = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    let dir = printed_run_dir(&o.stdout);
+    assert!(dir.join(layout::smoke_results(1)).exists(), "{out}");
+    let mut files = Vec::new();
+    walk(&dir, &mut files);
+    assert!(files.len() >= 6, "{files:?}");
+    for file in files {
+        let bytes = std::fs::read(&file).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        for secret in secrets.iter().map(|(_, v)| *v).chain([dotenv_secret]) {
+            assert!(!text.contains(secret), "{} holds a credential value", file.display());
+        }
+    }
+    for secret in secrets.iter().map(|(_, v)| *v).chain([dotenv_secret]) {
+        assert!(!out.contains(secret), "output holds a credential value");
+    }
+}
+
+fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            walk(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}

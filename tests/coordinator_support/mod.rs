@@ -1,0 +1,202 @@
+//! Shared helpers of the `coordinator_*` tests: a real dataset (the generator's public sample),
+//! simulated specs written to a tempdir, the built binary, and run-directory readers.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use openbench_common::record::{Outcome, TerminalRecord};
+use openbench_coordinator::{RunInputs, prepare_inputs};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+/// The ten simulator profiles, named after the reference provider keys.
+pub const PROFILES: [&str; 10] = [
+    "zai",
+    "together",
+    "fireworks",
+    "baseten",
+    "telnyx",
+    "modal",
+    "nebius",
+    "parasail",
+    "novita",
+    "deepinfra",
+];
+
+/// The built binary.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_openbench-inference")
+}
+
+/// Runs the binary with `args` in `cwd`.
+pub fn run_bin(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(bin());
+    cmd.current_dir(cwd).args(args).env_remove("RUST_BACKTRACE");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("spawn the binary")
+}
+
+/// Writes the generator's public sample (13/6/10 rows, seeded) into `dir/<name>`.
+pub fn sample_dataset(dir: &Path, name: &str, seed: u64) -> PathBuf {
+    let out = dir.join(name);
+    let seed = seed.to_string();
+    let o = run_bin(
+        dir,
+        &[
+            "dataset",
+            "generate",
+            "--public-sample",
+            "--seed",
+            &seed,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "dataset generate: {}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+/// One provider of a test spec.
+pub struct Prov {
+    /// Provider key.
+    pub key: String,
+    /// Simulator profile.
+    pub profile: String,
+    /// Extra YAML lines under the provider (indented by 4).
+    pub extra: String,
+}
+
+impl Prov {
+    /// A provider whose key is its profile.
+    pub fn sim(profile: &str) -> Prov {
+        Prov {
+            key: profile.into(),
+            profile: profile.into(),
+            extra: String::new(),
+        }
+    }
+}
+
+/// Writes a simulated spec into `dir/spec.yaml`.
+pub fn write_spec(
+    dir: &Path,
+    dataset: &Path,
+    providers: &[Prov],
+    items: usize,
+    time_scale: f64,
+    timeout_ms: u64,
+) -> PathBuf {
+    let mut text = format!(
+        "benchmark:
+  slug: inference-micro-single-task
+  workflow: micro-single-task
+  schedule_version: micro-single-task-paired-round-robin-sha256-v1
+  families: [meeting-notes-lookup, ticket-triage, contract-terms-extraction]
+request:
+  temperature: 0
+  top_p: 1
+  presence_penalty: 0
+  frequency_penalty: 0
+  max_output_tokens: 256
+  response_format: json_object
+  reasoning_effort: low
+  timeout_ms: {timeout_ms}
+  harness_grace_ms: 2000
+providers:
+"
+    );
+    for p in providers {
+        text.push_str(&format!(
+            "  - key: {}\n    endpoint: sim://{}\n    model: m-{}\n    max_tokens_field: max_tokens\n",
+            p.key, p.profile, p.key
+        ));
+        if p.extra.contains("auth:") {
+            text.push_str(&p.extra);
+        } else {
+            text.push_str("    auth: {scheme: none}\n");
+            text.push_str(&p.extra);
+        }
+    }
+    text.push_str(&format!(
+        "dataset:
+  source: {}
+plans:
+  full_items_per_family: {items}
+  smoke_items_per_family: 1
+run_root: runs
+simulator:
+  time_scale: {time_scale}
+  seed: 7
+",
+        dataset.display()
+    ));
+    let path = dir.join("spec.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Loads run inputs through the real workflow (spec, dataset, credentials).
+pub fn inputs(spec: &Path) -> RunInputs {
+    prepare_inputs(
+        spec,
+        Arc::new(openbench_micro_single_task::MicroSingleTask),
+        "test-code-digest",
+    )
+    .unwrap()
+}
+
+/// Every line of a JSON-lines file as a value.
+pub fn lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Every terminal record of a results file.
+pub fn records(path: &Path) -> Vec<TerminalRecord> {
+    lines(path)
+        .into_iter()
+        .map(|v| serde_json::from_value(v).unwrap())
+        .collect()
+}
+
+/// Request id → number of committed (non-harness) records.
+pub fn committed_counts(records: &[TerminalRecord]) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for r in records.iter().filter(|r| r.outcome != Outcome::HarnessError) {
+        *out.entry(r.request_id.clone()).or_default() += 1;
+    }
+    out
+}
+
+/// The plan's (request id, lane, round index) triples.
+pub fn planned(plan_path: &Path) -> Vec<(String, String, u64)> {
+    let plan: serde_json::Value = serde_json::from_slice(&std::fs::read(plan_path).unwrap()).unwrap();
+    let mut out = Vec::new();
+    for round in plan["rounds"].as_array().unwrap() {
+        let index = round["round_index"].as_u64().unwrap();
+        for r in round["requests"].as_array().unwrap() {
+            out.push((
+                r["request_id"].as_str().unwrap().to_string(),
+                r["lane"].as_str().unwrap().to_string(),
+                index,
+            ));
+        }
+    }
+    out
+}
+
+/// The run directory a command printed (`run directory: …`).
+pub fn printed_run_dir(stdout: &[u8]) -> PathBuf {
+    let text = String::from_utf8_lossy(stdout);
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("run directory: "))
+        .unwrap_or_else(|| panic!("no run directory in output: {text}"));
+    PathBuf::from(line.trim())
+}

@@ -1,0 +1,178 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Timing accuracy of the probe against the simulator's own record: the simulator follows an
+//! exact gap schedule and stamps every write; the probe's event offsets, TTFA and E2E must agree
+//! with those stamps to within 1 ms once both are taken relative to the first event (the two
+//! clocks have different zeros).
+
+use openbench_common::plan::{ChatMessage, PlannedRequest};
+use openbench_common::record::{Classification, Execution, Outcome};
+use openbench_common::spec::{Auth, MaxTokensField, ProviderAdapter, RequestContract};
+use openbench_common::stats::nearest_rank;
+use openbench_probe::{Credentials, Executor};
+use openbench_simulator::{SimConfig, start};
+use std::collections::BTreeMap;
+
+const REQUESTS: usize = 8;
+const CHUNKS: usize = 30;
+/// Largest allowed disagreement, µs.
+const TOLERANCE_US: f64 = 1_000.0;
+
+/// Gaps of request `r`: 150 ms to the first answer piece, then 29 gaps in 0..=80 ms from a fixed
+/// linear congruential sequence (so the schedule is the same on every run).
+fn schedule(r: usize) -> Vec<u64> {
+    let mut state = 12_345u64 + r as u64;
+    let mut gaps = vec![150];
+    for _ in 1..CHUNKS {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        gaps.push((state >> 33) % 81);
+    }
+    gaps
+}
+
+/// An executor whose requests follow request `r`'s schedule and carry its `x-sim-id`.
+fn executor(endpoint: String, r: usize) -> Executor {
+    let gaps: Vec<String> = schedule(r).iter().map(u64::to_string).collect();
+    let extra_headers = BTreeMap::from([
+        ("x-sim-schedule".to_string(), gaps.join(",")),
+        ("x-sim-id".to_string(), format!("timing-{r}")),
+    ]);
+    let adapter = ProviderAdapter {
+        key: "sim".into(),
+        display_name: String::new(),
+        endpoint,
+        model: "zai-org/GLM-5.3-Flash".into(),
+        auth: Auth::None,
+        max_tokens_field: MaxTokensField::MaxTokens,
+        include_usage: false,
+        extra_body: BTreeMap::new(),
+        extra_headers,
+        price: None,
+    };
+    let contract = RequestContract {
+        temperature: 0.0,
+        top_p: 1.0,
+        presence_penalty: 0.0,
+        frequency_penalty: 0.0,
+        max_output_tokens: 256,
+        response_format: "json_object".into(),
+        reasoning_effort: "low".into(),
+        timeout_ms: 20_000,
+        harness_grace_ms: 5_000,
+    };
+    Executor::new(adapter, contract, &Credentials::empty()).unwrap()
+}
+
+async fn execute(executor: Executor, r: usize) -> Execution {
+    let request = PlannedRequest {
+        run_id: "run-timing".into(),
+        round_id: format!("round-{r}"),
+        request_id: format!("req-{r}"),
+        round_index: r as u64,
+        attempt: 0,
+        task_family: "ticket-triage".into(),
+        item_id: format!("item-{r}"),
+        provider: "sim".into(),
+        region: "local".into(),
+        lane: "sim".into(),
+        messages: vec![ChatMessage { role: "user".into(), content: format!("question {r}") }],
+        deadline_ms: 20_000,
+    };
+    // Stagger the starts so the requests' writes rarely coincide on two cores.
+    tokio::time::sleep(std::time::Duration::from_millis(7 * r as u64)).await;
+    executor.execute(&request).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_offsets_match_simulator_writes_within_1ms() {
+    let (endpoint, addr, stop) = simulator_thread();
+    // Build every executor (and the tokenizer) before the first request is timed.
+    let executors: Vec<Executor> = (0..REQUESTS).map(|r| executor(endpoint.clone(), r)).collect();
+    let handles: Vec<_> = executors
+        .into_iter()
+        .enumerate()
+        .map(|(r, ex)| tokio::spawn(execute(ex, r)))
+        .collect();
+    let mut runs: Vec<Execution> = Vec::new();
+    for handle in handles {
+        runs.push(handle.await.unwrap());
+    }
+    let mut errors_us = Vec::new();
+    for (r, e) in runs.iter().enumerate() {
+        let log = write_log(addr, r).await;
+        // One write per event: role, 30 answer pieces, finish, [DONE].
+        let mut want = vec![Classification::Role];
+        want.extend([Classification::Answer; CHUNKS]);
+        want.extend([Classification::Finish, Classification::Done]);
+        let got: Vec<Classification> = e.events.iter().map(|ev| ev.classification).collect();
+        assert_eq!(got, want, "request {r}: {:?}", e.record.error_message);
+        assert_eq!(log.len(), want.len(), "request {r}");
+        assert_eq!(e.record.outcome, Outcome::Completed);
+
+        let server_ms = |i: usize| (log[i].offset_us as f64 - log[0].offset_us as f64) / 1000.0;
+        let client_ms = |i: usize| e.events[i].offset_ms - e.events[0].offset_ms;
+        // The server honoured the schedule: write i (≥ 1) no earlier than the sum of gaps after
+        // it received the request.
+        let gaps = schedule(r);
+        let mut due = 0.0;
+        for i in 1..=CHUNKS {
+            due += gaps[i - 1] as f64;
+            let at = log[i].offset_us as f64 / 1000.0;
+            assert!(at >= due, "request {r} write {i}: {at} ms < {due} ms");
+        }
+        for i in 1..e.events.len() {
+            let error_us = (client_ms(i) - server_ms(i)).abs() * 1000.0;
+            assert!(
+                error_us < TOLERANCE_US,
+                "request {r} event {i}: probe {:.3} ms vs simulator {:.3} ms",
+                client_ms(i),
+                server_ms(i)
+            );
+            errors_us.push(error_us);
+        }
+        let first = e.events[0].offset_ms;
+        let ttfa = e.record.ttfa_ms.unwrap() - first;
+        let e2e = e.record.e2e_ms.unwrap() - first;
+        assert!((ttfa - server_ms(1)).abs() * 1000.0 < TOLERANCE_US, "request {r} TTFA {ttfa} vs {}", server_ms(1));
+        assert!((e2e - server_ms(CHUNKS)).abs() * 1000.0 < TOLERANCE_US, "request {r} E2E {e2e} vs {}", server_ms(CHUNKS));
+    }
+    let p50 = nearest_rank(&errors_us, 0.5).unwrap();
+    let p99 = nearest_rank(&errors_us, 0.99).unwrap();
+    let max = errors_us.iter().copied().fold(0.0, f64::max);
+    println!(
+        "timing accuracy over {} events: |probe − simulator| p50 {p50:.0} µs, p99 {p99:.0} µs, max {max:.0} µs",
+        errors_us.len()
+    );
+    assert!(errors_us.len() >= 200);
+    let _ = stop.send(());
+}
+
+/// Runs the simulator on its own thread and runtime, as a separate server process would, so
+/// its write stamps are not delayed by the probe's work; returns its endpoint, its address and
+/// a sender that stops it.
+fn simulator_thread() -> (String, std::net::SocketAddr, tokio::sync::oneshot::Sender<()>) {
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async move {
+            let sim = start(SimConfig::default(), "127.0.0.1:0".parse().unwrap()).await.unwrap();
+            ready_tx.send((sim.profile_endpoint("plain"), sim.addr())).unwrap();
+            let _ = stop_rx.await;
+            sim.stopped().await;
+        });
+    });
+    let (endpoint, addr) = ready_rx.recv().unwrap();
+    (endpoint, addr, stop_tx)
+}
+
+/// The simulator's write log of request `r`, through `GET /debug/writes/{id}`.
+async fn write_log(addr: std::net::SocketAddr, r: usize) -> Vec<Stamp> {
+    let url = format!("http://{addr}/debug/writes/timing-{r}");
+    reqwest::get(url).await.unwrap().json().await.unwrap()
+}
+
+/// One entry of the write log as the debug endpoint serves it.
+#[derive(Debug, serde::Deserialize)]
+struct Stamp {
+    offset_us: u64,
+}

@@ -1,0 +1,617 @@
+//! The validating loader: every problem is collected with its file, line and field.
+
+use super::manifest::{Manifest, release_hash};
+use super::{
+    AgreementType, CONTRACT_FIELDS, Category, ContractGold, DatasetError, Family, Gold, Priority,
+    Problem, Release, Row, TicketGold,
+};
+use openbench_common::hash::{canonical_json, sha256_hex};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+/// Loads and validates the release in `dir` described by the manifest file `manifest`.
+///
+/// Refuses (listing every problem) a release whose file hashes, row counts, private counts or
+/// release hash disagree with the manifest, or any row with a bad field: duplicate id, wrong
+/// `use_case`, unknown split, empty prompt, gold of the wrong shape, an invalid date, aliases that
+/// are not strings, a prompt-token count outside the declared band.
+pub fn load_release(dir: &Path, manifest: &str) -> Result<Release, DatasetError> {
+    let mut problems = Vec::new();
+    let refuse = |problems: Vec<Problem>| DatasetError::Invalid {
+        dir: dir.to_path_buf(),
+        problems,
+    };
+    let text = match std::fs::read_to_string(dir.join(manifest)) {
+        Ok(t) => t,
+        Err(e) => {
+            problems.push(whole(manifest, format!("cannot read: {e}")));
+            return Err(refuse(problems));
+        }
+    };
+    let Some(parsed) = Manifest::parse(manifest, &text, &mut problems) else {
+        return Err(refuse(problems));
+    };
+    let mut rows = Vec::new();
+    let mut file_hashes = BTreeMap::new();
+    for (family, entry) in &parsed.families {
+        let bytes = match std::fs::read(dir.join(&entry.file)) {
+            Ok(b) => b,
+            Err(e) => {
+                problems.push(whole(&entry.file, format!("cannot read: {e}")));
+                continue;
+            }
+        };
+        let actual = sha256_hex(&bytes);
+        if actual != entry.sha256 {
+            problems.push(Problem {
+                file: entry.file.clone(),
+                line: None,
+                field: "sha256".into(),
+                message: format!(
+                    "hash disagrees with {manifest}: expected {}, actual {actual}",
+                    entry.sha256
+                ),
+            });
+        }
+        file_hashes.insert(entry.file.clone(), actual);
+        let Ok(text) = String::from_utf8(bytes) else {
+            problems.push(whole(&entry.file, "not UTF-8".into()));
+            continue;
+        };
+        let family_rows = parse_file(*family, &entry.file, &text, &mut problems);
+        if family_rows.len() != entry.rows {
+            problems.push(Problem {
+                file: entry.file.clone(),
+                line: None,
+                field: "rows".into(),
+                message: format!(
+                    "row count disagrees with {manifest}: expected {}, actual {}",
+                    entry.rows,
+                    family_rows.len()
+                ),
+            });
+        }
+        let private = family_rows.iter().filter(|r| r.split == "private").count();
+        if private != entry.private_items {
+            problems.push(Problem {
+                file: entry.file.clone(),
+                line: None,
+                field: "private_items".into(),
+                message: format!(
+                    "private row count disagrees with {manifest}: expected {}, actual {private}",
+                    entry.private_items
+                ),
+            });
+        }
+        if let Some(band) = entry.token_band {
+            for row in family_rows
+                .iter()
+                .filter(|r| r.prompt_tokens < band.min || r.prompt_tokens > band.max)
+            {
+                problems.push(Problem {
+                    file: entry.file.clone(),
+                    line: Some(row.line),
+                    field: "tokens.prompt".into(),
+                    message: format!(
+                        "{} outside the band {}..={}",
+                        row.prompt_tokens, band.min, band.max
+                    ),
+                });
+            }
+        }
+        rows.extend(family_rows);
+    }
+    let mut seen: HashMap<&str, (&str, usize)> = HashMap::new();
+    for row in &rows {
+        if let Some((file, line)) = seen.insert(&row.id, (&row.file, row.line)) {
+            problems.push(Problem {
+                file: row.file.clone(),
+                line: Some(row.line),
+                field: "id".into(),
+                message: format!("duplicate id {:?}, first at {file}:{line}", row.id),
+            });
+        }
+    }
+    let computed = release_hash(
+        file_hashes
+            .iter()
+            .map(|(path, hash)| (path.as_str(), hash.as_str())),
+    );
+    if problems.is_empty() && computed != parsed.release_hash {
+        problems.push(Problem {
+            file: manifest.to_string(),
+            line: None,
+            field: "release_hash".into(),
+            message: format!("expected {}, actual {computed}", parsed.release_hash),
+        });
+    }
+    if !problems.is_empty() {
+        return Err(refuse(problems));
+    }
+    Ok(Release::new(
+        dir.to_path_buf(),
+        parsed,
+        computed,
+        file_hashes,
+        rows,
+    ))
+}
+
+/// [`load_release`] plus checks only our generated corpora pass: `tokens.prompt` recounted with
+/// o200k_base, and every gold re-derived from the prompt text by [`super::extract`].
+pub fn validate_strict(dir: &Path, manifest: &str) -> Result<Release, DatasetError> {
+    let release = load_release(dir, manifest)?;
+    let mut problems = Vec::new();
+    for row in release.rows() {
+        let counted = super::generate::prompt_tokens(&row.system, &row.user);
+        if counted != row.prompt_tokens {
+            problems.push(Problem {
+                file: row.file.clone(),
+                line: Some(row.line),
+                field: "tokens.prompt".into(),
+                message: format!(
+                    "recorded {}, o200k_base counts {counted}",
+                    row.prompt_tokens
+                ),
+            });
+        }
+        if let Err(why) = super::extract::recheck(&row.gold, &row.aliases, &row.user) {
+            problems.push(Problem {
+                file: row.file.clone(),
+                line: Some(row.line),
+                field: "gold".into(),
+                message: format!("the rule-based extractor disagrees: {why}"),
+            });
+        }
+    }
+    if problems.is_empty() {
+        Ok(release)
+    } else {
+        Err(DatasetError::Invalid {
+            dir: dir.to_path_buf(),
+            problems,
+        })
+    }
+}
+
+fn whole(file: &str, message: String) -> Problem {
+    Problem {
+        file: file.to_string(),
+        line: None,
+        field: "-".into(),
+        message,
+    }
+}
+
+/// Parses every line of one family file; bad rows add problems and are left out.
+fn parse_file(family: Family, file: &str, text: &str, problems: &mut Vec<Problem>) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    if body.is_empty() {
+        return rows;
+    }
+    for (index, line) in body.split('\n').enumerate() {
+        let number = index + 1;
+        let mut bad = |field: &str, message: String| {
+            problems.push(Problem {
+                file: file.to_string(),
+                line: Some(number),
+                field: field.to_string(),
+                message,
+            })
+        };
+        if line.trim().is_empty() {
+            bad("-", "blank line".into());
+            continue;
+        }
+        let value: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                bad("-", format!("not valid JSON: {e}"));
+                continue;
+            }
+        };
+        if let Some(row) = parse_row(family, file, number, &value, &mut bad) {
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+fn parse_row(
+    family: Family,
+    file: &str,
+    line: usize,
+    value: &Value,
+    bad: &mut impl FnMut(&str, String),
+) -> Option<Row> {
+    let Value::Object(obj) = value else {
+        bad("-", "a row must be a JSON object".into());
+        return None;
+    };
+    let mut ok = true;
+    let mut text = |key: &str, v: Option<&Value>, ok: &mut bool| match v {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+        other => {
+            bad(
+                key,
+                format!("must be a non-empty string, found {}", show(other)),
+            );
+            *ok = false;
+            String::new()
+        }
+    };
+    let id = text("id", obj.get("id"), &mut ok);
+    let use_case = text("use_case", obj.get("use_case"), &mut ok);
+    let split = text("split", obj.get("split"), &mut ok);
+    let prompt = obj.get("prompt");
+    let system = text(
+        "prompt.system",
+        prompt.and_then(|p| p.get("system")),
+        &mut ok,
+    );
+    let user = text("prompt.user", prompt.and_then(|p| p.get("user")), &mut ok);
+    if !use_case.is_empty() && use_case != family.as_str() {
+        let what = match Family::parse(&use_case) {
+            Some(_) => "belongs to another family's file",
+            None => "unknown family",
+        };
+        bad(
+            "use_case",
+            format!("{what}: expected {:?}, found {use_case:?}", family.as_str()),
+        );
+        ok = false;
+    }
+    if !split.is_empty() && split != "private" && split != "public" {
+        bad(
+            "split",
+            format!("must be \"private\" or \"public\", found {split:?}"),
+        );
+        ok = false;
+    }
+    if !matches!(obj.get("output_schema"), Some(Value::Object(_))) {
+        bad(
+            "output_schema",
+            format!(
+                "must be an object, found {}",
+                show(obj.get("output_schema"))
+            ),
+        );
+        ok = false;
+    }
+    let aliases = match obj.get("aliases") {
+        Some(Value::Array(items)) => {
+            let mut out = Vec::new();
+            for (i, item) in items.iter().enumerate() {
+                match item {
+                    Value::String(s) if !s.trim().is_empty() => out.push(s.clone()),
+                    other => {
+                        bad(
+                            &format!("aliases[{i}]"),
+                            format!("must be a non-empty string, found {other}"),
+                        );
+                        ok = false;
+                    }
+                }
+            }
+            out
+        }
+        other => {
+            bad(
+                "aliases",
+                format!("must be an array of strings, found {}", show(other)),
+            );
+            ok = false;
+            Vec::new()
+        }
+    };
+    if family != Family::MeetingNotesLookup && !aliases.is_empty() {
+        bad(
+            "aliases",
+            "only meeting-notes-lookup rows may have aliases".into(),
+        );
+        ok = false;
+    }
+    let prompt_tokens = match obj.get("tokens").and_then(|t| t.get("prompt")) {
+        Some(v) if v.as_u64().is_some() => v.as_u64().unwrap_or(0),
+        other => {
+            bad(
+                "tokens.prompt",
+                format!("must be a non-negative integer, found {}", show(other)),
+            );
+            ok = false;
+            0
+        }
+    };
+    let gold = match obj.get("gold") {
+        Some(Value::Object(g)) => parse_gold(family, g, bad),
+        other => {
+            bad("gold", format!("must be an object, found {}", show(other)));
+            None
+        }
+    };
+    let gold = gold?;
+    if !ok {
+        return None;
+    }
+    Some(Row {
+        id,
+        family,
+        split,
+        system,
+        user,
+        output_schema: obj.get("output_schema").cloned().unwrap_or(Value::Null),
+        gold,
+        aliases,
+        prompt_tokens,
+        item_hash: sha256_hex(canonical_json(value).as_bytes()),
+        file: file.to_string(),
+        line,
+    })
+}
+
+fn show(value: Option<&Value>) -> String {
+    match value {
+        None => "nothing".into(),
+        Some(v) => {
+            let text = v.to_string();
+            if text.len() > 60 {
+                format!("{}…", &text[..text.floor_char_boundary(60)])
+            } else {
+                text
+            }
+        }
+    }
+}
+
+/// Checks the gold's shape for the family (METHODOLOGY §5) and types it.
+fn parse_gold(
+    family: Family,
+    gold: &Map<String, Value>,
+    bad: &mut impl FnMut(&str, String),
+) -> Option<Gold> {
+    let expected: &[&str] = match family {
+        Family::MeetingNotesLookup => &["answer"],
+        Family::TicketTriage => &["category", "priority"],
+        Family::ContractTermsExtraction => &CONTRACT_FIELDS,
+    };
+    let mut ok = true;
+    for key in gold.keys() {
+        if !expected.contains(&key.as_str()) {
+            bad(&format!("gold.{key}"), "unexpected key".into());
+            ok = false;
+        }
+    }
+    for key in expected {
+        if !gold.contains_key(*key) {
+            bad(&format!("gold.{key}"), "missing".into());
+            ok = false;
+        }
+    }
+    if !ok {
+        return None;
+    }
+    let mut fail = |key: &str, message: String| {
+        bad(&format!("gold.{key}"), message);
+        None::<()>
+    };
+    match family {
+        Family::MeetingNotesLookup => match gold.get("answer") {
+            Some(Value::String(s)) if !s.trim().is_empty() => {
+                Some(Gold::MeetingNotes { answer: s.clone() })
+            }
+            other => {
+                fail(
+                    "answer",
+                    format!("must be a non-empty string, found {}", show(other)),
+                );
+                None
+            }
+        },
+        Family::TicketTriage => {
+            let category = gold
+                .get("category")
+                .and_then(Value::as_str)
+                .and_then(Category::parse);
+            let priority = gold
+                .get("priority")
+                .and_then(Value::as_str)
+                .and_then(Priority::parse);
+            if category.is_none() {
+                fail(
+                    "category",
+                    format!(
+                        "must be one of bug, feature, improvement, customer_support; found {}",
+                        show(gold.get("category"))
+                    ),
+                );
+            }
+            if priority.is_none() {
+                fail(
+                    "priority",
+                    format!(
+                        "must be one of p0, p1, p2, p3; found {}",
+                        show(gold.get("priority"))
+                    ),
+                );
+            }
+            Some(Gold::TicketTriage(TicketGold {
+                category: category?,
+                priority: priority?,
+            }))
+        }
+        Family::ContractTermsExtraction => parse_contract(gold, &mut fail).map(Gold::Contract),
+    }
+}
+
+fn parse_contract(
+    gold: &Map<String, Value>,
+    fail: &mut impl FnMut(&str, String) -> Option<()>,
+) -> Option<ContractGold> {
+    let mut ok = true;
+    let agreement_type = gold
+        .get("agreement_type")
+        .and_then(Value::as_str)
+        .and_then(AgreementType::parse);
+    if agreement_type.is_none() {
+        ok = false;
+        fail(
+            "agreement_type",
+            format!(
+                "must be one of saas_subscription, software_license, support_maintenance, \
+                 technology_services; found {}",
+                show(gold.get("agreement_type"))
+            ),
+        );
+    }
+    let mut date = |key: &str| match gold.get(key) {
+        Some(Value::String(s)) if is_iso_date(s) => s.clone(),
+        other => {
+            ok = false;
+            fail(
+                key,
+                format!("must be a real YYYY-MM-DD date, found {}", show(other)),
+            );
+            String::new()
+        }
+    };
+    let effective_date = date("effective_date");
+    let initial_term_end_date = date("initial_term_end_date");
+    let mut boolean = |key: &str| match gold.get(key) {
+        Some(Value::Bool(b)) => *b,
+        other => {
+            ok = false;
+            fail(
+                key,
+                format!("must be a JSON boolean, found {}", show(other)),
+            );
+            false
+        }
+    };
+    let auto_renews = boolean("auto_renews");
+    let termination_for_convenience = boolean("termination_for_convenience");
+    let mut integer = |key: &str| match gold.get(key) {
+        Some(Value::Null) => None,
+        Some(Value::Number(n)) if n.is_i64() && n.as_i64().unwrap_or(-1) >= 0 => n.as_i64(),
+        other => {
+            ok = false;
+            fail(
+                key,
+                format!(
+                    "must be a non-negative JSON integer or null, found {}",
+                    show(other)
+                ),
+            );
+            None
+        }
+    };
+    let renewal_term_months = integer("renewal_term_months");
+    let non_renewal_notice_days = integer("non_renewal_notice_days");
+    let payment_terms_days = integer("payment_terms_days");
+    let termination_notice_days = integer("termination_notice_days");
+    let security_incident_notice_hours = integer("security_incident_notice_hours");
+    if ok && initial_term_end_date <= effective_date {
+        ok = false;
+        fail(
+            "initial_term_end_date",
+            format!("{initial_term_end_date} is not after effective_date {effective_date}"),
+        );
+    }
+    if !ok {
+        return None;
+    }
+    Some(ContractGold {
+        agreement_type: agreement_type?,
+        effective_date,
+        initial_term_end_date,
+        auto_renews,
+        renewal_term_months,
+        non_renewal_notice_days,
+        payment_terms_days,
+        termination_for_convenience,
+        termination_notice_days,
+        security_incident_notice_hours,
+    })
+}
+
+/// True for `YYYY-MM-DD` naming a real calendar date (2027-02-30 is not).
+pub fn is_iso_date(text: &str) -> bool {
+    let b = text.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return false;
+    }
+    let digits = |r: std::ops::Range<usize>| -> Option<u32> {
+        let part = text.get(r)?;
+        if part.bytes().all(|c| c.is_ascii_digit()) {
+            part.parse().ok()
+        } else {
+            None
+        }
+    };
+    let (Some(y), Some(m), Some(d)) = (digits(0..4), digits(5..7), digits(8..10)) else {
+        return false;
+    };
+    let Ok(month) = time::Month::try_from(m as u8) else {
+        return false;
+    };
+    m <= 12 && d <= 31 && time::Date::from_calendar_date(y as i32, month, d as u8).is_ok()
+}
+
+/// Re-reads the rows of an already loaded release from its files (the runner's
+/// [`openbench_common::workflow::DatasetRelease`] keeps no gold), checking each file's hash again.
+pub fn rows_from_files(
+    dir: &Path,
+    file_hashes: &BTreeMap<String, String>,
+) -> Result<Vec<Row>, DatasetError> {
+    let mut problems = Vec::new();
+    let mut rows = Vec::new();
+    for (file, expected) in file_hashes {
+        let bytes = match std::fs::read(dir.join(file)) {
+            Ok(b) => b,
+            Err(e) => {
+                problems.push(whole(file, format!("cannot read: {e}")));
+                continue;
+            }
+        };
+        let actual = sha256_hex(&bytes);
+        if &actual != expected {
+            problems.push(Problem {
+                file: file.clone(),
+                line: None,
+                field: "sha256".into(),
+                message: format!(
+                    "file changed since loading: expected {expected}, actual {actual}"
+                ),
+            });
+            continue;
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let family = text
+            .lines()
+            .next()
+            .and_then(|line| serde_json::from_str::<Value>(line).ok())
+            .and_then(|v| {
+                v.get("use_case")
+                    .and_then(Value::as_str)
+                    .and_then(Family::parse)
+            });
+        match family {
+            Some(family) => rows.extend(parse_file(family, file, &text, &mut problems)),
+            None => problems.push(Problem {
+                file: file.clone(),
+                line: Some(1),
+                field: "use_case".into(),
+                message: "no known family on the first row".into(),
+            }),
+        }
+    }
+    if problems.is_empty() {
+        Ok(rows)
+    } else {
+        Err(DatasetError::Invalid {
+            dir: dir.to_path_buf(),
+            problems,
+        })
+    }
+}

@@ -1,0 +1,650 @@
+//! The page's charts, drawn with `plotters` into SVG strings and inlined: latency CDFs (log x),
+//! the tokens/s strip, task success beside operational failures, and per-family latency bars.
+//! Pixel coordinates are integers and labels use fixed formats, so output is deterministic.
+
+use super::{HtmlReportInput, ProviderReport, escape};
+use crate::report::format::{grouped, one, pct};
+use plotters::coord::Shift;
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use plotters::element::DashedPathElement;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::fmt::Write;
+
+/// An sRGB colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rgb(pub u8, pub u8, pub u8);
+
+impl Rgb {
+    /// `#rrggbb`.
+    pub fn hex(self) -> String {
+        format!("#{:02x}{:02x}{:02x}", self.0, self.1, self.2)
+    }
+    fn plot(self) -> RGBColor {
+        RGBColor(self.0, self.1, self.2)
+    }
+}
+
+/// Ten well-separated colours (the "category10" palette), cycled.
+const PALETTE: [Rgb; 10] = [
+    Rgb(31, 119, 180),
+    Rgb(255, 127, 14),
+    Rgb(44, 160, 44),
+    Rgb(214, 39, 40),
+    Rgb(148, 103, 189),
+    Rgb(140, 86, 75),
+    Rgb(227, 119, 194),
+    Rgb(127, 127, 127),
+    Rgb(188, 189, 34),
+    Rgb(23, 190, 207),
+];
+
+/// Colour of the `i`-th provider (alphabetical order).
+pub fn color(i: usize) -> Rgb {
+    PALETTE[i % PALETTE.len()]
+}
+
+const FONT: &str = "sans-serif";
+const GRID: RGBColor = RGBColor(228, 231, 235);
+const AXIS: RGBColor = RGBColor(90, 96, 104);
+const INK: RGBColor = RGBColor(27, 31, 36);
+const SUCCESS: RGBColor = RGBColor(46, 125, 50);
+const FAILURE: RGBColor = RGBColor(198, 40, 40);
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Draws one chart into an SVG string whose root tag is rewritten to scale with its container
+/// (no `width`/`height`, no namespace URL: inline SVG in HTML needs neither).
+fn svg(
+    size: (u32, u32),
+    label: &str,
+    draw: impl FnOnce(&Area<'_>) -> Result<(), String>,
+) -> String {
+    let mut buf = String::new();
+    let result = {
+        let root = SVGBackend::with_string(&mut buf, size).into_drawing_area();
+        root.fill(&WHITE)
+            .map_err(err)
+            .and_then(|()| draw(&root))
+            .and_then(|()| root.present().map_err(err))
+    };
+    if let Err(e) = result {
+        return format!("<p class=\"empty\">chart unavailable: {}</p>\n", escape(&e));
+    }
+    let body = match (buf.find("<svg"), buf.find('>')) {
+        (Some(0), Some(end)) => &buf[end + 1..],
+        _ => buf.as_str(),
+    };
+    format!(
+        "<svg class=\"chart\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"{}\">{}",
+        size.0,
+        size.1,
+        escape(label),
+        body
+    )
+}
+
+/// Sorted finite positive values.
+fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
+    let mut v: Vec<f64> = values.filter(|x| x.is_finite() && *x > 0.0).collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// 1-2-5 ticks inside [lo, hi].
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let mut out = Vec::new();
+    let first = lo.log10().floor() as i32;
+    let last = hi.log10().ceil() as i32;
+    for exp in first..=last {
+        for m in [1.0, 2.0, 5.0] {
+            let v = m * 10f64.powi(exp);
+            if v >= lo && v <= hi {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+fn ms_tick(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{}", grouped(v, 0))
+    } else if v >= 1.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// A name shortened to `max` characters for an axis label.
+fn short(name: &str, max: usize) -> String {
+    if name.chars().count() <= max {
+        name.to_string()
+    } else {
+        let cut: String = name.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
+}
+
+/// Row `i` of `n` counted from the top, as a y value (row 0 at the top).
+fn row_y(i: usize, n: usize) -> f64 {
+    (n - 1 - i) as f64
+}
+
+/// A linear f64 axis with exactly the given ticks (plotters' own `with_key_points` on an f64
+/// range loses the default label formatting).
+#[derive(Debug, Clone)]
+struct Ticked {
+    lo: f64,
+    hi: f64,
+    ticks: Vec<f64>,
+}
+
+impl Ranged for Ticked {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let t = (v - self.lo) / (self.hi - self.lo);
+        limit.0 + (t * f64::from(limit.1 - limit.0)).round() as i32
+    }
+
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.lo..self.hi
+    }
+}
+
+/// The y axis of a chart with one row per provider: integer key points labelled with names.
+fn rows_axis(n: usize) -> Ticked {
+    Ticked {
+        lo: -0.6,
+        hi: n as f64 - 0.4,
+        ticks: (0..n).map(|i| i as f64).collect(),
+    }
+}
+
+fn row_label(names: &[String], v: f64) -> String {
+    let n = names.len();
+    let i = v.round();
+    if (v - i).abs() > 1e-6 || i < 0.0 || i as usize >= n {
+        return String::new();
+    }
+    names[n - 1 - i as usize].clone()
+}
+
+/// One empirical CDF chart (log x) with a line per provider.
+fn cdf_chart(title: &str, series: &[(Rgb, Vec<f64>)]) -> String {
+    let all: Vec<f64> = series.iter().flat_map(|(_, v)| v.iter().copied()).collect();
+    let (Some(min), Some(max)) = (
+        all.iter().copied().min_by(f64::total_cmp),
+        all.iter().copied().max_by(f64::total_cmp),
+    ) else {
+        return "<p class=\"empty\">No completed requests.</p>\n".to_string();
+    };
+    let lo = (min / 1.25).max(0.01);
+    let hi = (max * 1.25).max(lo * 10.0);
+    svg((600, 400), title, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin_top(12)
+            .margin_right(22)
+            .margin_left(8)
+            .x_label_area_size(46)
+            .y_label_area_size(58)
+            .build_cartesian_2d(
+                (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
+                Ticked {
+                    lo: 0.0,
+                    hi: 1.0,
+                    ticks: vec![0.0, 0.25, 0.5, 0.75, 0.9, 0.99],
+                },
+            )
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .bold_line_style(GRID)
+            .max_light_lines(0)
+            .axis_style(AXIS)
+            .label_style((FONT, 15).into_font().color(&INK))
+            .axis_desc_style((FONT, 15).into_font().color(&INK))
+            .x_desc(format!("{title}, ms (log scale)"))
+            .y_desc("share of completed requests ≤ x")
+            .x_label_formatter(&|v| ms_tick(*v))
+            .y_label_formatter(&|v| format!("{:.0}%", v * 100.0))
+            .draw()
+            .map_err(err)?;
+        for (color, values) in series {
+            let n = values.len() as f64;
+            let points: Vec<(f64, f64)> = values
+                .iter()
+                .enumerate()
+                .flat_map(|(i, v)| [(*v, i as f64 / n), (*v, (i + 1) as f64 / n)])
+                .collect();
+            chart
+                .draw_series(LineSeries::new(points, color.plot().stroke_width(2)))
+                .map_err(err)?;
+        }
+        Ok(())
+    })
+}
+
+/// Section: TTFA and E2E CDFs side by side.
+pub(super) fn latency_section(
+    out: &mut String,
+    providers: &[&ProviderReport],
+    palette: &[Rgb],
+    legend: &str,
+) {
+    out.push_str("<section id=\"latency\">\n<h2>Latency distribution</h2>\n");
+    out.push_str(
+        "<p class=\"note\">Empirical CDFs of completed requests: the curve's height at x is the \
+         share of requests that finished within x ms. Further left is faster; a long right tail \
+         is the p99 story. Failed requests are not in these populations.</p>\n",
+    );
+    out.push_str(legend);
+    out.push_str("<div class=\"grid two\">\n");
+    for (title, pick) in [
+        (
+            "TTFA",
+            (|s: &super::Sample| s.ttfa_ms) as fn(&super::Sample) -> Option<f64>,
+        ),
+        ("E2E", |s: &super::Sample| s.e2e_ms),
+    ] {
+        let series: Vec<(Rgb, Vec<f64>)> = providers
+            .iter()
+            .zip(palette)
+            .map(|(p, c)| (*c, sorted(p.samples.iter().filter_map(pick))))
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
+        let _ = write!(
+            out,
+            "<figure><figcaption>{} latency CDF</figcaption>\n{}</figure>\n",
+            title,
+            cdf_chart(title, &series)
+        );
+    }
+    out.push_str("</div>\n</section>\n");
+}
+
+/// Deterministic jitter in [−0.5, 0.5) for the k-th point (golden-ratio sequence).
+fn jitter(k: usize) -> f64 {
+    ((k as f64 + 1.0) * 0.618_033_988_749_895).fract() - 0.5
+}
+
+/// Section: tokens/s strip per provider, p50 and p95 floor marked.
+pub(super) fn tokens_section(out: &mut String, providers: &[&ProviderReport], palette: &[Rgb]) {
+    out.push_str("<section id=\"tokens\">\n<h2>Visible-answer tokens/s</h2>\n");
+    out.push_str(
+        "<p class=\"note\">One dot per eligible completed response. \
+         <span class=\"mark p50\"></span> p50 (median) &nbsp; \
+         <span class=\"mark floor\"></span> p95 floor: at least 95% of responses were at least \
+         this fast. Further right is faster.</p>\n",
+    );
+    let rows: Vec<(String, Rgb, Vec<f64>, &ProviderReport)> = providers
+        .iter()
+        .zip(palette)
+        .map(|(p, c)| {
+            let v = sorted(p.samples.iter().filter_map(|s| s.tokens_per_second));
+            (short(&p.display_name, 20), *c, v, *p)
+        })
+        .collect();
+    let max = rows
+        .iter()
+        .flat_map(|r| r.2.iter().copied())
+        .max_by(f64::total_cmp);
+    let Some(max) = max else {
+        out.push_str("<p class=\"empty\">No tokens/s population.</p>\n</section>\n");
+        return;
+    };
+    let n = rows.len();
+    let names: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
+    let height = 70 + 38 * n as u32;
+    let chart = svg((1200, height), "tokens per second by provider", |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin_top(10)
+            .margin_right(24)
+            .x_label_area_size(46)
+            .y_label_area_size(170)
+            .build_cartesian_2d(0f64..max * 1.05, rows_axis(n))
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .bold_line_style(GRID)
+            .max_light_lines(0)
+            .axis_style(AXIS)
+            .label_style((FONT, 15).into_font().color(&INK))
+            .axis_desc_style((FONT, 15).into_font().color(&INK))
+            .x_desc("visible-answer tokens/s")
+            .x_labels(12)
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(&|v| row_label(&names, *v))
+            .draw()
+            .map_err(err)?;
+        for (i, (_, color, values, p)) in rows.iter().enumerate() {
+            let y = row_y(i, n);
+            let fill = color.plot().mix(0.45).filled();
+            chart
+                .draw_series(
+                    values
+                        .iter()
+                        .enumerate()
+                        .map(|(k, v)| Circle::new((*v, y + jitter(k) * 0.56), 2, fill)),
+                )
+                .map_err(err)?;
+            if let Some(p50) = p.pooled.tps_p50 {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(p50, y - 0.42), (p50, y + 0.42)],
+                        INK.stroke_width(4),
+                    )))
+                    .map_err(err)?;
+            }
+            if let Some(floor) = p.pooled.tps_p95_floor {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(floor, y - 0.42), (floor, y + 0.42)],
+                        FAILURE.stroke_width(3),
+                    )))
+                    .map_err(err)?;
+            }
+        }
+        Ok(())
+    });
+    out.push_str(&chart);
+    out.push_str("</section>\n");
+}
+
+/// One horizontal bar chart (a bar per provider) with a dashed threshold and value labels.
+fn bar_chart(
+    label: &str,
+    names: &[String],
+    values: &[Option<f64>],
+    x_max: f64,
+    threshold: f64,
+    color: RGBColor,
+) -> String {
+    let n = names.len();
+    let height = 60 + 34 * n as u32;
+    svg((600, height), label, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin_top(10)
+            .margin_right(26)
+            .x_label_area_size(42)
+            .y_label_area_size(150)
+            .build_cartesian_2d(0f64..x_max, rows_axis(n))
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .bold_line_style(GRID)
+            .max_light_lines(0)
+            .axis_style(AXIS)
+            .label_style((FONT, 15).into_font().color(&INK))
+            .axis_desc_style((FONT, 15).into_font().color(&INK))
+            .x_desc(label)
+            .x_labels(6)
+            .x_label_formatter(&|v| format!("{v:.0}%"))
+            .y_label_formatter(&|v| row_label(names, *v))
+            .draw()
+            .map_err(err)?;
+        for (i, v) in values.iter().enumerate() {
+            let y = row_y(i, n);
+            let Some(v) = v else { continue };
+            let x = (v * 100.0).min(x_max);
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(0.0, y - 0.32), (x, y + 0.32)],
+                    color.mix(0.85).filled(),
+                )))
+                .map_err(err)?;
+            let text = pct(Some(*v));
+            // Long bars carry their label inside, at the start, clear of the threshold line.
+            let inside = x > x_max * 0.5;
+            let ink = if inside { &WHITE } else { &INK };
+            let style = (FONT, 14)
+                .into_font()
+                .color(ink)
+                .pos(Pos::new(HPos::Left, VPos::Center));
+            let at = if inside {
+                x_max * 0.02
+            } else {
+                x + x_max * 0.01
+            };
+            chart
+                .draw_series(std::iter::once(Text::new(text, (at, y), style)))
+                .map_err(err)?;
+        }
+        chart
+            .draw_series(std::iter::once(DashedPathElement::new(
+                vec![
+                    (threshold * 100.0, -0.6),
+                    (threshold * 100.0, n as f64 - 0.4),
+                ],
+                6,
+                4,
+                INK.stroke_width(1),
+            )))
+            .map_err(err)?;
+        Ok(())
+    })
+}
+
+/// Section: task success beside operational failures.
+pub(super) fn outcomes_section(
+    out: &mut String,
+    input: &HtmlReportInput,
+    providers: &[&ProviderReport],
+    _palette: &[Rgb],
+) {
+    out.push_str("<section id=\"outcomes\">\n<h2>Task success and operational failures</h2>\n");
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">Task success = exactly correct answers / submitted requests. \
+         Operational failures = timeouts, HTTP, transport and stream errors / submitted. Dashed \
+         lines: the ranking thresholds ({} success, {} failures).</p>",
+        pct(Some(input.min_task_success_rate)),
+        pct(Some(input.max_failure_rate))
+    );
+    let names: Vec<String> = providers
+        .iter()
+        .map(|p| short(&p.display_name, 18))
+        .collect();
+    let success: Vec<Option<f64>> = providers
+        .iter()
+        .map(|p| p.pooled.task_success_rate)
+        .collect();
+    let failures: Vec<Option<f64>> = providers.iter().map(|p| p.pooled.failure_rate).collect();
+    let worst = failures.iter().flatten().copied().fold(0.0f64, f64::max);
+    let f_max = (worst * 100.0 * 1.3)
+        .max(input.max_failure_rate * 100.0 * 2.0)
+        .max(2.0);
+    let _ = write!(
+        out,
+        "<div class=\"grid two\">\n<figure><figcaption>Task success</figcaption>\n{}</figure>\n\
+         <figure><figcaption>Operational failures</figcaption>\n{}</figure>\n</div>\n",
+        bar_chart(
+            "task success, % of submitted",
+            &names,
+            &success,
+            100.0,
+            input.min_task_success_rate,
+            SUCCESS
+        ),
+        bar_chart(
+            "operational failures, % of submitted",
+            &names,
+            &failures,
+            f_max,
+            input.max_failure_rate,
+            FAILURE
+        )
+    );
+    out.push_str("</section>\n");
+}
+
+/// One family's chart: per provider a bar to E2E p50 and a whisker to p99 (log x).
+fn family_chart(
+    family: &str,
+    rows: &[(String, Rgb, Option<f64>, Option<f64>)],
+    lo: f64,
+    hi: f64,
+) -> String {
+    let n = rows.len();
+    let names: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
+    svg((400, 56 + 30 * n as u32), family, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin_top(8)
+            .margin_right(16)
+            .x_label_area_size(42)
+            .y_label_area_size(118)
+            .build_cartesian_2d(
+                (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
+                rows_axis(n),
+            )
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .bold_line_style(GRID)
+            .max_light_lines(0)
+            .axis_style(AXIS)
+            .label_style((FONT, 16).into_font().color(&INK))
+            .axis_desc_style((FONT, 16).into_font().color(&INK))
+            .x_desc("E2E ms: bar p50, whisker p99")
+            .x_label_formatter(&|v| ms_tick(*v))
+            .y_label_formatter(&|v| row_label(&names, *v))
+            .draw()
+            .map_err(err)?;
+        for (i, (_, color, p50, p99)) in rows.iter().enumerate() {
+            let y = row_y(i, n);
+            if let Some(p50) = p50 {
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(lo, y - 0.3), (*p50, y + 0.3)],
+                        color.plot().mix(0.85).filled(),
+                    )))
+                    .map_err(err)?;
+                if let Some(p99) = p99 {
+                    chart
+                        .draw_series([
+                            PathElement::new(vec![(*p50, y), (*p99, y)], INK.stroke_width(2)),
+                            PathElement::new(
+                                vec![(*p99, y - 0.22), (*p99, y + 0.22)],
+                                INK.stroke_width(2),
+                            ),
+                        ])
+                        .map_err(err)?;
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Section: one panel per family (chart plus a small table).
+pub(super) fn family_section(
+    out: &mut String,
+    input: &HtmlReportInput,
+    providers: &[&ProviderReport],
+    palette: &[Rgb],
+) {
+    out.push_str("<section id=\"families\">\n<h2>Per task family</h2>\n");
+    out.push_str(
+        "<p class=\"note\">Per family: E2E latency p50 (bar) and p99 (whisker) on a log scale, \
+         and task success. Same colours as above.</p>\n<div class=\"grid three\">\n",
+    );
+    let all: Vec<f64> = providers
+        .iter()
+        .flat_map(|p| p.families.iter())
+        .flat_map(|f| [f.figures.e2e_p50, f.figures.e2e_p99])
+        .flatten()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .collect();
+    let lo = all.iter().copied().min_by(f64::total_cmp).map(|v| v / 1.5);
+    let hi = all.iter().copied().max_by(f64::total_cmp).map(|v| v * 1.3);
+    for family in &input.families {
+        let _ = write!(out, "<div class=\"panel\"><h3>{}</h3>\n", escape(family));
+        let figures = |p: &ProviderReport| {
+            p.families
+                .iter()
+                .find(|f| &f.family == family)
+                .map(|f| f.figures.clone())
+                .unwrap_or_default()
+        };
+        if let (Some(lo), Some(hi)) = (lo, hi) {
+            let rows: Vec<(String, Rgb, Option<f64>, Option<f64>)> = providers
+                .iter()
+                .zip(palette)
+                .map(|(p, c)| {
+                    let f = figures(p);
+                    (short(&p.display_name, 13), *c, f.e2e_p50, f.e2e_p99)
+                })
+                .collect();
+            out.push_str(&family_chart(family, &rows, lo, hi.max(lo * 10.0)));
+        }
+        out.push_str(
+            "<table class=\"compact\"><thead><tr><th>Provider</th><th>E2E p50</th>\
+             <th>E2E p99</th><th>Success</th></tr></thead><tbody>\n",
+        );
+        for p in providers {
+            let f = figures(p);
+            let _ = writeln!(
+                out,
+                "<tr><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(&p.display_name),
+                one(f.e2e_p50),
+                one(f.e2e_p99),
+                pct(f.task_success_rate)
+            );
+        }
+        out.push_str("</tbody></table></div>\n");
+    }
+    out.push_str("</div>\n</section>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_ticks_follow_one_two_five() {
+        assert_eq!(log_ticks(150.0, 3000.0), vec![200.0, 500.0, 1000.0, 2000.0]);
+        assert_eq!(ms_tick(20000.0), "20,000");
+        assert_eq!(ms_tick(50.0), "50");
+    }
+
+    #[test]
+    fn rows_are_labelled_top_down() {
+        let names = vec!["A".to_string(), "B".to_string(), "C".to_string()];
+        assert_eq!(row_label(&names, 2.0), "A");
+        assert_eq!(row_label(&names, 0.0), "C");
+        assert_eq!(row_label(&names, 0.5), "");
+        assert_eq!(row_y(0, 3), 2.0);
+    }
+
+    #[test]
+    fn names_are_shortened_with_an_ellipsis() {
+        assert_eq!(short("Fireworks AI", 20), "Fireworks AI");
+        assert_eq!(short("abcdefgh", 5), "abcd…");
+    }
+
+    #[test]
+    fn svg_root_is_rewritten_without_size_or_namespace() {
+        let s = svg((100, 50), "a <label>", |_| Ok(()));
+        assert!(s.starts_with(
+            "<svg class=\"chart\" viewBox=\"0 0 100 50\" role=\"img\" aria-label=\"a &lt;label&gt;\">"
+        ));
+        assert!(!s.contains("xmlns"));
+        assert!(s.trim_end().ends_with("</svg>"));
+    }
+}

@@ -1,0 +1,248 @@
+//! One final terminal record reduced to what metrics, paired comparisons and the artifacts need.
+//!
+//! Texts are scored and dropped as each record is read, so a million-record run stays small in
+//! memory: lanes are interned, field correctness is a bit set, error labels are static.
+
+use crate::scoring::{self, EvalClass, Family, GoldRef, Scored};
+use openbench_common::record::{ErrorType, Outcome, TerminalRecord, Usage};
+use std::collections::HashMap;
+
+/// A lane (provider, region) as seen in records or the lock.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LaneKey {
+    /// Lane label (`provider`, or `provider@region` with several regions).
+    pub lane: String,
+    /// Provider key.
+    pub provider: String,
+    /// Region label.
+    pub region: String,
+}
+
+/// Interns lanes so each observation carries a small index.
+#[derive(Debug, Default)]
+pub struct LaneTable {
+    /// Lanes by index.
+    pub lanes: Vec<LaneKey>,
+    index: HashMap<LaneKey, u32>,
+}
+
+impl LaneTable {
+    /// Index of `key`, adding it when new.
+    pub fn intern(&mut self, key: LaneKey) -> u32 {
+        if let Some(i) = self.index.get(&key) {
+            return *i;
+        }
+        let i = self.lanes.len() as u32;
+        self.index.insert(key.clone(), i);
+        self.lanes.push(key);
+        i
+    }
+}
+
+/// A failure's details, kept only for failed (or harness) records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailureInfo {
+    /// Outcome label (`timeout`, `http_error`, …).
+    pub outcome: Outcome,
+    /// Finer error type label.
+    pub error_type: Option<&'static str>,
+    /// HTTP status.
+    pub http_status: Option<u16>,
+    /// Redacted message.
+    pub message: Option<String>,
+}
+
+/// The compact form of one final record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    /// Request id.
+    pub request_id: String,
+    /// Round index.
+    pub round_index: u64,
+    /// Item id.
+    pub item_id: String,
+    /// Lane index into the [`LaneTable`].
+    pub lane: u32,
+    /// Task family.
+    pub family: Family,
+    /// Outcome.
+    pub outcome: Outcome,
+    /// Scoring class.
+    pub class: EvalClass,
+    /// Scoring or failure error label.
+    pub error_type: Option<&'static str>,
+    /// Schema-valid answer.
+    pub schema_valid: bool,
+    /// Bit i set when field i of `crate::scoring::family_fields(family)` is correct.
+    pub field_bits: u16,
+    /// TTFO, ms.
+    pub ttfo_ms: Option<f64>,
+    /// TTFA, ms.
+    pub ttfa_ms: Option<f64>,
+    /// E2E, ms.
+    pub e2e_ms: Option<f64>,
+    /// Visible-answer tokens/s.
+    pub tokens_per_second: Option<f64>,
+    /// Reasoning tokens before the first answer token.
+    pub reasoning_tokens_before_answer: Option<u64>,
+    /// Non-empty reasoning text was emitted.
+    pub reasoning_emitted: bool,
+    /// `finish_reason: length`.
+    pub truncated_by_length: bool,
+    /// Provider-reported usage.
+    pub usage: Option<Usage>,
+    /// For a completed response: `None` when the echoed model equals the requested one, else
+    /// what was echoed (`""` when nothing was).
+    pub model_mismatch: Option<String>,
+    /// For a completed response, whether a model echo was checked.
+    pub completed: bool,
+    /// Failure details (failed and harness records only).
+    pub failure: Option<FailureInfo>,
+}
+
+impl Observation {
+    /// True when field `i` is correct.
+    pub fn field_correct(&self, i: usize) -> bool {
+        self.field_bits & (1 << i) != 0
+    }
+    /// True when the answer is exactly right.
+    pub fn correct(&self) -> bool {
+        self.class == EvalClass::ValidResult
+    }
+    /// True for an operational failure (never a harness failure).
+    pub fn is_failure(&self) -> bool {
+        self.outcome.is_operational_failure()
+    }
+    /// True for a harness record (not submitted).
+    pub fn is_harness(&self) -> bool {
+        self.outcome == Outcome::HarnessError
+    }
+}
+
+/// The label of an error type, as serialized in records.
+pub fn error_type_label(e: ErrorType) -> &'static str {
+    match e {
+        ErrorType::Http429 => "http_429",
+        ErrorType::OtherHttp4xx => "other_http_4xx",
+        ErrorType::Http5xx => "http_5xx",
+        ErrorType::OtherHttpStatus => "other_http_status",
+        ErrorType::Timeout => "timeout",
+        ErrorType::Connect => "connect",
+        ErrorType::Transport => "transport",
+        ErrorType::InvalidSse => "invalid_sse",
+        ErrorType::TruncatedStream => "truncated_stream",
+        ErrorType::StreamError => "stream_error",
+        ErrorType::Harness => "harness",
+    }
+}
+
+/// The label of an outcome, as serialized in records.
+pub fn outcome_label(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Completed => "completed",
+        Outcome::HttpError => "http_error",
+        Outcome::Timeout => "timeout",
+        Outcome::TransportError => "transport_error",
+        Outcome::StreamError => "stream_error",
+        Outcome::HarnessError => "harness_error",
+    }
+}
+
+/// Scores and reduces one record. `gold` looks an item id up; `requested` gives the lock's model
+/// id of a provider (used when the record does not name the requested model).
+pub fn observe(
+    record: TerminalRecord,
+    lanes: &mut LaneTable,
+    gold: &dyn Fn(&str) -> Option<GoldRef>,
+    requested: &dyn Fn(&str) -> Option<String>,
+) -> Result<Observation, String> {
+    let family = Family::parse(&record.task_family).ok_or_else(|| {
+        format!(
+            "request {}: unknown task family {:?}",
+            record.request_id, record.task_family
+        )
+    })?;
+    let lane_label = if record.lane.is_empty() {
+        record.provider.clone()
+    } else {
+        record.lane.clone()
+    };
+    let lane = lanes.intern(LaneKey {
+        lane: lane_label,
+        provider: record.provider.clone(),
+        region: record.region.clone(),
+    });
+    let completed = record.outcome == Outcome::Completed;
+    let failure_label = record.error_type.map(error_type_label);
+    let scored: Scored = if completed {
+        let g = gold(&record.item_id).ok_or_else(|| {
+            format!(
+                "request {}: item {:?} is not in the dataset",
+                record.request_id, record.item_id
+            )
+        })?;
+        if g.family() != family {
+            return Err(format!(
+                "request {}: item {:?} is a {} item, the record says {}",
+                record.request_id,
+                record.item_id,
+                g.family().as_str(),
+                family.as_str()
+            ));
+        }
+        scoring::score_answer(&g, &record.answer_text)
+    } else {
+        scoring::failed(
+            family,
+            failure_label.unwrap_or(outcome_label(record.outcome)),
+        )
+    };
+    let field_bits = scored
+        .field_correct
+        .iter()
+        .enumerate()
+        .fold(0u16, |bits, (i, c)| if *c { bits | (1 << i) } else { bits });
+    let model_mismatch = if completed {
+        let want = if record.requested_model.is_empty() {
+            requested(&record.provider).unwrap_or_default()
+        } else {
+            record.requested_model.clone()
+        };
+        match &record.response_model {
+            Some(m) if *m == want => None,
+            Some(m) => Some(m.clone()),
+            None => Some(String::new()),
+        }
+    } else {
+        None
+    };
+    let failure = (!completed).then(|| FailureInfo {
+        outcome: record.outcome,
+        error_type: failure_label,
+        http_status: record.http_status,
+        message: record.error_message.clone(),
+    });
+    Ok(Observation {
+        request_id: record.request_id,
+        round_index: record.round_index,
+        item_id: record.item_id,
+        lane,
+        family,
+        outcome: record.outcome,
+        class: scored.classification,
+        error_type: scored.error_type,
+        schema_valid: scored.schema_valid,
+        field_bits,
+        ttfo_ms: record.ttfo_ms,
+        ttfa_ms: record.ttfa_ms,
+        e2e_ms: record.e2e_ms,
+        tokens_per_second: record.output_tokens_per_second,
+        reasoning_tokens_before_answer: record.reasoning_tokens_before_answer,
+        reasoning_emitted: !record.reasoning_text.is_empty(),
+        truncated_by_length: record.truncated_by_length,
+        usage: record.usage,
+        model_mismatch,
+        completed,
+        failure,
+    })
+}

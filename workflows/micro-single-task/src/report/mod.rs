@@ -1,0 +1,370 @@
+//! Recomputes every derived artifact of a run from its raw records, lock and dataset, and writes
+//! them with `report.md`. Deterministic: observations are sorted, maps are ordered, floats are
+//! printed by one formatter, nothing reads the clock — re-running gives byte-identical files.
+
+pub mod format;
+pub mod markdown;
+
+use crate::metrics::{self, MetricsInput, Observation, RunMetrics, observe, plan};
+use crate::paired::{self, PairedComparisons, PairedLane};
+use crate::records::{self, RecordsError};
+use crate::scoring::{Evaluation, GoldRef, Scored};
+use markdown::{ArtifactStatus, ReportContext};
+use openbench_common::layout::{self, RunLock};
+use serde::Serialize;
+use serde_json::json;
+use std::collections::HashMap;
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// A failure while reporting, naming the file or record.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// A file could not be read or written.
+    #[error("{path}: {message}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// Reading records failed.
+    #[error(transparent)]
+    Records(#[from] RecordsError),
+    /// Records that cannot be scored (unknown item, unknown family).
+    #[error("{path}: {count} record(s) cannot be scored; first: {first}")]
+    Unscorable {
+        /// Records file.
+        path: PathBuf,
+        /// How many.
+        count: usize,
+        /// The first problems.
+        first: String,
+    },
+}
+
+/// Gold answers by item id.
+#[derive(Debug, Clone, Default)]
+pub struct GoldTable(pub HashMap<String, GoldRef>);
+
+/// Everything a report computes, before writing.
+#[derive(Debug)]
+pub struct Computed {
+    /// Final records in report order (round, lane, request id).
+    pub observations: Vec<Observation>,
+    /// Lane table of the observations.
+    pub lanes: metrics::LaneTable,
+    /// Metrics.
+    pub metrics: RunMetrics,
+    /// Paired comparisons.
+    pub paired: PairedComparisons,
+    /// Earliest and latest record start.
+    pub record_period: Option<(String, String)>,
+    /// Read counts.
+    pub stats: records::ReadStats,
+}
+
+fn file_error(path: &Path, e: impl std::fmt::Display) -> ReportError {
+    ReportError::File {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+/// Reads the run lock.
+pub fn read_lock(run_dir: &Path) -> Result<RunLock, ReportError> {
+    let path = layout::path(run_dir, layout::RUN_LOCK);
+    let bytes = std::fs::read(&path).map_err(|e| file_error(&path, e))?;
+    serde_json::from_slice(&bytes).map_err(|e| file_error(&path, format!("not a run lock: {e}")))
+}
+
+/// Reads, scores and aggregates a run's records.
+pub fn compute(run_dir: &Path, lock: &RunLock, gold: &GoldTable) -> Result<Computed, ReportError> {
+    let (records_name, attempt) = records::results_file(run_dir)?;
+    let records_path = layout::path(run_dir, &records_name);
+    let mut lanes = metrics::LaneTable::default();
+    let mut period: Option<(String, String)> = None;
+    let lookup = |id: &str| gold.0.get(id).cloned();
+    let requested = |provider: &str| {
+        lock.providers
+            .iter()
+            .find(|p| p.key == provider)
+            .map(|p| p.model.clone())
+    };
+    let read = records::read_final(&records_path, |record| {
+        let start = record.started_at.clone();
+        period = Some(match period.take() {
+            None => (start.clone(), start),
+            Some((lo, hi)) => (lo.min(start.clone()), hi.max(start)),
+        });
+        observe::observe(record, &mut lanes, &lookup, &requested)
+    })?;
+    let mut observations = Vec::with_capacity(read.items.len());
+    let mut problems = Vec::new();
+    for item in read.items {
+        match item {
+            Ok(o) => observations.push(o),
+            Err(p) => problems.push(p),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(ReportError::Unscorable {
+            path: records_path,
+            count: problems.len(),
+            first: problems
+                .iter()
+                .take(3)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; "),
+        });
+    }
+    observations.sort_by(|a, b| {
+        (
+            a.round_index,
+            &lanes.lanes[a.lane as usize].lane,
+            &a.request_id,
+        )
+            .cmp(&(
+                b.round_index,
+                &lanes.lanes[b.lane as usize].lane,
+                &b.request_id,
+            ))
+    });
+    let plan_name = match attempt {
+        None => layout::FULL_PLAN.to_string(),
+        Some(n) => layout::smoke_plan(n),
+    };
+    let plan_path = layout::path(run_dir, &plan_name);
+    let plan = if plan_path.is_file() {
+        Some(plan::read_plan(&plan_path).map_err(|e| file_error(&plan_path, e))?)
+    } else {
+        None
+    };
+    let metrics = metrics::compute(&MetricsInput {
+        lock,
+        lanes: &lanes,
+        observations: &observations,
+        plan: plan.as_ref(),
+        records_file: &records_name,
+    });
+    let compared: Vec<PairedLane> = metrics
+        .providers
+        .iter()
+        .filter(|p| p.compatibility.configuration_compatible)
+        .filter_map(|p| {
+            let index = lanes.lanes.iter().position(|l| l.lane == p.lane)? as u32;
+            Some(PairedLane {
+                index,
+                lane: p.lane.clone(),
+                display_name: p.display_name.clone(),
+            })
+        })
+        .collect();
+    let excluded = metrics
+        .providers
+        .iter()
+        .filter(|p| !p.compatibility.configuration_compatible)
+        .map(|p| p.lane.clone())
+        .collect();
+    let paired = paired::compute(&observations, &compared, excluded, metrics.rounds);
+    Ok(Computed {
+        observations,
+        lanes,
+        metrics,
+        paired,
+        record_period: period,
+        stats: read.stats,
+    })
+}
+
+/// The evaluation line of one submitted observation.
+pub fn evaluation(o: &Observation, lanes: &metrics::LaneTable) -> Evaluation {
+    let lane = &lanes.lanes[o.lane as usize];
+    let scored = Scored {
+        classification: o.class,
+        error_type: o.error_type,
+        error_detail: None,
+        schema_valid: o.schema_valid,
+        correct: o.correct(),
+        field_correct: (0..crate::scoring::family_fields(o.family).len())
+            .map(|i| o.field_correct(i))
+            .collect(),
+    };
+    let mut e = Evaluation::from_scored(&o.item_id, o.family, &scored);
+    e.request_id = Some(o.request_id.clone());
+    e.round_index = Some(o.round_index);
+    e.provider = Some(lane.provider.clone());
+    e.lane = (lane.lane != lane.provider).then(|| lane.lane.clone());
+    e
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename.
+fn write_atomic(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), ReportError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| file_error(parent, e))?;
+    }
+    let tmp = path.with_extension("tmp-report");
+    let file = std::fs::File::create(&tmp).map_err(|e| file_error(&tmp, e))?;
+    let mut w = BufWriter::with_capacity(1 << 20, file);
+    write(&mut w).map_err(|e| file_error(&tmp, e))?;
+    w.flush().map_err(|e| file_error(&tmp, e))?;
+    drop(w);
+    std::fs::rename(&tmp, path).map_err(|e| file_error(path, e))
+}
+
+fn pretty(value: &impl Serialize) -> std::io::Result<Vec<u8>> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// sha256 and size of a file, streaming; `None` when absent.
+pub fn file_status(path: &Path) -> Option<(String, u64)> {
+    use sha2::{Digest, Sha256};
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    loop {
+        let n = file.read(&mut buf).ok()?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        hasher.update(&buf[..n]);
+    }
+    let digest = hasher.finalize();
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    Some((hex, total))
+}
+
+/// The run period: the run manifest's `started_at`/`finished_at` (or `period.start/end`), else
+/// the earliest and latest record start.
+fn period(run_dir: &Path, computed: &Computed) -> Option<(String, String, &'static str)> {
+    let path = layout::path(run_dir, layout::RUN_MANIFEST);
+    let manifest: Option<serde_json::Value> = std::fs::read(&path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    if let Some(m) = manifest {
+        let get = |keys: &[&str]| {
+            keys.iter()
+                .find_map(|k| m.pointer(k).and_then(|v| v.as_str()).map(str::to_string))
+        };
+        let start = get(&["/started_at", "/period/start", "/period/started_at"]);
+        let end = get(&[
+            "/finished_at",
+            "/completed_at",
+            "/period/end",
+            "/period/finished_at",
+        ]);
+        if let (Some(s), Some(e)) = (start, end) {
+            return Some((s, e, "run manifest"));
+        }
+    }
+    computed
+        .record_period
+        .clone()
+        .map(|(s, e)| (s, e, "record start times"))
+}
+
+/// Recomputes and writes every derived artifact and `report.md`; returns the terminal table and
+/// the paths written.
+pub fn write_all(
+    run_dir: &Path,
+    lock: &RunLock,
+    gold: &GoldTable,
+) -> Result<(String, Vec<PathBuf>), ReportError> {
+    let computed = compute(run_dir, lock, gold)?;
+    let mut written = Vec::new();
+    let path = layout::path(run_dir, layout::EVALUATIONS);
+    write_atomic(&path, |w| {
+        for o in computed.observations.iter().filter(|o| !o.is_harness()) {
+            serde_json::to_writer(&mut *w, &evaluation(o, &computed.lanes))?;
+            w.write_all(b"\n")?;
+        }
+        Ok(())
+    })?;
+    written.push(path);
+    let path = layout::path(run_dir, layout::FAILURES);
+    write_atomic(&path, |w| {
+        for o in &computed.observations {
+            let Some(f) = &o.failure else { continue };
+            let lane = &computed.lanes.lanes[o.lane as usize];
+            let line = json!({
+                "request_id": o.request_id,
+                "round_index": o.round_index,
+                "item_id": o.item_id,
+                "task_family": o.family.as_str(),
+                "provider": lane.provider,
+                "lane": lane.lane,
+                "region": lane.region,
+                "outcome": observe::outcome_label(f.outcome),
+                "error_type": f.error_type,
+                "http_status": f.http_status,
+                "message": f.message,
+                "harness": o.is_harness(),
+            });
+            serde_json::to_writer(&mut *w, &line)?;
+            w.write_all(b"\n")?;
+        }
+        Ok(())
+    })?;
+    written.push(path);
+    for (name, bytes) in [
+        (layout::METRICS, pretty(&computed.metrics)),
+        (layout::PAIRED, pretty(&computed.paired)),
+    ] {
+        let path = layout::path(run_dir, name);
+        let bytes = bytes.map_err(|e| file_error(&path, e))?;
+        write_atomic(&path, |w| w.write_all(&bytes))?;
+        written.push(path);
+    }
+    let (records_name, attempt) = records::results_file(run_dir)?;
+    let plan_name = match attempt {
+        None => layout::FULL_PLAN.to_string(),
+        Some(n) => layout::smoke_plan(n),
+    };
+    let names = [
+        layout::RUN_LOCK.to_string(),
+        layout::SELECTION.to_string(),
+        plan_name,
+        layout::RUN_MANIFEST.to_string(),
+        records_name,
+        layout::STREAM_EVENTS.to_string(),
+        layout::RECONSTRUCTED.to_string(),
+        layout::ROUNDS.to_string(),
+        layout::EVALUATIONS.to_string(),
+        layout::FAILURES.to_string(),
+        layout::METRICS.to_string(),
+        layout::PAIRED.to_string(),
+    ];
+    let artifacts: Vec<ArtifactStatus> = names
+        .iter()
+        .map(|name| {
+            let status = file_status(&layout::path(run_dir, name));
+            ArtifactStatus {
+                name: name.clone(),
+                sha256: status.as_ref().map(|s| s.0.clone()),
+                bytes: status.map(|s| s.1),
+            }
+        })
+        .collect();
+    let ctx = ReportContext {
+        lock,
+        metrics: &computed.metrics,
+        paired: &computed.paired,
+        period: period(run_dir, &computed),
+        artifacts: &artifacts,
+        superseded: computed.stats.superseded,
+        ignored_partial_line: computed.stats.ignored_partial_last_line,
+    };
+    let md = markdown::render(&ctx);
+    let path = layout::path(run_dir, layout::REPORT_MD);
+    write_atomic(&path, |w| w.write_all(md.as_bytes()))?;
+    written.push(path);
+    Ok((markdown::summary_text(&computed.metrics), written))
+}

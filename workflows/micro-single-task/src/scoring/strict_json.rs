@@ -1,0 +1,176 @@
+//! Strict one-value JSON (METHODOLOGY §5): surrounding whitespace allowed, nothing else.
+//!
+//! `serde_json` already rejects NaN/Infinity, comments and unquoted keys, but it silently keeps
+//! the last of two equal keys when building a `Value`. This parser builds the `Value` through its
+//! own visitor that refuses a repeated key, and checks that nothing but whitespace follows the
+//! first value. No code-fence stripping, no repair.
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+use std::fmt;
+
+/// Why a text is not exactly one JSON value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StrictJsonError {
+    /// Not JSON at all (syntax error, NaN/Infinity, code fences, comments, empty text).
+    #[error("invalid JSON: {0}")]
+    Invalid(String),
+    /// An object repeats a key.
+    #[error("duplicate key {0:?}")]
+    DuplicateKey(String),
+    /// A complete value is followed by more non-whitespace text.
+    #[error("trailing value after the JSON value: {0}")]
+    TrailingValue(String),
+}
+
+impl StrictJsonError {
+    /// The `error_type` label used in evaluations.
+    pub fn error_type(&self) -> &'static str {
+        match self {
+            StrictJsonError::Invalid(_) => "invalid_json",
+            StrictJsonError::DuplicateKey(_) => "duplicate_key",
+            StrictJsonError::TrailingValue(_) => "trailing_value",
+        }
+    }
+}
+
+/// Marker placed in the custom error message of a repeated key, so it can be told apart from
+/// other data errors after serde_json wraps it.
+const DUPLICATE_MARKER: &str = "\u{0}duplicate-key\u{0}";
+
+/// Parses `text` as exactly one JSON value.
+pub fn parse_strict(text: &str) -> Result<Value, StrictJsonError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = match StrictValue::deserialize(&mut de) {
+        Ok(StrictValue(v)) => v,
+        Err(e) => {
+            let message = e.to_string();
+            if let Some(rest) = message.strip_prefix(DUPLICATE_MARKER) {
+                let key = rest.split(DUPLICATE_MARKER).next().unwrap_or_default();
+                return Err(StrictJsonError::DuplicateKey(key.to_string()));
+            }
+            return Err(StrictJsonError::Invalid(message));
+        }
+    };
+    de.end()
+        .map_err(|e| StrictJsonError::TrailingValue(e.to_string()))?;
+    Ok(value)
+}
+
+/// A `Value` whose objects never repeat a key.
+struct StrictValue(Value);
+
+impl<'de> Deserialize<'de> for StrictValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(StrictVisitor).map(StrictValue)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        Number::from_f64(v)
+            .map(Value::Number)
+            .ok_or_else(|| E::custom("non-finite number"))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(StrictValue(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        let mut map = Map::new();
+        while let Some(key) = access.next_key::<String>()? {
+            if map.contains_key(&key) {
+                return Err(de::Error::custom(format_args!(
+                    "{DUPLICATE_MARKER}{key}{DUPLICATE_MARKER}"
+                )));
+            }
+            let StrictValue(value) = access.next_value()?;
+            map.insert(key, value);
+        }
+        Ok(Value::Object(map))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn kind(text: &str) -> &'static str {
+        match parse_strict(text) {
+            Ok(_) => "ok",
+            Err(e) => e.error_type(),
+        }
+    }
+
+    #[test]
+    fn accepts_one_value_with_surrounding_whitespace() {
+        assert_eq!(
+            parse_strict(" \n\t{\"a\": [1, 2.5, null, true]}\r\n ").unwrap(),
+            json!({"a": [1, 2.5, null, true]})
+        );
+        assert_eq!(parse_strict("\"x\"").unwrap(), json!("x"));
+    }
+
+    #[test]
+    fn keeps_integers_and_floats_apart() {
+        assert!(parse_strict("30").unwrap().is_u64());
+        assert!(parse_strict("-3").unwrap().is_i64());
+        assert!(parse_strict("30.0").unwrap().is_f64());
+    }
+
+    #[test]
+    fn rejects_duplicate_keys_at_any_depth() {
+        assert_eq!(
+            parse_strict(r#"{"a": 1, "a": 1}"#),
+            Err(StrictJsonError::DuplicateKey("a".into()))
+        );
+        assert_eq!(kind(r#"{"o": [{"k": 1, "k": 2}]}"#), "duplicate_key");
+        // Same key in two different objects is fine.
+        assert_eq!(kind(r#"[{"k": 1}, {"k": 2}]"#), "ok");
+    }
+
+    #[test]
+    fn rejects_trailing_values_fences_comments_and_non_finite() {
+        assert_eq!(kind(r#"{"a": 1} {"a": 2}"#), "trailing_value");
+        assert_eq!(kind(r#"{"a": 1} x"#), "trailing_value");
+        assert_eq!(kind("```json\n{\"a\": 1}\n```"), "invalid_json");
+        assert_eq!(kind("{\"a\": 1} // note"), "trailing_value");
+        assert_eq!(kind("/* c */ {\"a\": 1}"), "invalid_json");
+        assert_eq!(kind(r#"{"a": NaN}"#), "invalid_json");
+        assert_eq!(kind(r#"{"a": Infinity}"#), "invalid_json");
+        assert_eq!(kind(r#"{"a": -Infinity}"#), "invalid_json");
+        assert_eq!(kind(""), "invalid_json");
+        assert_eq!(kind("   "), "invalid_json");
+        assert_eq!(kind(r#"{"a": 1,}"#), "invalid_json");
+        assert_eq!(kind(r#"{'a': 1}"#), "invalid_json");
+    }
+}

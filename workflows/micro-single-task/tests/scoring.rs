@@ -1,0 +1,375 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Every scoring rule of METHODOLOGY §5 and its traps, on hand-written answers.
+
+use openbench_micro_single_task::scoring::answers::score_stream;
+use openbench_micro_single_task::scoring::{
+    EvalClass, Family, GoldRef, is_schema_valid, normalize, score_answer,
+};
+use serde_json::{Value, json};
+
+fn meeting(value: &str, aliases: &[&str]) -> GoldRef {
+    GoldRef::MeetingNotes {
+        value: value.into(),
+        aliases: aliases.iter().map(|a| a.to_string()).collect(),
+    }
+}
+
+fn ticket() -> GoldRef {
+    GoldRef::TicketTriage {
+        category: "bug".into(),
+        priority: "p1".into(),
+    }
+}
+
+fn contract_json() -> Value {
+    json!({
+        "agreement_type": "saas_subscription",
+        "effective_date": "2027-02-28",
+        "initial_term_end_date": "2028-02-29",
+        "auto_renews": true,
+        "renewal_term_months": 12,
+        "non_renewal_notice_days": 30,
+        "payment_terms_days": 45,
+        "termination_for_convenience": false,
+        "termination_notice_days": null,
+        "security_incident_notice_hours": 72
+    })
+}
+
+fn contract() -> GoldRef {
+    GoldRef::from_json(Family::ContractTermsExtraction, &contract_json(), &[]).unwrap()
+}
+
+/// (classification, error_type) of an answer.
+fn verdict(gold: &GoldRef, answer: &str) -> (EvalClass, Option<&'static str>) {
+    let s = score_answer(gold, answer);
+    (s.classification, s.error_type)
+}
+
+#[test]
+fn normalisation_trims_collapses_and_case_folds() {
+    assert_eq!(normalize("  Hello \t\n  World  "), "hello world");
+    // Full case folding: ß → ss, ﬁ → fi, final sigma → σ.
+    assert_eq!(normalize("STRASSE"), normalize("straße"));
+    assert_eq!(normalize("ﬁle"), "file");
+    assert_eq!(normalize("ΟΔΟΣ"), normalize("οδος"));
+    // Non-breaking space and ideographic space are whitespace too.
+    assert_eq!(normalize("a\u{a0}\u{3000}b"), "a b");
+}
+
+#[test]
+fn meeting_notes_match_gold_or_alias_after_normalisation() {
+    let gold = meeting("Maria Schmidt", &["M. Schmidt", "Straße 5"]);
+    use EvalClass::*;
+    assert_eq!(
+        verdict(&gold, r#"{"answer": "Maria Schmidt"}"#),
+        (ValidResult, None)
+    );
+    assert_eq!(
+        verdict(&gold, r#"{"answer": "  maria   SCHMIDT "}"#),
+        (ValidResult, None)
+    );
+    assert_eq!(
+        verdict(&gold, r#"{"answer": "m. schmidt"}"#),
+        (ValidResult, None)
+    );
+    assert_eq!(
+        verdict(&gold, r#"{"answer": "STRASSE 5"}"#),
+        (ValidResult, None)
+    );
+    // Internal whitespace matters only as "one space": "MariaSchmidt" is a different answer.
+    assert_eq!(
+        verdict(&gold, r#"{"answer": "MariaSchmidt"}"#),
+        (IncorrectResult, None)
+    );
+    assert_eq!(
+        verdict(&gold, r#"{"answer": "Maria"}"#),
+        (IncorrectResult, None)
+    );
+    // Surrounding whitespace around the JSON value is allowed.
+    assert_eq!(
+        verdict(&gold, "\n {\"answer\": \"Maria Schmidt\"} \n"),
+        (ValidResult, None)
+    );
+}
+
+#[test]
+fn meeting_notes_schema_is_exact() {
+    let gold = meeting("42", &[]);
+    use EvalClass::*;
+    assert_eq!(
+        verdict(&gold, r#"{"answer": 42}"#),
+        (InvalidResult, Some("schema_type"))
+    );
+    assert_eq!(
+        verdict(&gold, r#"{}"#),
+        (InvalidResult, Some("schema_missing_key"))
+    );
+    assert_eq!(
+        verdict(&gold, r#"{"answer": "42", "note": "x"}"#),
+        (InvalidResult, Some("schema_extra_key"))
+    );
+    assert_eq!(
+        verdict(&gold, r#"["42"]"#),
+        (InvalidResult, Some("schema_type"))
+    );
+    assert_eq!(
+        verdict(&gold, r#""42""#),
+        (InvalidResult, Some("schema_type"))
+    );
+    assert_eq!(verdict(&gold, ""), (InvalidResult, Some("empty_answer")));
+}
+
+#[test]
+fn strict_json_traps() {
+    let gold = meeting("Oslo", &[]);
+    use EvalClass::*;
+    assert_eq!(
+        verdict(&gold, "```json\n{\"answer\": \"Oslo\"}\n```"),
+        (InvalidResult, Some("invalid_json"))
+    );
+    assert_eq!(
+        verdict(&gold, r#"{"answer": "Oslo", "answer": "Oslo"}"#),
+        (InvalidResult, Some("duplicate_key"))
+    );
+    assert_eq!(
+        verdict(&gold, r#"{"answer": "Oslo"}{"answer": "Oslo"}"#),
+        (InvalidResult, Some("trailing_value"))
+    );
+    assert_eq!(
+        verdict(&gold, r#"{"answer": "Oslo"} trailing"#),
+        (InvalidResult, Some("trailing_value"))
+    );
+    assert_eq!(
+        verdict(
+            &contract(),
+            &contract_json().to_string().replace("72", "NaN")
+        ),
+        (InvalidResult, Some("invalid_json"))
+    );
+    assert_eq!(
+        verdict(&gold, r#"{"answer": "Oslo",}"#),
+        (InvalidResult, Some("invalid_json"))
+    );
+}
+
+#[test]
+fn ticket_triage_is_exact_and_lowercase() {
+    let gold = ticket();
+    use EvalClass::*;
+    assert_eq!(
+        verdict(&gold, r#"{"category": "bug", "priority": "p1"}"#),
+        (ValidResult, None)
+    );
+    assert_eq!(
+        verdict(&gold, r#"{"priority": "p1", "category": "bug"}"#),
+        (ValidResult, None)
+    );
+    assert_eq!(
+        verdict(&gold, r#"{"category": "Bug", "priority": "p1"}"#),
+        (InvalidResult, Some("schema_enum"))
+    );
+    assert_eq!(
+        verdict(&gold, r#"{"category": "bug", "priority": "P1"}"#),
+        (InvalidResult, Some("schema_enum"))
+    );
+    assert_eq!(
+        verdict(&gold, r#"{"category": "bug", "priority": 1}"#),
+        (InvalidResult, Some("schema_type"))
+    );
+    assert_eq!(
+        verdict(&gold, r#"{"category": "feature", "priority": "p1"}"#),
+        (IncorrectResult, None)
+    );
+    let s = score_answer(&gold, r#"{"category": "feature", "priority": "p1"}"#);
+    assert_eq!(s.field_correct, vec![false, true]);
+    assert_eq!(s.correct_field_count(), 1);
+    assert_eq!(
+        verdict(&gold, r#"{"category": "bug"}"#),
+        (InvalidResult, Some("schema_missing_key"))
+    );
+    assert_eq!(
+        verdict(
+            &gold,
+            r#"{"category": "bug", "priority": "p1", "reason": ""}"#
+        ),
+        (InvalidResult, Some("schema_extra_key"))
+    );
+}
+
+fn with(field: &str, value: Value) -> String {
+    let mut v = contract_json();
+    v[field] = value;
+    v.to_string()
+}
+
+#[test]
+fn contract_fields_are_typed() {
+    let gold = contract();
+    use EvalClass::*;
+    assert_eq!(
+        verdict(&gold, &contract_json().to_string()),
+        (ValidResult, None)
+    );
+    // 30.0 is not a JSON integer.
+    assert_eq!(
+        verdict(&gold, &contract_json().to_string().replace(":45", ":45.0")),
+        (InvalidResult, Some("schema_type"))
+    );
+    // 1 is not true.
+    assert_eq!(
+        verdict(&gold, &with("auto_renews", json!(1))),
+        (InvalidResult, Some("schema_type"))
+    );
+    assert_eq!(
+        verdict(&gold, &with("auto_renews", json!("true"))),
+        (InvalidResult, Some("schema_type"))
+    );
+    // Dates must be real.
+    assert_eq!(
+        verdict(&gold, &with("effective_date", json!("2027-02-30"))),
+        (InvalidResult, Some("invalid_date"))
+    );
+    assert_eq!(
+        verdict(&gold, &with("effective_date", json!("2027-2-28"))),
+        (InvalidResult, Some("invalid_date"))
+    );
+    assert_eq!(
+        verdict(&gold, &with("agreement_type", json!("SaaS_subscription"))),
+        (InvalidResult, Some("schema_enum"))
+    );
+    // null is allowed for the integer fields, and a wrong null is just wrong.
+    assert_eq!(
+        verdict(&gold, &with("renewal_term_months", Value::Null)),
+        (IncorrectResult, None)
+    );
+    assert_eq!(
+        verdict(&gold, &with("termination_notice_days", json!("30"))),
+        (InvalidResult, Some("schema_type"))
+    );
+    let mut missing = contract_json();
+    missing
+        .as_object_mut()
+        .unwrap()
+        .remove("payment_terms_days");
+    assert_eq!(
+        verdict(&gold, &missing.to_string()),
+        (InvalidResult, Some("schema_missing_key"))
+    );
+}
+
+#[test]
+fn contract_field_diagnostics_count_each_field() {
+    let gold = contract();
+    // Two wrong values (auto_renews, payment_terms_days): 8 of 10 fields right.
+    let mut v = contract_json();
+    v["auto_renews"] = json!(false);
+    v["payment_terms_days"] = json!(30);
+    let s = score_answer(&gold, &v.to_string());
+    assert_eq!(s.classification, EvalClass::IncorrectResult);
+    assert_eq!(s.correct_field_count(), 8);
+    assert_eq!(
+        s.field_correct,
+        vec![true, true, true, false, true, true, false, true, true, true]
+    );
+    // A schema error in one field keeps the other fields' diagnostics: 9 of 10.
+    let s = score_answer(&gold, &with("effective_date", json!("2027-02-30")));
+    assert_eq!(s.correct_field_count(), 9);
+    assert!(!s.schema_valid && !s.correct);
+}
+
+#[test]
+fn schema_validity_is_the_smoke_criterion() {
+    assert!(is_schema_valid(
+        Family::TicketTriage,
+        r#"{"category":"bug","priority":"p3"}"#
+    ));
+    assert!(!is_schema_valid(
+        Family::TicketTriage,
+        r#"{"category":"Bug","priority":"p3"}"#
+    ));
+    assert!(is_schema_valid(
+        Family::MeetingNotesLookup,
+        r#"{"answer":"anything"}"#
+    ));
+    assert!(!is_schema_valid(
+        Family::MeetingNotesLookup,
+        r#"{"answer":"a"} x"#
+    ));
+}
+
+#[test]
+fn score_stream_reports_bad_lines_and_scores_the_rest() {
+    let input = [
+        // 1: self-contained meeting-notes line, alias hit.
+        r#"{"item_id":"mn-1","task_family":"meeting-notes-lookup","gold":{"value":"Oslo"},"aliases":["oslo, norway"],"answer_text":"{\"answer\":\"OSLO,  Norway\"}"}"#,
+        // 2: not JSON.
+        "{oops",
+        // 3: self-contained ticket line, wrong priority.
+        r#"{"item_id":"tt-1","task_family":"ticket-triage","gold":{"category":"bug","priority":"p1"},"answer_text":"{\"category\":\"bug\",\"priority\":\"p2\"}"}"#,
+        // 4: gold looked up in the dataset: unknown item.
+        r#"{"item_id":"nope","answer_text":"{}"}"#,
+        // 5: dataset lookup that succeeds.
+        r#"{"item_id":"tt-2","answer_text":"{\"category\":\"bug\",\"priority\":\"p1\"}"}"#,
+    ]
+    .join("\n");
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let mut lookup = |id: &str| {
+        if id == "tt-2" {
+            Ok(ticket())
+        } else {
+            Err(format!("item_id {id:?} is not in the dataset"))
+        }
+    };
+    let counts = score_stream(
+        "answers.jsonl",
+        input.as_bytes(),
+        &mut out,
+        &mut err,
+        &mut lookup,
+    )
+    .unwrap();
+    assert_eq!((counts.scored, counts.bad_lines), (3, 2));
+    let err = String::from_utf8(err).unwrap();
+    assert!(err.contains("answers.jsonl:2: not an answer line"), "{err}");
+    assert!(err.contains("answers.jsonl:4: item_id \"nope\""), "{err}");
+    let lines: Vec<Value> = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines[0],
+        json!({"item_id":"mn-1","task_family":"meeting-notes-lookup","classification":"valid_result",
+               "error_type":null,"schema_valid":true,"correct":true,"correct_field_count":1,
+               "field_correct":{"answer":true}})
+    );
+    assert_eq!(lines[1]["classification"], "incorrect_result");
+    assert_eq!(
+        lines[1]["field_correct"],
+        json!({"category": true, "priority": false})
+    );
+    assert_eq!(lines[2]["classification"], "valid_result");
+}
+
+#[test]
+fn workflow_smoke_criterion_needs_completed_non_empty_schema_valid() {
+    use openbench_common::record::{Outcome, TerminalRecord};
+    use openbench_common::workflow::Workflow;
+    use openbench_micro_single_task::MicroSingleTask;
+    let mut r = TerminalRecord::new(String::new(), Outcome::Completed);
+    r.task_family = "ticket-triage".into();
+    r.answer_text = r#"{"category":"feature","priority":"p0"}"#.into();
+    assert!(MicroSingleTask.answer_is_schema_valid(&r));
+    r.answer_text = r#"{"category":"Feature","priority":"p0"}"#.into();
+    assert!(!MicroSingleTask.answer_is_schema_valid(&r));
+    r.answer_text = "   ".into();
+    assert!(!MicroSingleTask.answer_is_schema_valid(&r));
+    r.answer_text = r#"{"category":"feature","priority":"p0"}"#.into();
+    r.outcome = Outcome::StreamError;
+    assert!(!MicroSingleTask.answer_is_schema_valid(&r));
+    r.outcome = Outcome::Completed;
+    r.task_family = "unknown".into();
+    assert!(!MicroSingleTask.answer_is_schema_valid(&r));
+}
