@@ -11,9 +11,11 @@ mod load;
 pub mod manifest;
 mod types;
 
-pub use load::{is_iso_date, load_release, rows_from_files, validate_strict};
+pub use load::{load_release, rows_from_files, validate_strict};
 pub use manifest::{FamilyEntry, Manifest, TokenBand, release_hash};
-pub use types::{AgreementType, Category, ContractGold, Family, Gold, Priority, TicketGold};
+pub use types::{
+    AgreementType, Category, ContractGold, Family, Gold, Priority, TicketGold, is_iso_date,
+};
 
 use openbench_common::workflow::{DatasetRelease, WorkItem};
 use serde_json::Value;

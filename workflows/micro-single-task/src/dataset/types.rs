@@ -238,3 +238,26 @@ impl Gold {
         }
     }
 }
+
+/// True for `YYYY-MM-DD` naming a real calendar date (2027-02-30 is not).
+pub fn is_iso_date(text: &str) -> bool {
+    let b = text.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return false;
+    }
+    let digits = |r: std::ops::Range<usize>| -> Option<u32> {
+        let part = text.get(r)?;
+        if part.bytes().all(|c| c.is_ascii_digit()) {
+            part.parse().ok()
+        } else {
+            None
+        }
+    };
+    let (Some(y), Some(m), Some(d)) = (digits(0..4), digits(5..7), digits(8..10)) else {
+        return false;
+    };
+    let Ok(month) = time::Month::try_from(m as u8) else {
+        return false;
+    };
+    m <= 12 && d <= 31 && time::Date::from_calendar_date(y as i32, month, d as u8).is_ok()
+}

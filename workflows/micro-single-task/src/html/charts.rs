@@ -113,7 +113,7 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
 
 fn ms_tick(v: f64) -> String {
     if v >= 1000.0 {
-        format!("{}", grouped(v, 0))
+        grouped(v, 0)
     } else if v >= 1.0 {
         format!("{v:.0}")
     } else {
@@ -573,7 +573,7 @@ pub(super) fn family_section(
     let lo = all.iter().copied().min_by(f64::total_cmp).map(|v| v / 1.5);
     let hi = all.iter().copied().max_by(f64::total_cmp).map(|v| v * 1.3);
     for family in &input.families {
-        let _ = write!(out, "<div class=\"panel\"><h3>{}</h3>\n", escape(family));
+        let _ = writeln!(out, "<div class=\"panel\"><h3>{}</h3>", escape(family));
         let figures = |p: &ProviderReport| {
             p.families
                 .iter()
