@@ -90,7 +90,7 @@ fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
     assert!(kills >= 3, "only {kills} kills landed mid-run");
 
     let o = run_bin(tmp.path(), &full_args(&spec_s, &dir_s), &[]);
-    let out = String::from_utf8_lossy(&o.stdout);
+    let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     check_invariants(&dir);
     let plan = planned(&dir.join(layout::FULL_PLAN));
     let counts = committed_counts(&records(&dir.join(layout::FULL_RESULTS)));
@@ -101,7 +101,7 @@ fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
         assert_eq!(counts.len(), plan.len(), "every planned request has its one record");
     } else {
         // Harness failures (a probe that did not answer) are re-executed by the next resume.
-        assert_eq!(manifest["status"], "incomplete", "{out}");
+        assert_eq!(manifest["status"], "incomplete", "{out} {manifest}");
         let o = run_bin(tmp.path(), &full_args(&spec_s, &dir_s), &[]);
         assert!(o.status.success());
         check_invariants(&dir);

@@ -216,17 +216,19 @@ pub fn draft(profile: &Profile, request: &SimRequest, answers: &[CannedAnswer], 
     draft
 }
 
-/// Schedule mode: a role chunk at 0, then one answer piece per gap (the answer is
-/// `{"answer":"sss…"}` padded to at least one character per gap), then finish and `[DONE]`.
+/// Schedule mode: gap `i` (ms) comes before event `i`; event 0 is a role-only chunk (so it is
+/// never coalesced with the headers, which go at once), events 1.. are answer pieces (the answer
+/// is `{"answer":"sss…"}`, padded to at least one character per piece), and the finish chunk and
+/// `[DONE]` follow the last piece at once.
 fn scheduled(gaps: &[f64]) -> Vec<Event> {
-    let n = gaps.len();
-    let filler = "s".repeat(n.saturating_sub(13));
+    let mut at = gaps.first().copied().unwrap_or(0.0);
+    let mut events = vec![Event { at_ms: at, payload: Payload::Role }];
+    let pieces = gaps.len().saturating_sub(1).max(1);
+    let filler = "s".repeat(pieces.saturating_sub(13));
     let text: Vec<char> = format!("{{\"answer\":\"{filler}\"}}").chars().collect();
-    let mut events = vec![Event { at_ms: 0.0, payload: Payload::Role }];
-    let mut at = 0.0;
-    for (i, gap) in gaps.iter().enumerate() {
-        at += gap;
-        let piece: String = text[i * text.len() / n..(i + 1) * text.len() / n].iter().collect();
+    for i in 0..pieces {
+        at += gaps.get(i + 1).copied().unwrap_or(0.0);
+        let piece: String = text[i * text.len() / pieces..(i + 1) * text.len() / pieces].iter().collect();
         events.push(Event { at_ms: at, payload: Payload::Answer(piece) });
     }
     events.push(Event { at_ms: at, payload: Payload::Finish("stop") });

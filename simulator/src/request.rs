@@ -78,17 +78,18 @@ impl SimRequest {
     }
 }
 
-/// Parses `x-sim-schedule: 0,120,40`: non-negative gaps in milliseconds, at least one.
+/// Parses `x-sim-schedule: 20,120,40`: non-negative gaps in milliseconds, at least two (the
+/// role chunk's and one answer piece's).
 fn parse_schedule(text: &str) -> Result<Vec<f64>, SimError> {
     let gaps = text
         .split(',')
         .map(str::trim)
         .map(|g| g.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0))
         .collect::<Option<Vec<f64>>>()
-        .filter(|gaps| !gaps.is_empty())
+        .filter(|gaps| gaps.len() >= 2)
         .ok_or_else(|| SimError::BadRequest {
             field: "x-sim-schedule".into(),
-            message: format!("{text:?} must be comma-separated non-negative milliseconds"),
+            message: format!("{text:?} must be at least two comma-separated non-negative milliseconds"),
         })?;
     Ok(gaps)
 }

@@ -238,12 +238,13 @@ fn write_run(dir: &Path) {
     write!(f, "{{\"schema_version\":1,\"run_id\":\"run-te").unwrap();
 }
 
-const DERIVED: [&str; 5] = [
+const DERIVED: [&str; 6] = [
     layout::METRICS,
     layout::PAIRED,
     layout::EVALUATIONS,
     layout::FAILURES,
     layout::REPORT_MD,
+    layout::REPORT_HTML,
 ];
 
 #[test]
@@ -253,7 +254,7 @@ fn rereporting_is_byte_identical_and_matches_hand_values() {
     write_run(dir);
     let gold = gold();
     let (table, written) = report::write_all(dir, &lock(), &gold).unwrap();
-    assert_eq!(written.len(), 5);
+    assert_eq!(written.len(), 6);
     let first: Vec<Vec<u8>> = DERIVED
         .iter()
         .map(|n| std::fs::read(dir.join(n)).unwrap())

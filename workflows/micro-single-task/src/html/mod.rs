@@ -10,6 +10,7 @@
 
 mod charts;
 mod input;
+mod plot;
 mod sections;
 
 use openbench_common::layout;
@@ -179,7 +180,7 @@ fn sorted_providers(input: &HtmlReportInput) -> Vec<&ProviderReport> {
 /// Renders the whole page.
 pub fn render_html(input: &HtmlReportInput) -> String {
     let providers = sorted_providers(input);
-    let palette: Vec<charts::Rgb> = (0..providers.len()).map(charts::color).collect();
+    let palette: Vec<plot::Rgb> = (0..providers.len()).map(plot::color).collect();
     let mut out = String::with_capacity(1 << 20);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");

@@ -1,6 +1,6 @@
 //! The page's HTML (non-chart) sections: summary table, legend, win-rate matrix, provenance.
 
-use super::charts::Rgb;
+use super::plot::Rgb;
 use super::{HtmlReportInput, ProviderReport, escape};
 use crate::report::format::{MISSING, one, pct};
 use crate::report::markdown::SUMMARY_HEADERS;

@@ -254,8 +254,14 @@ fn period(run_dir: &Path, computed: &Computed) -> Option<(String, String, &'stat
             keys.iter()
                 .find_map(|k| m.pointer(k).and_then(|v| v.as_str()).map(str::to_string))
         };
-        let start = get(&["/started_at", "/period/start", "/period/started_at"]);
+        let start = get(&[
+            "/period_start",
+            "/started_at",
+            "/period/start",
+            "/period/started_at",
+        ]);
         let end = get(&[
+            "/period_end",
             "/finished_at",
             "/completed_at",
             "/period/end",
@@ -366,5 +372,8 @@ pub fn write_all(
     let path = layout::path(run_dir, layout::REPORT_MD);
     write_atomic(&path, |w| w.write_all(md.as_bytes()))?;
     written.push(path);
+    let html =
+        crate::html::HtmlReportInput::from_report(&ctx, &computed.observations, &computed.lanes);
+    written.push(crate::html::write_html(run_dir, &html)?);
     Ok((markdown::summary_text(&computed.metrics), written))
 }

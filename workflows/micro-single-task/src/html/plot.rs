@@ -1,0 +1,220 @@
+//! Chart primitives shared by the charts: palette, colours, the SVG wrapper, tick and label
+//! helpers, and a linear axis with fixed ticks.
+
+use super::escape;
+use crate::report::format::grouped;
+use plotters::coord::Shift;
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use plotters::prelude::*;
+
+/// An sRGB colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rgb(pub u8, pub u8, pub u8);
+
+impl Rgb {
+    /// `#rrggbb`.
+    pub fn hex(self) -> String {
+        format!("#{:02x}{:02x}{:02x}", self.0, self.1, self.2)
+    }
+    /// As a plotters colour.
+    pub(super) fn plot(self) -> RGBColor {
+        RGBColor(self.0, self.1, self.2)
+    }
+}
+
+/// Ten well-separated colours (the "category10" palette), cycled.
+const PALETTE: [Rgb; 10] = [
+    Rgb(31, 119, 180),
+    Rgb(255, 127, 14),
+    Rgb(44, 160, 44),
+    Rgb(214, 39, 40),
+    Rgb(148, 103, 189),
+    Rgb(140, 86, 75),
+    Rgb(227, 119, 194),
+    Rgb(127, 127, 127),
+    Rgb(188, 189, 34),
+    Rgb(23, 190, 207),
+];
+
+/// Colour of the `i`-th provider (alphabetical order).
+pub(super) fn color(i: usize) -> Rgb {
+    PALETTE[i % PALETTE.len()]
+}
+
+pub(super) const FONT: &str = "sans-serif";
+pub(super) const GRID: RGBColor = RGBColor(228, 231, 235);
+pub(super) const AXIS: RGBColor = RGBColor(90, 96, 104);
+pub(super) const INK: RGBColor = RGBColor(27, 31, 36);
+pub(super) const SUCCESS: RGBColor = RGBColor(46, 125, 50);
+pub(super) const FAILURE: RGBColor = RGBColor(198, 40, 40);
+
+pub(super) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+pub(super) fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Draws one chart into an SVG string whose root tag is rewritten to scale with its container
+/// (no `width`/`height`, no namespace URL: inline SVG in HTML needs neither).
+pub(super) fn svg(
+    size: (u32, u32),
+    label: &str,
+    draw: impl FnOnce(&Area<'_>) -> Result<(), String>,
+) -> String {
+    let mut buf = String::new();
+    let result = {
+        let root = SVGBackend::with_string(&mut buf, size).into_drawing_area();
+        root.fill(&WHITE)
+            .map_err(err)
+            .and_then(|()| draw(&root))
+            .and_then(|()| root.present().map_err(err))
+    };
+    if let Err(e) = result {
+        return format!("<p class=\"empty\">chart unavailable: {}</p>\n", escape(&e));
+    }
+    let body = match (buf.find("<svg"), buf.find('>')) {
+        (Some(0), Some(end)) => &buf[end + 1..],
+        _ => buf.as_str(),
+    };
+    format!(
+        "<svg class=\"chart\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"{}\">{}",
+        size.0,
+        size.1,
+        escape(label),
+        body
+    )
+}
+
+/// Sorted finite positive values.
+pub(super) fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
+    let mut v: Vec<f64> = values.filter(|x| x.is_finite() && *x > 0.0).collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// 1-2-5 ticks inside [lo, hi].
+pub(super) fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let mut out = Vec::new();
+    let first = lo.log10().floor() as i32;
+    let last = hi.log10().ceil() as i32;
+    for exp in first..=last {
+        for m in [1.0, 2.0, 5.0] {
+            let v = m * 10f64.powi(exp);
+            if v >= lo && v <= hi {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+pub(super) fn ms_tick(v: f64) -> String {
+    if v >= 1000.0 {
+        grouped(v, 0)
+    } else if v >= 1.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// A name shortened to `max` characters for an axis label.
+pub(super) fn short(name: &str, max: usize) -> String {
+    if name.chars().count() <= max {
+        name.to_string()
+    } else {
+        let cut: String = name.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
+}
+
+/// Row `i` of `n` counted from the top, as a y value (row 0 at the top).
+pub(super) fn row_y(i: usize, n: usize) -> f64 {
+    (n - 1 - i) as f64
+}
+
+/// A linear f64 axis with exactly the given ticks (plotters' own `with_key_points` on an f64
+/// range loses the default label formatting).
+#[derive(Debug, Clone)]
+pub(super) struct Ticked {
+    pub(super) lo: f64,
+    pub(super) hi: f64,
+    pub(super) ticks: Vec<f64>,
+}
+
+impl Ranged for Ticked {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let t = (v - self.lo) / (self.hi - self.lo);
+        limit.0 + (t * f64::from(limit.1 - limit.0)).round() as i32
+    }
+
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.lo..self.hi
+    }
+}
+
+/// The y axis of a chart with one row per provider: integer key points labelled with names.
+pub(super) fn rows_axis(n: usize) -> Ticked {
+    Ticked {
+        lo: -0.6,
+        hi: n as f64 - 0.4,
+        ticks: (0..n).map(|i| i as f64).collect(),
+    }
+}
+
+pub(super) fn row_label(names: &[String], v: f64) -> String {
+    let n = names.len();
+    let i = v.round();
+    if (v - i).abs() > 1e-6 || i < 0.0 || i as usize >= n {
+        return String::new();
+    }
+    names[n - 1 - i as usize].clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_ticks_follow_one_two_five() {
+        assert_eq!(log_ticks(150.0, 3000.0), vec![200.0, 500.0, 1000.0, 2000.0]);
+        assert_eq!(ms_tick(20000.0), "20,000");
+        assert_eq!(ms_tick(50.0), "50");
+    }
+
+    #[test]
+    fn rows_are_labelled_top_down() {
+        let names = vec!["A".to_string(), "B".to_string(), "C".to_string()];
+        assert_eq!(row_label(&names, 2.0), "A");
+        assert_eq!(row_label(&names, 0.0), "C");
+        assert_eq!(row_label(&names, 0.5), "");
+        assert_eq!(row_y(0, 3), 2.0);
+    }
+
+    #[test]
+    fn names_are_shortened_with_an_ellipsis() {
+        assert_eq!(short("Fireworks AI", 20), "Fireworks AI");
+        assert_eq!(short("abcdefgh", 5), "abcd…");
+    }
+
+    #[test]
+    fn svg_root_is_rewritten_without_size_or_namespace() {
+        let s = svg((100, 50), "a <label>", |_| Ok(()));
+        assert!(s.starts_with(
+            "<svg class=\"chart\" viewBox=\"0 0 100 50\" role=\"img\" aria-label=\"a &lt;label&gt;\">"
+        ));
+        assert!(!s.contains("xmlns"));
+        assert!(s.trim_end().ends_with("</svg>"));
+    }
+}
