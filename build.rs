@@ -31,7 +31,10 @@ fn main() {
             }
         }
     }
-    println!("cargo:rustc-env=OPENBENCH_CODE_SHA256={}", hex(&digest.finalize()));
+    println!(
+        "cargo:rustc-env=OPENBENCH_CODE_SHA256={}",
+        hex(&digest.finalize())
+    );
 }
 
 fn skipped(name: &str) -> bool {
@@ -47,18 +50,20 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<String>) {
         let name = entry.file_name().to_string_lossy().into_owned();
         let top = dir == root;
         if path.is_dir() {
-            if name.starts_with('.') || (top && SKIP_TOP.contains(&name.as_str())) || name == "target" {
+            if name.starts_with('.')
+                || (top && SKIP_TOP.contains(&name.as_str()))
+                || name == "target"
+            {
                 continue;
             }
             collect(root, &path, out);
-        } else if name.ends_with(".rs")
+        } else if (name.ends_with(".rs")
             || name.ends_with(".proto")
             || name == "Cargo.toml"
-            || name == "Cargo.lock"
+            || name == "Cargo.lock")
+            && let Ok(rel) = path.strip_prefix(root)
         {
-            if let Ok(rel) = path.strip_prefix(root) {
-                out.push(rel.to_string_lossy().replace('\\', "/"));
-            }
+            out.push(rel.to_string_lossy().replace('\\', "/"));
         }
     }
 }

@@ -18,7 +18,9 @@ async fn full_simulated_run_writes_one_record_per_lane_and_round() {
     let spec = write_spec(tmp.path(), &data, &providers, 4, 0.01, 400);
     let inputs = inputs(&spec);
     let run = RunDir::create(&inputs, Some("T-1")).unwrap();
-    let outcome = run_full(&inputs, &run, "T-1", &RunOptions::default()).await.unwrap();
+    let outcome = run_full(&inputs, &run, "T-1", &RunOptions::default())
+        .await
+        .unwrap();
     assert_eq!(outcome.session.rounds_executed, 12);
     assert_eq!(outcome.session.records_written, 120);
 
@@ -29,7 +31,12 @@ async fn full_simulated_run_writes_one_record_per_lane_and_round() {
     assert_eq!(recs.len(), 120, "exactly one record per lane × round");
     let mut seen = BTreeSet::new();
     for r in &recs {
-        assert!(seen.insert((r.lane.clone(), r.round_index)), "duplicate {} {}", r.lane, r.round_index);
+        assert!(
+            seen.insert((r.lane.clone(), r.round_index)),
+            "duplicate {} {}",
+            r.lane,
+            r.round_index
+        );
     }
     let want: BTreeSet<(String, u64)> = plan.iter().map(|(_, l, i)| (l.clone(), *i)).collect();
     assert_eq!(seen, want);
@@ -58,7 +65,10 @@ async fn full_simulated_run_writes_one_record_per_lane_and_round() {
 
     // Answers and events belong to committed requests only, once each.
     let answers = lines(&dir.join(layout::RECONSTRUCTED));
-    let harness = recs.iter().filter(|r| r.error_type == Some(openbench_common::record::ErrorType::Harness)).count();
+    let harness = recs
+        .iter()
+        .filter(|r| r.error_type == Some(openbench_common::record::ErrorType::Harness))
+        .count();
     assert_eq!(answers.len(), 120 - harness);
     let mut event_keys = BTreeSet::new();
     for e in lines(&dir.join(layout::STREAM_EVENTS)) {
@@ -74,36 +84,66 @@ async fn full_simulated_run_writes_one_record_per_lane_and_round() {
     assert_eq!(lock.approval_id.as_deref(), Some("T-1"));
     let selection: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join(layout::SELECTION)).unwrap()).unwrap();
-    assert_eq!(selection["dataset_release_hash"], lock.dataset_release_hash.as_str());
-    assert_eq!(selection["families"]["ticket-triage"]["full_family_order"].as_array().unwrap().len(), 6);
+    assert_eq!(
+        selection["dataset_release_hash"],
+        lock.dataset_release_hash.as_str()
+    );
+    assert_eq!(
+        selection["families"]["ticket-triage"]["full_family_order"]
+            .as_array()
+            .unwrap()
+            .len(),
+        6
+    );
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join(layout::RUN_MANIFEST)).unwrap()).unwrap();
-    let status = if harness == 0 { "complete" } else { "incomplete" };
+    let status = if harness == 0 {
+        "complete"
+    } else {
+        "incomplete"
+    };
     assert_eq!(manifest["status"], status);
     assert_eq!(manifest["approval_id"], "T-1");
     assert!(manifest["artifacts"][layout::FULL_PLAN].is_string());
 
     // `watch --once` on the finished run.
-    let o = run_bin(tmp.path(), &["watch", "--once", "--run-dir", dir.to_str().unwrap()], &[]);
+    let o = run_bin(
+        tmp.path(),
+        &["watch", "--once", "--run-dir", dir.to_str().unwrap()],
+        &[],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let snap: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(snap["rounds_total"], 12);
-    assert_eq!(snap["requests_done"].as_u64().unwrap() as usize, 120 - harness);
+    assert_eq!(
+        snap["requests_done"].as_u64().unwrap() as usize,
+        120 - harness
+    );
     assert_eq!(snap["lanes"].as_array().unwrap().len(), 10);
 
     // Resuming a finished run executes nothing; a different approval id is refused.
     if harness == 0 {
-        let again = run_full(&inputs, &RunDir::open(&inputs, dir).unwrap(), "T-1", &RunOptions::default())
-            .await
-            .unwrap();
+        let again = run_full(
+            &inputs,
+            &RunDir::open(&inputs, dir).unwrap(),
+            "T-1",
+            &RunOptions::default(),
+        )
+        .await
+        .unwrap();
         assert_eq!(again.session.records_written, 0);
         assert_eq!(again.status, RunStatus::Complete);
         assert_eq!(records(&dir.join(layout::FULL_RESULTS)).len(), 120);
     }
-    let err = run_full(&inputs, &RunDir::open(&inputs, dir).unwrap(), "OTHER", &RunOptions::default())
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = run_full(
+        &inputs,
+        &RunDir::open(&inputs, dir).unwrap(),
+        "OTHER",
+        &RunOptions::default(),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("T-1"), "{err}");
 }
 
@@ -117,29 +157,53 @@ async fn a_slow_lane_holds_the_next_round() {
         profile: "plain".into(),
         extra: "    extra_headers: {x-sim-schedule: \"0,250\"}\n".into(),
     };
-    let providers = vec![Prov::sim("plain"), slow, Prov { key: "fast".into(), profile: "plain".into(), extra: String::new() }];
+    let providers = vec![
+        Prov::sim("plain"),
+        slow,
+        Prov {
+            key: "fast".into(),
+            profile: "plain".into(),
+            extra: String::new(),
+        },
+    ];
     let spec = write_spec(tmp.path(), &data, &providers, 2, 0.01, 5_000);
     let inputs = inputs(&spec);
     let run = RunDir::create(&inputs, None).unwrap();
-    let outcome = run_full(&inputs, &run, "B", &RunOptions::default()).await.unwrap();
+    let outcome = run_full(&inputs, &run, "B", &RunOptions::default())
+        .await
+        .unwrap();
     assert_eq!(outcome.status, RunStatus::Complete);
     let recs = records(&run.dir.join(layout::FULL_RESULTS));
-    let by_lane: BTreeMap<(String, u64), &openbench_common::record::TerminalRecord> =
-        recs.iter().map(|r| ((r.lane.clone(), r.round_index), r)).collect();
+    let by_lane: BTreeMap<(String, u64), &openbench_common::record::TerminalRecord> = recs
+        .iter()
+        .map(|r| ((r.lane.clone(), r.round_index), r))
+        .collect();
     for round in 0..6u64 {
         let slow = by_lane[&("slow".to_string(), round)];
         assert!(slow.e2e_ms.unwrap() >= 250.0, "{:?}", slow.e2e_ms);
         let fast = by_lane[&("fast".to_string(), round)];
-        assert!(fast.e2e_ms.unwrap() < 200.0, "fast lane e2e {:?}", fast.e2e_ms);
+        assert!(
+            fast.e2e_ms.unwrap() < 200.0,
+            "fast lane e2e {:?}",
+            fast.e2e_ms
+        );
     }
     let rounds = lines(&run.dir.join(layout::ROUNDS));
     assert_eq!(rounds.len(), 6);
     for pair in rounds.windows(2) {
         let (a, b) = (&pair[0], &pair[1]);
         let round_ms = a["round_ms"].as_f64().unwrap();
-        assert!(round_ms >= 250.0, "the round lasted as long as its slowest lane: {round_ms}");
-        let gap = b["released_offset_ms"].as_f64().unwrap() - a["released_offset_ms"].as_f64().unwrap();
-        assert!(gap >= round_ms, "round {} released {gap} ms after the previous, before it ended ({round_ms} ms)", b["round_index"]);
+        assert!(
+            round_ms >= 250.0,
+            "the round lasted as long as its slowest lane: {round_ms}"
+        );
+        let gap =
+            b["released_offset_ms"].as_f64().unwrap() - a["released_offset_ms"].as_f64().unwrap();
+        assert!(
+            gap >= round_ms,
+            "round {} released {gap} ms after the previous, before it ended ({round_ms} ms)",
+            b["round_index"]
+        );
     }
 }
 
@@ -152,27 +216,41 @@ async fn resume_refuses_changed_spec_adapters_dataset_or_code() {
     let run = RunDir::create(&inputs(&spec), None).unwrap();
     RunDir::open(&inputs(&spec), &run.dir).unwrap();
 
-    let refuse = |inputs: &openbench_coordinator::RunInputs| RunDir::open(inputs, &run.dir).unwrap_err().to_string();
+    let refuse = |inputs: &openbench_coordinator::RunInputs| {
+        RunDir::open(inputs, &run.dir).unwrap_err().to_string()
+    };
 
     std::fs::write(&spec, format!("{original}# a comment\n")).unwrap();
     let err = refuse(&inputs(&spec));
-    assert!(err.contains("spec changed") && !err.contains("adapters"), "{err}");
+    assert!(
+        err.contains("spec changed") && !err.contains("adapters"),
+        "{err}"
+    );
     assert!(err.contains("run-lock.json"), "{err}");
 
     std::fs::write(&spec, original.replace("model: m-plain", "model: m-other")).unwrap();
     let err = refuse(&inputs(&spec));
-    assert!(err.contains("spec changed") && err.contains("adapters changed"), "{err}");
+    assert!(
+        err.contains("spec changed") && err.contains("adapters changed"),
+        "{err}"
+    );
 
     std::fs::write(&spec, &original).unwrap();
     let mut code = inputs(&spec);
     code.code_sha256 = "another-build".into();
     let err = refuse(&code);
-    assert!(err.contains("code changed") && !err.contains("spec"), "{err}");
+    assert!(
+        err.contains("code changed") && !err.contains("spec"),
+        "{err}"
+    );
 
     // A different (valid) release in the same folder: same spec bytes, new release hash.
     sample_dataset(tmp.path(), "data", 99);
     let err = refuse(&inputs(&spec));
-    assert!(err.contains("dataset changed") && !err.contains("spec"), "{err}");
+    assert!(
+        err.contains("dataset changed") && !err.contains("spec"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -184,10 +262,24 @@ fn full_run_guard_names_what_is_missing() {
     for flag in ["--full", "--approve-full", "--approval-id"] {
         assert!(err.contains(flag), "{flag}: {err}");
     }
-    let o = run_bin(tmp.path(), &["run", "--full", "--approval-id", "X", "--spec", "absent.yaml"], &[]);
+    let o = run_bin(
+        tmp.path(),
+        &[
+            "run",
+            "--full",
+            "--approval-id",
+            "X",
+            "--spec",
+            "absent.yaml",
+        ],
+        &[],
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
-    assert!(err.contains("missing: --approve-full") && !err.contains("missing: --full"), "{err}");
+    assert!(
+        err.contains("missing: --approve-full") && !err.contains("missing: --full"),
+        "{err}"
+    );
     assert!(!tmp.path().join("runs").exists());
 }
 
@@ -214,15 +306,30 @@ fn no_credential_value_reaches_the_run_directory() {
     ];
     // The third credential comes from ./.env (the environment lacks it).
     let dotenv_secret = "msec-77aa31-unique-secret-three";
-    std::fs::write(tmp.path().join(".env"), format!("OBT_MODAL_SECRET={dotenv_secret}\n")).unwrap();
+    std::fs::write(
+        tmp.path().join(".env"),
+        format!("OBT_MODAL_SECRET={dotenv_secret}\n"),
+    )
+    .unwrap();
 
     // Missing credentials are named before any network call, values never printed.
-    let o = run_bin(tmp.path(), &["init", "--spec", spec.to_str().unwrap()], &secrets[..1]);
+    let o = run_bin(
+        tmp.path(),
+        &["init", "--spec", spec.to_str().unwrap()],
+        &secrets[..1],
+    );
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("OBT_MODAL_ID") && !err.contains(secrets[0].1), "{err}");
+    assert!(
+        err.contains("OBT_MODAL_ID") && !err.contains(secrets[0].1),
+        "{err}"
+    );
 
-    let o = run_bin(tmp.path(), &["smoke", "--spec", spec.to_str().unwrap()], &secrets);
+    let o = run_bin(
+        tmp.path(),
+        &["smoke", "--spec", spec.to_str().unwrap()],
+        &secrets,
+    );
     let out = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
     let dir = printed_run_dir(&o.stdout);
     assert!(dir.join(layout::smoke_results(1)).exists(), "{out}");
@@ -233,7 +340,11 @@ fn no_credential_value_reaches_the_run_directory() {
         let bytes = std::fs::read(&file).unwrap();
         let text = String::from_utf8_lossy(&bytes);
         for secret in secrets.iter().map(|(_, v)| *v).chain([dotenv_secret]) {
-            assert!(!text.contains(secret), "{} holds a credential value", file.display());
+            assert!(
+                !text.contains(secret),
+                "{} holds a credential value",
+                file.display()
+            );
         }
     }
     for secret in secrets.iter().map(|(_, v)| *v).chain([dotenv_secret]) {

@@ -20,11 +20,19 @@ const MODEL: &str = "zai-org/GLM-5.3-Flash";
 const ANSWER: &str = r#"{"answer":"simulated café"}"#;
 const REASONING: &str = "The user wants a JSON object. I will answer briefly.";
 /// Seven answer events, a finish and `[DONE]`.
-const BASELINE: [Classification; 9] = [Answer, Answer, Answer, Answer, Answer, Answer, Answer, Finish, Done];
+const BASELINE: [Classification; 9] = [
+    Answer, Answer, Answer, Answer, Answer, Answer, Answer, Finish, Done,
+];
 
 /// One request through the probe: `quirks` in `x-sim-quirk` (unless empty), `model` as the
 /// requested model id (a `+quirk` suffix selects quirks too).
-async fn run(profile: &str, time_scale: f64, model: &str, quirks: &str, deadline_ms: u64) -> Execution {
+async fn run(
+    profile: &str,
+    time_scale: f64,
+    model: &str,
+    quirks: &str,
+    deadline_ms: u64,
+) -> Execution {
     let sim = start(
         SimConfig {
             time_scale,
@@ -77,8 +85,14 @@ async fn run(profile: &str, time_scale: f64, model: &str, quirks: &str, deadline
         lane: "sim".into(),
         // 15 + 19 = 34 characters: the simulator reports ceil(34 / 4) = 9 prompt tokens.
         messages: vec![
-            ChatMessage { role: "system".into(), content: "Answer in JSON.".into() },
-            ChatMessage { role: "user".into(), content: "What is the answer?".into() },
+            ChatMessage {
+                role: "system".into(),
+                content: "Answer in JSON.".into(),
+            },
+            ChatMessage {
+                role: "user".into(),
+                content: "What is the answer?".into(),
+            },
         ],
         deadline_ms,
     };
@@ -101,7 +115,12 @@ fn assert_completed(e: &Execution, answer: &str) {
     assert_eq!(r.error_type, None);
     assert_eq!(r.http_status, Some(200));
     assert_eq!(r.answer_text, answer);
-    assert!(r.provider_request_id.as_deref().unwrap().starts_with("sim-"));
+    assert!(
+        r.provider_request_id
+            .as_deref()
+            .unwrap()
+            .starts_with("sim-")
+    );
     let ttfa = r.ttfa_ms.unwrap();
     let e2e = r.e2e_ms.unwrap();
     assert!(r.headers_ms.unwrap() >= 10.0, "{:?}", r.headers_ms);
@@ -128,7 +147,11 @@ fn assert_http(e: &Execution, status: u16, error_type: ErrorType, message: &str)
     assert_eq!(r.outcome, Outcome::HttpError);
     assert_eq!(r.error_type, Some(error_type));
     assert_eq!(r.http_status, Some(status));
-    assert!(r.error_message.as_deref().unwrap().contains(message), "{:?}", r.error_message);
+    assert!(
+        r.error_message.as_deref().unwrap().contains(message),
+        "{:?}",
+        r.error_message
+    );
     assert!(r.headers_ms.unwrap() >= 10.0);
     assert!(e.events.is_empty());
     assert_eq!((r.ttfo_ms, r.ttfa_ms, r.e2e_ms), (None, None, None));
@@ -140,11 +163,34 @@ async fn every_catalogue_entry_has_a_test_here() {
     // Hand-kept list of the entries this file covers; a new catalogue entry fails this test
     // until it gets its own expectations.
     let covered = [
-        "role-first", "reasoning-in-reasoning-content", "reasoning-in-reasoning", "reasoning-in-details",
-        "reasoning-content-null", "reasoning-content-empty", "whitespace-first-delta", "batched-events",
-        "one-byte-writes", "utf8-split", "crlf", "multiline-data", "keep-alive", "usage-chunk", "no-done",
-        "truncated", "error-object", "object-error", "event-error", "non-json-data", "http-429", "http-500",
-        "http-400", "no-headers", "keep-alive-drip", "wrong-model", "finish-length", "empty-answer",
+        "role-first",
+        "reasoning-in-reasoning-content",
+        "reasoning-in-reasoning",
+        "reasoning-in-details",
+        "reasoning-content-null",
+        "reasoning-content-empty",
+        "whitespace-first-delta",
+        "batched-events",
+        "one-byte-writes",
+        "utf8-split",
+        "crlf",
+        "multiline-data",
+        "keep-alive",
+        "usage-chunk",
+        "no-done",
+        "truncated",
+        "error-object",
+        "object-error",
+        "event-error",
+        "non-json-data",
+        "http-429",
+        "http-500",
+        "http-400",
+        "no-headers",
+        "keep-alive-drip",
+        "wrong-model",
+        "finish-length",
+        "empty-answer",
     ];
     let listed: Vec<&str> = CATALOGUE.iter().map(|(_, name, _)| *name).collect();
     assert_eq!(listed, covered);
@@ -168,7 +214,10 @@ async fn role_first() {
     let mut want = vec![Role];
     want.extend(BASELINE);
     assert_eq!(classes(&e), want);
-    assert_eq!(e.record.ttfo_ms, e.record.ttfa_ms, "a role chunk is not output");
+    assert_eq!(
+        e.record.ttfo_ms, e.record.ttfa_ms,
+        "a role chunk is not output"
+    );
 }
 
 /// 52 characters of reasoning in thirteen 4-character pieces, then the baseline.
@@ -257,7 +306,11 @@ async fn crlf_by_model_suffix() {
     assert_completed(&e, ANSWER);
     assert_eq!(classes(&e), BASELINE);
     assert_eq!(e.record.requested_model, format!("{MODEL}+crlf"));
-    assert_eq!(e.record.response_model.as_deref(), Some(MODEL), "the suffix is not echoed");
+    assert_eq!(
+        e.record.response_model.as_deref(),
+        Some(MODEL),
+        "the suffix is not echoed"
+    );
 }
 
 #[tokio::test]
@@ -273,14 +326,23 @@ async fn keep_alive() {
     assert_completed(&e, ANSWER);
     let want: Vec<Classification> = BASELINE.iter().flat_map(|c| [Comment, *c]).collect();
     assert_eq!(classes(&e), want);
-    assert_eq!(e.record.ttfa_ms, Some(e.events[1].offset_ms), "comments never count");
+    assert_eq!(
+        e.record.ttfa_ms,
+        Some(e.events[1].offset_ms),
+        "comments never count"
+    );
 }
 
 #[tokio::test]
 async fn usage_chunk() {
     let e = quirk("usage-chunk").await;
     assert_completed(&e, ANSWER);
-    assert_eq!(classes(&e), [Answer, Answer, Answer, Answer, Answer, Answer, Answer, Finish, Usage, Done]);
+    assert_eq!(
+        classes(&e),
+        [
+            Answer, Answer, Answer, Answer, Answer, Answer, Answer, Finish, Usage, Done
+        ]
+    );
     let usage = e.record.usage.clone().unwrap();
     assert_eq!(usage.prompt_tokens, Some(9));
     assert_eq!(usage.completion_tokens, Some(7));
@@ -308,7 +370,13 @@ async fn error_object() {
     let e = quirk("error-object").await;
     assert_failed_mid_stream(&e, Outcome::StreamError, ErrorType::StreamError);
     assert_eq!(classes(&e), [Answer, Answer, Error]);
-    assert!(e.record.error_message.as_deref().unwrap().contains("upstream model failure (simulated)"));
+    assert!(
+        e.record
+            .error_message
+            .as_deref()
+            .unwrap()
+            .contains("upstream model failure (simulated)")
+    );
 }
 
 #[tokio::test]
@@ -331,28 +399,54 @@ async fn non_json_data() {
     let e = quirk("non-json-data").await;
     assert_failed_mid_stream(&e, Outcome::TransportError, ErrorType::InvalidSse);
     assert_eq!(classes(&e), [Answer, Answer]);
-    assert!(e.record.error_message.as_deref().unwrap().contains("upstream connect error"));
+    assert!(
+        e.record
+            .error_message
+            .as_deref()
+            .unwrap()
+            .contains("upstream connect error")
+    );
 }
 
 #[tokio::test]
 async fn http_429() {
     let e = quirk("http-429").await;
-    assert_http(&e, 429, ErrorType::Http429, "Rate limit reached (simulated)");
+    assert_http(
+        &e,
+        429,
+        ErrorType::Http429,
+        "Rate limit reached (simulated)",
+    );
     let headers = &e.record.rate_limit_headers;
     assert_eq!(headers.get("retry-after").map(String::as_str), Some("2"));
-    assert_eq!(headers.get("x-ratelimit-remaining-requests").map(String::as_str), Some("0"));
+    assert_eq!(
+        headers
+            .get("x-ratelimit-remaining-requests")
+            .map(String::as_str),
+        Some("0")
+    );
 }
 
 #[tokio::test]
 async fn http_500() {
     let e = quirk("http-500").await;
-    assert_http(&e, 500, ErrorType::Http5xx, "Internal server error (simulated)");
+    assert_http(
+        &e,
+        500,
+        ErrorType::Http5xx,
+        "Internal server error (simulated)",
+    );
 }
 
 #[tokio::test]
 async fn http_400() {
     let e = quirk("http-400").await;
-    assert_http(&e, 400, ErrorType::OtherHttp4xx, "Invalid request (simulated)");
+    assert_http(
+        &e,
+        400,
+        ErrorType::OtherHttp4xx,
+        "Invalid request (simulated)",
+    );
 }
 
 #[tokio::test]
@@ -386,7 +480,10 @@ async fn keep_alive_drip() {
 async fn wrong_model_by_model_suffix() {
     let e = run("plain", 1.0, &format!("{MODEL}+wrong-model"), "", 5_000).await;
     assert_completed(&e, ANSWER);
-    assert_eq!(e.record.response_model.as_deref(), Some("zai-org/GLM-5.3-Flash-fp8"));
+    assert_eq!(
+        e.record.response_model.as_deref(),
+        Some("zai-org/GLM-5.3-Flash-fp8")
+    );
 }
 
 #[tokio::test]
@@ -421,7 +518,20 @@ async fn zai_profile_reasoning_with_null_content() {
     let r = &e.record;
     assert_eq!(r.outcome, Outcome::Completed, "{:?}", r.error_message);
     assert_eq!(r.answer_text, ANSWER);
-    assert!(r.reasoning_text.starts_with(REASONING), "{}", r.reasoning_text);
-    let first_answer = e.events.iter().position(|ev| ev.classification == Answer).unwrap();
-    assert!(first_answer > 0 && e.events[..first_answer].iter().all(|ev| ev.classification == Reasoning));
+    assert!(
+        r.reasoning_text.starts_with(REASONING),
+        "{}",
+        r.reasoning_text
+    );
+    let first_answer = e
+        .events
+        .iter()
+        .position(|ev| ev.classification == Answer)
+        .unwrap();
+    assert!(
+        first_answer > 0
+            && e.events[..first_answer]
+                .iter()
+                .all(|ev| ev.classification == Reasoning)
+    );
 }

@@ -441,7 +441,14 @@ async fn execute(
     };
     let json = match serde_json::to_string(request) {
         Ok(j) => j,
-        Err(e) => return harness(request, model, started_at, format!("cannot encode request: {e}")),
+        Err(e) => {
+            return harness(
+                request,
+                model,
+                started_at,
+                format!("cannot encode request: {e}"),
+            );
+        }
     };
     let call = ExecuteRequest {
         run_id: request.run_id.clone(),

@@ -45,10 +45,12 @@ pub fn resolve_providers(
             })?;
             p.endpoint = sim.profile_endpoint(profile);
         } else if let Some(var) = p.endpoint.strip_prefix("env://") {
-            let url = credentials.get(var).ok_or_else(|| CoordinatorError::Setup {
-                what: format!("provider {}: endpoint env://{var}", p.key),
-                message: format!("environment variable {var} is not set"),
-            })?;
+            let url = credentials
+                .get(var)
+                .ok_or_else(|| CoordinatorError::Setup {
+                    what: format!("provider {}: endpoint env://{var}", p.key),
+                    message: format!("environment variable {var} is not set"),
+                })?;
             if !(url.starts_with("https://") || url.starts_with("http://")) {
                 return Err(CoordinatorError::Setup {
                     what: format!("provider {}: endpoint env://{var}", p.key),
@@ -91,12 +93,12 @@ impl Infra {
                     },
                 };
                 let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-                let server = openbench_simulator::start(config, addr).await.map_err(|e| {
-                    CoordinatorError::Setup {
+                let server = openbench_simulator::start(config, addr)
+                    .await
+                    .map_err(|e| CoordinatorError::Setup {
                         what: "embedded simulator".into(),
                         message: e.to_string(),
-                    }
-                })?;
+                    })?;
                 Some(server)
             }
             _ => None,
@@ -131,10 +133,13 @@ impl Infra {
                     credentials: credentials.clone(),
                     code_digest: code_digest.to_string(),
                 };
-                let handle = serve_on(listener, config).await.map_err(|e| CoordinatorError::Setup {
-                    what: format!("region {name}: local probe"),
-                    message: e.to_string(),
-                })?;
+                let handle =
+                    serve_on(listener, config)
+                        .await
+                        .map_err(|e| CoordinatorError::Setup {
+                            what: format!("region {name}: local probe"),
+                            message: e.to_string(),
+                        })?;
                 let url = format!("http://{}", handle.addr());
                 infra.servers.push(handle);
                 url

@@ -50,7 +50,11 @@ impl InputHashes {
             .into_iter()
             .filter(|(_, locked, now)| locked != now)
             .map(|(name, locked, now)| {
-                format!("{name} changed (locked {}…, now {}…)", short(locked), short(now))
+                format!(
+                    "{name} changed (locked {}…, now {}…)",
+                    short(locked),
+                    short(now)
+                )
             })
             .collect()
     }

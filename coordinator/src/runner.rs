@@ -4,7 +4,9 @@
 //! terminal record (harness failures are re-executed), starts the simulator and probes, hands the
 //! remaining rounds to the coordinator actor and updates the manifest when it ends.
 
-use crate::actor::{CoordArgs, CoordMsg, Coordinator, Progress, ProgressFn, RoundJob, SessionReport, SessionStatus};
+use crate::actor::{
+    CoordArgs, CoordMsg, Coordinator, Progress, ProgressFn, RoundJob, SessionReport, SessionStatus,
+};
 use crate::error::CoordinatorError;
 use crate::infra::{Infra, needs_simulator};
 use crate::manifest::{RunManifest, RunStatus, SmokeAttempt};
@@ -73,10 +75,14 @@ pub async fn run_full(
 ) -> Result<FullOutcome, CoordinatorError> {
     let s = &inputs.spec.spec;
     run.selection.require(s.plans.full_items_per_family)?;
-    let mut manifest = RunManifest::load(&run.dir).unwrap_or_else(|_| RunManifest::new(run.run_id(), &run.lock.workflow));
-    for recorded in [manifest.approval_id.as_deref(), run.lock.approval_id.as_deref()]
-        .into_iter()
-        .flatten()
+    let mut manifest = RunManifest::load(&run.dir)
+        .unwrap_or_else(|_| RunManifest::new(run.run_id(), &run.lock.workflow));
+    for recorded in [
+        manifest.approval_id.as_deref(),
+        run.lock.approval_id.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
     {
         if recorded != approval_id {
             return Err(CoordinatorError::Resume {
@@ -87,7 +93,13 @@ pub async fn run_full(
             });
         }
     }
-    let plan = build_plan(s, &run.selection, &inputs.dataset, s.plans.full_items_per_family, 0);
+    let plan = build_plan(
+        s,
+        &run.selection,
+        &inputs.dataset,
+        s.plans.full_items_per_family,
+        0,
+    );
     let files = RunFiles::new(&run.dir, 0);
     write_json_once(&files.plan, &plan)?;
     if manifest.mode != "full" {
@@ -96,7 +108,8 @@ pub async fn run_full(
         manifest.sessions = 0;
     }
     manifest.approval_id = Some(approval_id.to_string());
-    let (session, records) = execute_plan(inputs, run, &plan, &files, options, &mut manifest).await?;
+    let (session, records) =
+        execute_plan(inputs, run, &plan, &files, options, &mut manifest).await?;
     let status = final_status(&session, &plan, &records);
     manifest.status = status;
     if status == RunStatus::Complete && manifest.period_end.is_none() {
@@ -119,7 +132,8 @@ pub async fn run_smoke(
     let s = &inputs.spec.spec;
     let items = s.plans.smoke_items_per_family;
     run.selection.require(items)?;
-    let mut manifest = RunManifest::load(&run.dir).unwrap_or_else(|_| RunManifest::new(run.run_id(), &run.lock.workflow));
+    let mut manifest = RunManifest::load(&run.dir)
+        .unwrap_or_else(|_| RunManifest::new(run.run_id(), &run.lock.workflow));
     if manifest.mode != "smoke" {
         manifest.mode = "smoke".into();
         manifest.period_start = None;
@@ -130,8 +144,11 @@ pub async fn run_smoke(
         let plan = build_plan(s, &run.selection, &inputs.dataset, items, attempt);
         let files = RunFiles::new(&run.dir, attempt);
         write_json_once(&files.plan, &plan)?;
-        let (session, records) = execute_plan(inputs, run, &plan, &files, options, &mut manifest).await?;
-        if session.status != SessionStatus::Complete || final_status(&session, &plan, &records) != RunStatus::Complete {
+        let (session, records) =
+            execute_plan(inputs, run, &plan, &files, options, &mut manifest).await?;
+        if session.status != SessionStatus::Complete
+            || final_status(&session, &plan, &records) != RunStatus::Complete
+        {
             manifest.status = final_status(&session, &plan, &records);
             manifest.smoke = attempts.clone();
             manifest.save(&run.dir)?;
@@ -162,12 +179,19 @@ pub async fn run_smoke(
     })
 }
 
-fn final_status(session: &SessionReport, plan: &Plan, records: &BTreeMap<String, TerminalRecord>) -> RunStatus {
+fn final_status(
+    session: &SessionReport,
+    plan: &Plan,
+    records: &BTreeMap<String, TerminalRecord>,
+) -> RunStatus {
     match &session.status {
         SessionStatus::Interrupted => RunStatus::Interrupted,
         SessionStatus::Failed(_) => RunStatus::Failed,
         SessionStatus::Complete => {
-            let committed = records.values().filter(|r| r.outcome != Outcome::HarnessError).count();
+            let committed = records
+                .values()
+                .filter(|r| r.outcome != Outcome::HarnessError)
+                .count();
             if committed == plan.request_count() {
                 RunStatus::Complete
             } else {
@@ -192,7 +216,10 @@ fn judge_smoke(
                 Some(r) if r.outcome != Outcome::Completed => Some(format!(
                     "{:?}{}",
                     r.outcome,
-                    r.error_message.as_deref().map(|m| format!(": {m}")).unwrap_or_default()
+                    r.error_message
+                        .as_deref()
+                        .map(|m| format!(": {m}"))
+                        .unwrap_or_default()
                 )),
                 Some(r) if !r.http_status.is_some_and(|s| (200..300).contains(&s)) => {
                     Some(format!("HTTP status {:?}", r.http_status))
@@ -282,18 +309,30 @@ async fn execute_plan(
     } else {
         Vec::new()
     };
-    let infra = Infra::start(&inputs.spec, answers, &inputs.credentials, &inputs.code_sha256).await?;
+    let infra = Infra::start(
+        &inputs.spec,
+        answers,
+        &inputs.credentials,
+        &inputs.code_sha256,
+    )
+    .await?;
     let session = drive(inputs, files, jobs, &infra, progress, options).await;
     infra.shutdown().await;
     let session = session?;
 
     let records = effective_records(read_records_lenient(&files.results)?);
-    let committed = records.values().filter(|r| r.outcome != Outcome::HarnessError);
+    let committed = records
+        .values()
+        .filter(|r| r.outcome != Outcome::HarnessError);
     let committed: BTreeSet<&str> = committed.map(|r| r.request_id.as_str()).collect();
     manifest.rounds_done = plan
         .rounds
         .iter()
-        .filter(|r| r.requests.iter().all(|l| committed.contains(l.request_id.as_str())))
+        .filter(|r| {
+            r.requests
+                .iter()
+                .all(|l| committed.contains(l.request_id.as_str()))
+        })
         .count();
     manifest.count(records.values());
     Ok((session, records))
@@ -308,17 +347,23 @@ fn jobs(
     let deadline = inputs.spec.spec.request.timeout_ms;
     let mut out = VecDeque::new();
     for round in &plan.rounds {
-        let item = find_item(&inputs.dataset, &round.task_family, &round.item_id).ok_or_else(|| {
-            CoordinatorError::Workflow(format!(
-                "item {} of family {} is not in the dataset",
-                round.item_id, round.task_family
-            ))
-        })?;
+        let item =
+            find_item(&inputs.dataset, &round.task_family, &round.item_id).ok_or_else(|| {
+                CoordinatorError::Workflow(format!(
+                    "item {} of family {} is not in the dataset",
+                    round.item_id, round.task_family
+                ))
+            })?;
         let requests: Vec<_> = round
             .requests
             .iter()
             .filter(|l| !committed.contains(&l.request_id))
-            .map(|l| (l.clone(), planned_request(run.run_id(), plan, round, l, item, deadline)))
+            .map(|l| {
+                (
+                    l.clone(),
+                    planned_request(run.run_id(), plan, round, l, item, deadline),
+                )
+            })
             .collect();
         if !requests.is_empty() {
             out.push_back(RoundJob {

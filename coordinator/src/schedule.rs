@@ -144,7 +144,14 @@ pub fn build_plan(
             let requests = rotated(&base, round_index)
                 .into_iter()
                 .map(|lane| PlannedLane {
-                    request_id: request_id(version, &lane.provider, round_index, family, item_id, attempt),
+                    request_id: request_id(
+                        version,
+                        &lane.provider,
+                        round_index,
+                        family,
+                        item_id,
+                        attempt,
+                    ),
                     lane: lane.label,
                     provider: lane.provider,
                     region: lane.region,
@@ -190,7 +197,11 @@ fn item_hashes(dataset: &DatasetRelease) -> BTreeMap<(&str, &str), String> {
 }
 
 /// Looks up a dataset item by family and id.
-pub fn find_item<'a>(dataset: &'a DatasetRelease, family: &str, item_id: &str) -> Option<&'a WorkItem> {
+pub fn find_item<'a>(
+    dataset: &'a DatasetRelease,
+    family: &str,
+    item_id: &str,
+) -> Option<&'a WorkItem> {
     dataset
         .items
         .get(family)

@@ -69,7 +69,12 @@ pub struct Selection {
 }
 
 /// The 32 seed bytes of one family: sha256 of `slug \0 release_hash \0 family \0 schedule_version`.
-pub fn seed_bytes(slug: &str, release_hash: &str, family: &str, schedule_version: &str) -> [u8; 32] {
+pub fn seed_bytes(
+    slug: &str,
+    release_hash: &str,
+    family: &str,
+    schedule_version: &str,
+) -> [u8; 32] {
     let joined = [slug, release_hash, family, schedule_version].join("\0");
     Sha256::digest(joined.as_bytes()).into()
 }

@@ -50,11 +50,12 @@ pub fn prepare_inputs(
             ),
         });
     }
-    let credentials =
-        Credentials::from_env(&spec.spec.credential_names()).map_err(|e| CoordinatorError::Setup {
+    let credentials = Credentials::from_env(&spec.spec.credential_names()).map_err(|e| {
+        CoordinatorError::Setup {
             what: format!("credentials for spec {}", spec_path.display()),
             message: e.to_string(),
-        })?;
+        }
+    })?;
     let dir = spec.dataset_dir();
     let dataset = workflow
         .load_dataset(&dir, &spec.spec.dataset.manifest)
@@ -88,16 +89,17 @@ pub struct RunDir {
 impl RunDir {
     /// Creates `<run_root>/<workflow>/run-YYYYMMDD-HHMMSS` (suffixed `-2`, `-3`… if taken) and
     /// writes the lock, the selection and an `initialized` manifest.
-    pub fn create(inputs: &RunInputs, approval_id: Option<&str>) -> Result<RunDir, CoordinatorError> {
+    pub fn create(
+        inputs: &RunInputs,
+        approval_id: Option<&str>,
+    ) -> Result<RunDir, CoordinatorError> {
         let parent = inputs
             .spec
             .run_root()
             .join(&inputs.spec.spec.benchmark.workflow);
-        std::fs::create_dir_all(&parent).map_err(|source| {
-            crate::rundir::RunDirError::Io {
-                path: parent.clone(),
-                source,
-            }
+        std::fs::create_dir_all(&parent).map_err(|source| crate::rundir::RunDirError::Io {
+            path: parent.clone(),
+            source,
         })?;
         let stamp = openbench_common::clock::run_stamp(SystemTime::now());
         let mut n = 1;

@@ -46,9 +46,14 @@ impl RunFiles {
                 plan: at(&layout::smoke_plan(attempt)),
                 results: at(&layout::smoke_results(attempt)),
                 events: at(&format!("raw/stream-events-attempt-{attempt}.jsonl")),
-                reconstructed: at(&format!("raw/reconstructed-responses-attempt-{attempt}.jsonl")),
+                reconstructed: at(&format!(
+                    "raw/reconstructed-responses-attempt-{attempt}.jsonl"
+                )),
                 rounds: at(&format!("raw/rounds-attempt-{attempt}.jsonl")),
-                checkpoint: at(&format!("{}/smoke-attempt-{attempt}.json", layout::CHECKPOINTS)),
+                checkpoint: at(&format!(
+                    "{}/smoke-attempt-{attempt}.json",
+                    layout::CHECKPOINTS
+                )),
             }
         }
     }

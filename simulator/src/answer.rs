@@ -52,7 +52,7 @@ fn malformed(correct: &str, draws: &mut Draws) -> String {
         0 => format!("```json\n{correct}\n```"),
         1 => match serde_json::from_str::<serde_json::Value>(correct) {
             Ok(serde_json::Value::Object(mut map)) if map.len() > 1 => {
-                let last = map.keys().last().cloned().unwrap_or_default();
+                let last = map.keys().next_back().cloned().unwrap_or_default();
                 map.remove(&last);
                 serde_json::Value::Object(map).to_string()
             }
@@ -110,7 +110,11 @@ mod tests {
         let mut d = Draws::for_request(1, "x", b"y");
         let ps = pieces("naïve café ✓ résumé", 2, 5, &mut d);
         assert_eq!(ps.concat(), "naïve café ✓ résumé");
-        assert!(ps[..ps.len() - 1].iter().all(|p| (2..=5).contains(&p.chars().count())));
+        assert!(
+            ps[..ps.len() - 1]
+                .iter()
+                .all(|p| (2..=5).contains(&p.chars().count()))
+        );
         let fixed = pieces(GENERIC_ANSWER, 4, 4, &mut d);
         assert_eq!(fixed.len(), 7); // 27 characters → 6 × 4 + 3
     }
@@ -128,7 +132,10 @@ mod tests {
                 }
                 (AnswerKind::Incorrect, _) => wrong += 1,
                 (AnswerKind::Malformed, text) => {
-                    assert!(serde_json::from_str::<serde_json::Value>(&text).map_or(true, |v| v.as_object().is_some_and(|m| m.len() == 1)));
+                    assert!(
+                        serde_json::from_str::<serde_json::Value>(&text)
+                            .map_or(true, |v| v.as_object().is_some_and(|m| m.len() == 1))
+                    );
                     bad += 1
                 }
                 (AnswerKind::Generic, _) => panic!("prompt is canned"),
@@ -137,7 +144,10 @@ mod tests {
         // Baseten: p_correct = 0.9583; sd over 4000 = sqrt(.9583 × .0417 / 4000) = 0.00316.
         let rate = f64::from(correct) / 4000.0;
         assert!((rate - 0.9583).abs() < 4.0 * 0.00316, "{rate}");
-        assert!(wrong > 0 && bad > wrong, "malformed share 0.6: wrong {wrong}, bad {bad}");
+        assert!(
+            wrong > 0 && bad > wrong,
+            "malformed share 0.6: wrong {wrong}, bad {bad}"
+        );
         let mut d = Draws::for_request(3, "baseten", b"");
         assert_eq!(choose(zai, &canned(), "other", &mut d).1, GENERIC_ANSWER);
     }

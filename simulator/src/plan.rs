@@ -90,12 +90,22 @@ impl Draft {
 }
 
 /// Drafts and renders the response to one request.
-pub fn plan(profile: &Profile, request: &SimRequest, answers: &[CannedAnswer], draws: &mut Draws) -> Plan {
+pub fn plan(
+    profile: &Profile,
+    request: &SimRequest,
+    answers: &[CannedAnswer],
+    draws: &mut Draws,
+) -> Plan {
     render::render(&draft(profile, request, answers, draws))
 }
 
 /// Drafts the response to one request.
-pub fn draft(profile: &Profile, request: &SimRequest, answers: &[CannedAnswer], draws: &mut Draws) -> Draft {
+pub fn draft(
+    profile: &Profile,
+    request: &SimRequest,
+    answers: &[CannedAnswer],
+    draws: &mut Draws,
+) -> Draft {
     let mut quirks: Vec<Quirk> = request.forced.clone();
     let failure_draw = draws.uniform();
     let failure_kind = draws.pick(&profile.failures);
@@ -103,7 +113,8 @@ pub fn draft(profile: &Profile, request: &SimRequest, answers: &[CannedAnswer], 
         quirks.extend(failure_kind);
     }
     quirks.extend(profile.quirks.iter().copied());
-    let reasoning_field = reasoning_field(&request.forced).or_else(|| reasoning_field(&profile.quirks));
+    let reasoning_field =
+        reasoning_field(&request.forced).or_else(|| reasoning_field(&profile.quirks));
     let model = if quirks.contains(&Quirk::WrongModel) {
         format!("{}-fp8", request.model)
     } else {
@@ -136,7 +147,10 @@ pub fn draft(profile: &Profile, request: &SimRequest, answers: &[CannedAnswer], 
     let headers_at = profile.spec.headers_ms.min(ttfa / 2.0);
     draft.headers_at_ms = headers_at;
     let has = |q: Quirk| draft.quirks.contains(&q);
-    if let Some(q) = [Quirk::Http429, Quirk::Http500, Quirk::Http400].into_iter().find(|q| has(*q)) {
+    if let Some(q) = [Quirk::Http429, Quirk::Http500, Quirk::Http400]
+        .into_iter()
+        .find(|q| has(*q))
+    {
         draft.outline = Outline::HttpError(q);
         return draft;
     }
@@ -151,7 +165,10 @@ pub fn draft(profile: &Profile, request: &SimRequest, answers: &[CannedAnswer], 
 
     let mut events = Vec::new();
     if has(Quirk::RoleFirst) {
-        events.push(Event { at_ms: headers_at, payload: Payload::Role });
+        events.push(Event {
+            at_ms: headers_at,
+            payload: Payload::Role,
+        });
     }
     // Reasoning, spread evenly over the time before the first answer token.
     let reasoning = match reasoning_field {
@@ -167,7 +184,10 @@ pub fn draft(profile: &Profile, request: &SimRequest, answers: &[CannedAnswer], 
     let start = (ttfa - r as f64 * token_ms).max(headers_at);
     for (i, piece) in reasoning_pieces.into_iter().enumerate() {
         let at_ms = start + (ttfa - start) * i as f64 / r as f64;
-        events.push(Event { at_ms, payload: Payload::Reasoning(piece) });
+        events.push(Event {
+            at_ms,
+            payload: Payload::Reasoning(piece),
+        });
     }
     // The answer, one piece per gap from the TTFA on.
     let mut text = answer_text;
@@ -181,7 +201,13 @@ pub fn draft(profile: &Profile, request: &SimRequest, answers: &[CannedAnswer], 
     if has(Quirk::WhitespaceFirstDelta) {
         pieces.insert(0, "\n".to_string());
     }
-    let faults = [Quirk::Truncated, Quirk::ErrorObject, Quirk::ObjectError, Quirk::EventError, Quirk::NonJsonData];
+    let faults = [
+        Quirk::Truncated,
+        Quirk::ErrorObject,
+        Quirk::ObjectError,
+        Quirk::EventError,
+        Quirk::NonJsonData,
+    ];
     let stream_fault = faults.into_iter().find(|q| has(*q));
     if stream_fault.is_some() {
         pieces.truncate(2);
@@ -192,23 +218,44 @@ pub fn draft(profile: &Profile, request: &SimRequest, answers: &[CannedAnswer], 
         if i > 0 {
             at += gap(draws);
         }
-        events.push(Event { at_ms: at, payload: Payload::Answer(piece) });
+        events.push(Event {
+            at_ms: at,
+            payload: Payload::Answer(piece),
+        });
     }
     match stream_fault {
         Some(Quirk::Truncated) => {}
-        Some(fault) => events.push(Event { at_ms: at + gap(draws), payload: Payload::Fault(fault) }),
+        Some(fault) => events.push(Event {
+            at_ms: at + gap(draws),
+            payload: Payload::Fault(fault),
+        }),
         None => {
-            let reason = if has(Quirk::FinishLength) { "length" } else { "stop" };
-            events.push(Event { at_ms: at, payload: Payload::Finish(reason) });
-            if (profile.spec.usage_chunk_when_requested && request.include_usage) || has(Quirk::UsageChunk) {
+            let reason = if has(Quirk::FinishLength) {
+                "length"
+            } else {
+                "stop"
+            };
+            events.push(Event {
+                at_ms: at,
+                payload: Payload::Finish(reason),
+            });
+            if (profile.spec.usage_chunk_when_requested && request.include_usage)
+                || has(Quirk::UsageChunk)
+            {
                 let usage = Payload::Usage {
                     prompt_tokens: request.prompt_tokens,
                     completion_tokens: (r + answer_count) as u64,
                 };
-                events.push(Event { at_ms: at, payload: usage });
+                events.push(Event {
+                    at_ms: at,
+                    payload: usage,
+                });
             }
             if !has(Quirk::NoDone) {
-                events.push(Event { at_ms: at, payload: Payload::Done });
+                events.push(Event {
+                    at_ms: at,
+                    payload: Payload::Done,
+                });
             }
         }
     }
@@ -222,23 +269,42 @@ pub fn draft(profile: &Profile, request: &SimRequest, answers: &[CannedAnswer], 
 /// `[DONE]` follow the last piece at once.
 fn scheduled(gaps: &[f64]) -> Vec<Event> {
     let mut at = gaps.first().copied().unwrap_or(0.0);
-    let mut events = vec![Event { at_ms: at, payload: Payload::Role }];
+    let mut events = vec![Event {
+        at_ms: at,
+        payload: Payload::Role,
+    }];
     let pieces = gaps.len().saturating_sub(1).max(1);
     let filler = "s".repeat(pieces.saturating_sub(13));
     let text: Vec<char> = format!("{{\"answer\":\"{filler}\"}}").chars().collect();
     for i in 0..pieces {
         at += gaps.get(i + 1).copied().unwrap_or(0.0);
-        let piece: String = text[i * text.len() / pieces..(i + 1) * text.len() / pieces].iter().collect();
-        events.push(Event { at_ms: at, payload: Payload::Answer(piece) });
+        let piece: String = text[i * text.len() / pieces..(i + 1) * text.len() / pieces]
+            .iter()
+            .collect();
+        events.push(Event {
+            at_ms: at,
+            payload: Payload::Answer(piece),
+        });
     }
-    events.push(Event { at_ms: at, payload: Payload::Finish("stop") });
-    events.push(Event { at_ms: at, payload: Payload::Done });
+    events.push(Event {
+        at_ms: at,
+        payload: Payload::Finish("stop"),
+    });
+    events.push(Event {
+        at_ms: at,
+        payload: Payload::Done,
+    });
     events
 }
 
 /// The first reasoning-field quirk in a list.
 fn reasoning_field(quirks: &[Quirk]) -> Option<Quirk> {
     quirks.iter().copied().find(|q| {
-        matches!(q, Quirk::ReasoningInReasoningContent | Quirk::ReasoningInReasoning | Quirk::ReasoningInDetails)
+        matches!(
+            q,
+            Quirk::ReasoningInReasoningContent
+                | Quirk::ReasoningInReasoning
+                | Quirk::ReasoningInDetails
+        )
     })
 }

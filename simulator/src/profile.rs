@@ -112,20 +112,27 @@ impl Profile {
             }
         }
         if s.tokens_per_s_p95_floor > s.tokens_per_s_p50 || s.e2e_p99_ms < s.e2e_p50_ms {
-            return Err(bad("seed", "a floor above its median or p99 below p50".into()));
+            return Err(bad(
+                "seed",
+                "a floor above its median or p99 below p50".into(),
+            ));
         }
         if !(0.0..1.0).contains(&s.failure_rate) || !(0.0..=1.0).contains(&s.task_success) {
             return Err(bad("seed", "rates must lie in [0, 1)".into()));
         }
         let [lo, hi] = spec.chunk_chars;
         if lo == 0 || hi < lo {
-            return Err(bad("chunk_chars", format!("[{lo}, {hi}] is not a range ≥ 1")));
+            return Err(bad(
+                "chunk_chars",
+                format!("[{lo}, {hi}] is not a range ≥ 1"),
+            ));
         }
         let quirks = spec
             .quirks
             .iter()
             .map(|name| {
-                Quirk::from_name(name).ok_or_else(|| bad("quirks", format!("unknown quirk {name:?}")))
+                Quirk::from_name(name)
+                    .ok_or_else(|| bad("quirks", format!("unknown quirk {name:?}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
         let total: f64 = spec.failures.values().sum();
@@ -184,7 +191,11 @@ pub fn find(name: &str) -> Result<&'static Profile, SimError> {
         .find(|p| p.name() == name)
         .ok_or_else(|| SimError::UnknownProfile {
             name: name.to_string(),
-            known: all.iter().map(|p| p.name().to_string()).collect::<Vec<_>>().join(", "),
+            known: all
+                .iter()
+                .map(|p| p.name().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
         })
 }
 
@@ -198,8 +209,17 @@ mod tests {
         assert_eq!(
             names,
             [
-                "baseten", "deepinfra", "fireworks", "modal", "nebius", "novita", "parasail",
-                "telnyx", "together", "zai", "plain"
+                "baseten",
+                "deepinfra",
+                "fireworks",
+                "modal",
+                "nebius",
+                "novita",
+                "parasail",
+                "telnyx",
+                "together",
+                "zai",
+                "plain"
             ]
         );
     }
@@ -221,6 +241,9 @@ mod tests {
     #[test]
     fn unknown_profile_names_the_known_ones() {
         let err = find("acme").unwrap_err().to_string();
-        assert!(err.contains("\"acme\"") && err.contains("zai, plain"), "{err}");
+        assert!(
+            err.contains("\"acme\"") && err.contains("zai, plain"),
+            "{err}"
+        );
     }
 }

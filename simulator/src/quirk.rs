@@ -69,34 +69,138 @@ pub enum Quirk {
 
 /// Every quirk with its stable name and a one-line description, in listing order.
 pub const CATALOGUE: &[(Quirk, &str, &str)] = &[
-    (Quirk::RoleFirst, "role-first", "first chunk is role-only (delta.role, content null)"),
-    (Quirk::ReasoningInReasoningContent, "reasoning-in-reasoning-content", "reasoning text in delta.reasoning_content"),
-    (Quirk::ReasoningInReasoning, "reasoning-in-reasoning", "reasoning text in delta.reasoning"),
-    (Quirk::ReasoningInDetails, "reasoning-in-details", "reasoning text in delta.reasoning_details[].text"),
-    (Quirk::ReasoningContentNull, "reasoning-content-null", "reasoning chunks carry content: null"),
-    (Quirk::ReasoningContentEmpty, "reasoning-content-empty", "reasoning chunks carry content: \"\""),
-    (Quirk::WhitespaceFirstDelta, "whitespace-first-delta", "first answer delta is \"\\n\" only"),
-    (Quirk::BatchedEvents, "batched-events", "four events per network write"),
-    (Quirk::OneByteWrites, "one-byte-writes", "first answer event written one byte per write, ~1 ms apart"),
-    (Quirk::Utf8Split, "utf8-split", "a multi-byte UTF-8 character split across two writes"),
+    (
+        Quirk::RoleFirst,
+        "role-first",
+        "first chunk is role-only (delta.role, content null)",
+    ),
+    (
+        Quirk::ReasoningInReasoningContent,
+        "reasoning-in-reasoning-content",
+        "reasoning text in delta.reasoning_content",
+    ),
+    (
+        Quirk::ReasoningInReasoning,
+        "reasoning-in-reasoning",
+        "reasoning text in delta.reasoning",
+    ),
+    (
+        Quirk::ReasoningInDetails,
+        "reasoning-in-details",
+        "reasoning text in delta.reasoning_details[].text",
+    ),
+    (
+        Quirk::ReasoningContentNull,
+        "reasoning-content-null",
+        "reasoning chunks carry content: null",
+    ),
+    (
+        Quirk::ReasoningContentEmpty,
+        "reasoning-content-empty",
+        "reasoning chunks carry content: \"\"",
+    ),
+    (
+        Quirk::WhitespaceFirstDelta,
+        "whitespace-first-delta",
+        "first answer delta is \"\\n\" only",
+    ),
+    (
+        Quirk::BatchedEvents,
+        "batched-events",
+        "four events per network write",
+    ),
+    (
+        Quirk::OneByteWrites,
+        "one-byte-writes",
+        "first answer event written one byte per write, ~1 ms apart",
+    ),
+    (
+        Quirk::Utf8Split,
+        "utf8-split",
+        "a multi-byte UTF-8 character split across two writes",
+    ),
     (Quirk::Crlf, "crlf", "CRLF line endings"),
-    (Quirk::MultilineData, "multiline-data", "each chunk's JSON spread over two data: lines"),
-    (Quirk::KeepAlive, "keep-alive", "': keep-alive' comments between events"),
-    (Quirk::UsageChunk, "usage-chunk", "usage-only final chunk (choices: []) even if not requested"),
-    (Quirk::NoDone, "no-done", "finish_reason but no [DONE] (still complete)"),
-    (Quirk::Truncated, "truncated", "stream stops mid-answer: no finish_reason, no [DONE]"),
-    (Quirk::ErrorObject, "error-object", "{\"error\":{…}} chunk after two answer chunks"),
-    (Quirk::ObjectError, "object-error", "{\"object\":\"error\",…} chunk after two answer chunks"),
-    (Quirk::EventError, "event-error", "'event: error' after two answer chunks"),
-    (Quirk::NonJsonData, "non-json-data", "a non-JSON data: payload after two answer chunks"),
+    (
+        Quirk::MultilineData,
+        "multiline-data",
+        "each chunk's JSON spread over two data: lines",
+    ),
+    (
+        Quirk::KeepAlive,
+        "keep-alive",
+        "': keep-alive' comments between events",
+    ),
+    (
+        Quirk::UsageChunk,
+        "usage-chunk",
+        "usage-only final chunk (choices: []) even if not requested",
+    ),
+    (
+        Quirk::NoDone,
+        "no-done",
+        "finish_reason but no [DONE] (still complete)",
+    ),
+    (
+        Quirk::Truncated,
+        "truncated",
+        "stream stops mid-answer: no finish_reason, no [DONE]",
+    ),
+    (
+        Quirk::ErrorObject,
+        "error-object",
+        "{\"error\":{…}} chunk after two answer chunks",
+    ),
+    (
+        Quirk::ObjectError,
+        "object-error",
+        "{\"object\":\"error\",…} chunk after two answer chunks",
+    ),
+    (
+        Quirk::EventError,
+        "event-error",
+        "'event: error' after two answer chunks",
+    ),
+    (
+        Quirk::NonJsonData,
+        "non-json-data",
+        "a non-JSON data: payload after two answer chunks",
+    ),
     (Quirk::Http429, "http-429", "HTTP 429 with Retry-After: 2"),
-    (Quirk::Http500, "http-500", "HTTP 500 with a JSON error body"),
-    (Quirk::Http400, "http-400", "HTTP 400 with a JSON error body"),
-    (Quirk::NoHeaders, "no-headers", "response headers never come (hang limit 60 s x time_scale)"),
-    (Quirk::KeepAliveDrip, "keep-alive-drip", "200, then only keep-alive comments every 500 ms x time_scale until the hang limit"),
-    (Quirk::WrongModel, "wrong-model", "echoes model '<model>-fp8'"),
-    (Quirk::FinishLength, "finish-length", "answer cut to half its characters, finish_reason: length"),
-    (Quirk::EmptyAnswer, "empty-answer", "no answer text; finish_reason stop and [DONE]"),
+    (
+        Quirk::Http500,
+        "http-500",
+        "HTTP 500 with a JSON error body",
+    ),
+    (
+        Quirk::Http400,
+        "http-400",
+        "HTTP 400 with a JSON error body",
+    ),
+    (
+        Quirk::NoHeaders,
+        "no-headers",
+        "response headers never come (hang limit 60 s x time_scale)",
+    ),
+    (
+        Quirk::KeepAliveDrip,
+        "keep-alive-drip",
+        "200, then only keep-alive comments every 500 ms x time_scale until the hang limit",
+    ),
+    (
+        Quirk::WrongModel,
+        "wrong-model",
+        "echoes model '<model>-fp8'",
+    ),
+    (
+        Quirk::FinishLength,
+        "finish-length",
+        "answer cut to half its characters, finish_reason: length",
+    ),
+    (
+        Quirk::EmptyAnswer,
+        "empty-answer",
+        "no answer text; finish_reason stop and [DONE]",
+    ),
 ];
 
 impl Quirk {
@@ -160,7 +264,10 @@ mod tests {
         let mut seen = std::collections::BTreeSet::new();
         for (quirk, name, _) in CATALOGUE {
             assert!(seen.insert(*name), "{name} listed twice");
-            assert!(name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'));
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            );
             assert_eq!(Quirk::from_name(name), Some(*quirk));
             assert_eq!(quirk.name(), *name);
         }

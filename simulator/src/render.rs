@@ -70,12 +70,22 @@ pub fn render(draft: &Draft) -> Plan {
     let shape = match &draft.outline {
         Outline::HttpError(q) => http_error(*q),
         Outline::Hang => Shape::Hang,
-        Outline::Drip => Shape::Stream { writes: Vec::new(), drip: true },
-        Outline::Stream(events) => Shape::Stream { writes: to_writes(draft, events), drip: false },
+        Outline::Drip => Shape::Stream {
+            writes: Vec::new(),
+            drip: true,
+        },
+        Outline::Stream(events) => Shape::Stream {
+            writes: to_writes(draft, events),
+            drip: false,
+        },
     };
     Plan {
         request_id: format!("sim-{}", draft.id_hex),
-        headers_at_ms: if matches!(shape, Shape::Hang) { HANG_MS } else { draft.headers_at_ms },
+        headers_at_ms: if matches!(shape, Shape::Hang) {
+            HANG_MS
+        } else {
+            draft.headers_at_ms
+        },
         shape,
         exact: draft.exact,
         answer_kind: draft.answer_kind,
@@ -102,7 +112,11 @@ fn http_error(quirk: Quirk) -> Shape {
         Quirk::Http400 => {
             let mut body = error("Invalid request (simulated)", "invalid_request_error");
             body["error"]["param"] = json!("response_format");
-            Shape::Error { status: 400, headers: Vec::new(), body: body.to_string() }
+            Shape::Error {
+                status: 400,
+                headers: Vec::new(),
+                body: body.to_string(),
+            }
         }
         _ => Shape::Error {
             status: 500,
@@ -113,7 +127,11 @@ fn http_error(quirk: Quirk) -> Shape {
 }
 
 /// The label, optional `event:` name and `data` of one event.
-fn event_data(draft: &Draft, chunker: &Chunker, payload: &Payload) -> (Label, Option<&'static str>, String) {
+fn event_data(
+    draft: &Draft,
+    chunker: &Chunker,
+    payload: &Payload,
+) -> (Label, Option<&'static str>, String) {
     let message = "upstream model failure (simulated)";
     match payload {
         Payload::Role => (Label::Role, None, chunker.chunk(json!({"role": "assistant", "content": null}), None)),
@@ -151,7 +169,9 @@ fn event_data(draft: &Draft, chunker: &Chunker, payload: &Payload) -> (Label, Op
 fn reasoning_delta(draft: &Draft, piece: &str) -> Value {
     let mut delta = match draft.reasoning_field {
         Quirk::ReasoningInReasoning => json!({"reasoning": piece}),
-        Quirk::ReasoningInDetails => json!({"reasoning_details": [{"type": "reasoning.text", "text": piece}]}),
+        Quirk::ReasoningInDetails => {
+            json!({"reasoning_details": [{"type": "reasoning.text", "text": piece}]})
+        }
         _ => json!({"reasoning_content": piece}),
     };
     if draft.has(Quirk::ReasoningContentNull) {
@@ -169,7 +189,10 @@ fn to_writes(draft: &Draft, events: &[Event]) -> Vec<Write> {
         created: draft.created,
         model: draft.model.clone(),
     };
-    let framing = Framing { crlf: draft.has(Quirk::Crlf), multiline: draft.has(Quirk::MultilineData) };
+    let framing = Framing {
+        crlf: draft.has(Quirk::Crlf),
+        multiline: draft.has(Quirk::MultilineData),
+    };
     let keep_alive = draft.has(Quirk::KeepAlive);
     let mut writes = Vec::new();
     let mut previous = draft.headers_at_ms;
@@ -184,22 +207,26 @@ fn to_writes(draft: &Draft, events: &[Event]) -> Vec<Write> {
         }
         previous = event.at_ms;
         let (label, name, data) = event_data(draft, &chunker, &event.payload);
-        writes.push(Write { at_ms: event.at_ms, min_gap_ms: 0.0, bytes: framing.event(name, &data), label });
+        writes.push(Write {
+            at_ms: event.at_ms,
+            min_gap_ms: 0.0,
+            bytes: framing.event(name, &data),
+            label,
+        });
     }
     if draft.has(Quirk::BatchedEvents) {
         writes = batch(writes, 4);
     }
-    if draft.has(Quirk::OneByteWrites) {
-        if let Some(i) = writes.iter().position(|w| w.label == Label::Answer) {
-            let w = writes.remove(i);
-            let bytes = w.bytes.iter().enumerate().map(|(k, b)| Write {
-                at_ms: w.at_ms,
-                min_gap_ms: if k == 0 { 0.0 } else { SPLIT_GAP_MS },
-                bytes: vec![*b],
-                label: Label::Fragment,
-            });
-            writes.splice(i..i, bytes);
-        }
+    let first_answer = writes.iter().position(|w| w.label == Label::Answer);
+    if let (true, Some(i)) = (draft.has(Quirk::OneByteWrites), first_answer) {
+        let w = writes.remove(i);
+        let bytes = w.bytes.iter().enumerate().map(|(k, b)| Write {
+            at_ms: w.at_ms,
+            min_gap_ms: if k == 0 { 0.0 } else { SPLIT_GAP_MS },
+            bytes: vec![*b],
+            label: Label::Fragment,
+        });
+        writes.splice(i..i, bytes);
     }
     if draft.has(Quirk::Utf8Split) {
         split_utf8(&mut writes);
@@ -215,7 +242,11 @@ fn batch(writes: Vec<Write>, n: usize) -> Vec<Write> {
             at_ms: group.last().map_or(0.0, |w| w.at_ms),
             min_gap_ms: 0.0,
             bytes: group.iter().flat_map(|w| w.bytes.iter().copied()).collect(),
-            label: if group.len() == 1 { group[0].label } else { Label::Batch },
+            label: if group.len() == 1 {
+                group[0].label
+            } else {
+                Label::Batch
+            },
         })
         .collect()
 }
@@ -227,7 +258,15 @@ fn split_utf8(writes: &mut Vec<Write>) {
             let tail = writes[i].bytes.split_off(at + 1);
             let label = writes[i].label;
             writes[i].label = Label::Fragment;
-            writes.insert(i + 1, Write { at_ms: writes[i].at_ms, min_gap_ms: SPLIT_GAP_MS, bytes: tail, label });
+            writes.insert(
+                i + 1,
+                Write {
+                    at_ms: writes[i].at_ms,
+                    min_gap_ms: SPLIT_GAP_MS,
+                    bytes: tail,
+                    label,
+                },
+            );
             return;
         }
     }

@@ -32,8 +32,8 @@ impl SimRequest {
             field: field.to_string(),
             message: message.to_string(),
         };
-        let json: Value = serde_json::from_slice(body)
-            .map_err(|e| bad("body", &format!("not JSON: {e}")))?;
+        let json: Value =
+            serde_json::from_slice(body).map_err(|e| bad("body", &format!("not JSON: {e}")))?;
         let raw_model = json
             .get("model")
             .and_then(Value::as_str)
@@ -89,7 +89,9 @@ fn parse_schedule(text: &str) -> Result<Vec<f64>, SimError> {
         .filter(|gaps| gaps.len() >= 2)
         .ok_or_else(|| SimError::BadRequest {
             field: "x-sim-schedule".into(),
-            message: format!("{text:?} must be at least two comma-separated non-negative milliseconds"),
+            message: format!(
+                "{text:?} must be at least two comma-separated non-negative milliseconds"
+            ),
         })?;
     Ok(gaps)
 }
@@ -113,9 +115,15 @@ mod tests {
     #[test]
     fn errors_name_the_field() {
         let err = SimRequest::parse(br#"{"messages":[]}"#, None, None).unwrap_err();
-        assert_eq!(err.to_string(), "bad request: model: missing or not a string");
+        assert_eq!(
+            err.to_string(),
+            "bad request: model: missing or not a string"
+        );
         let body = br#"{"model":"m","messages":[]}"#;
         let err = SimRequest::parse(body, None, Some("1,-2")).unwrap_err();
-        assert!(err.to_string().starts_with("bad request: x-sim-schedule:"), "{err}");
+        assert!(
+            err.to_string().starts_with("bad request: x-sim-schedule:"),
+            "{err}"
+        );
     }
 }

@@ -46,10 +46,10 @@ struct Shared {
 
 impl Shared {
     fn record(&self, key: &str, stamp: WriteStamp) {
-        if let Ok(mut logs) = self.logs.lock() {
-            if logs.len() < MAX_LOGGED_REQUESTS || logs.contains_key(key) {
-                logs.entry(key.to_string()).or_default().push(stamp);
-            }
+        if let Ok(mut logs) = self.logs.lock()
+            && (logs.len() < MAX_LOGGED_REQUESTS || logs.contains_key(key))
+        {
+            logs.entry(key.to_string()).or_default().push(stamp);
         }
     }
 }
@@ -74,7 +74,10 @@ impl SimServer {
 
     /// `http://HOST:PORT/profiles/<profile>/v1/chat/completions`.
     pub fn profile_endpoint(&self, profile: &str) -> String {
-        format!("http://{}/profiles/{profile}/v1/chat/completions", self.addr)
+        format!(
+            "http://{}/profiles/{profile}/v1/chat/completions",
+            self.addr
+        )
     }
 
     /// The writes recorded for a request that sent `x-sim-id: <request_key>`, in order.
@@ -123,9 +126,15 @@ pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimServer, Sim
         logs: Mutex::new(HashMap::new()),
     });
     let router = Router::new()
-        .route("/health", get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }))
+        .route(
+            "/health",
+            get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }),
+        )
         .route("/v1/chat/completions", post(default_profile))
-        .route("/profiles/{profile}/v1/chat/completions", post(named_profile))
+        .route(
+            "/profiles/{profile}/v1/chat/completions",
+            post(named_profile),
+        )
         .route("/debug/writes/{id}", get(debug_writes))
         .with_state(shared.clone());
     // Every chunk is its own segment: no Nagle delay between a write and the client's read.
@@ -146,7 +155,11 @@ pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimServer, Sim
     Ok(SimServer { addr, shared, task })
 }
 
-async fn default_profile(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn default_profile(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let name = shared.config.default_profile.clone();
     respond(shared, &name, headers, body).await
 }
@@ -168,7 +181,10 @@ async fn debug_writes(State(shared): State<Arc<Shared>>, Path(id): Path<String>)
         .unwrap_or_default();
     match log {
         Some(log) => axum::Json(log).into_response(),
-        None => json_error(StatusCode::NOT_FOUND, &format!("no writes recorded for x-sim-id {id:?}")),
+        None => json_error(
+            StatusCode::NOT_FOUND,
+            &format!("no writes recorded for x-sim-id {id:?}"),
+        ),
     }
 }
 
@@ -178,7 +194,12 @@ fn json_error(status: StatusCode, message: &str) -> Response {
 }
 
 /// Plans and plays one response.
-async fn respond(shared: Arc<Shared>, profile_name: &str, headers: HeaderMap, body: Bytes) -> Response {
+async fn respond(
+    shared: Arc<Shared>,
+    profile_name: &str,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let received = Instant::now();
     let profile = match profile::find(profile_name) {
         Ok(p) => p,
@@ -192,17 +213,28 @@ async fn respond(shared: Arc<Shared>, profile_name: &str, headers: HeaderMap, bo
     let log_key = text("x-sim-id").map(str::to_string);
     let mut draws = Draws::for_request(shared.config.seed, profile_name, &body);
     let plan = plan::plan(profile, &request, &shared.config.answers, &mut draws);
-    let scale = if plan.exact { 1.0 } else { shared.config.time_scale };
+    let scale = if plan.exact {
+        1.0
+    } else {
+        shared.config.time_scale
+    };
     let at = |ms: f64| received + Duration::from_secs_f64((ms * scale).max(0.0) / 1000.0);
     let cancel = shared.cancel.clone();
     if !sleep_until(at(plan.headers_at_ms), &cancel).await {
         return StatusCode::SERVICE_UNAVAILABLE.into_response();
     }
-    let Plan { request_id, shape, .. } = plan;
+    let Plan {
+        request_id, shape, ..
+    } = plan;
     let mut response = match shape {
-        Shape::Error { status, headers, body } => {
+        Shape::Error {
+            status,
+            headers,
+            body,
+        } => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            let mut response = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+            let mut response =
+                (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
             for (name, value) in headers {
                 if let Ok(value) = HeaderValue::from_str(&value) {
                     response.headers_mut().insert(name, value);
@@ -225,9 +257,10 @@ async fn respond(shared: Arc<Shared>, profile_name: &str, headers: HeaderMap, bo
             };
             let stream = futures_util::stream::unfold(player, Player::next);
             let mut response = Body::from_stream(stream).into_response();
-            response
-                .headers_mut()
-                .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            );
             response
                 .headers_mut()
                 .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
@@ -265,8 +298,8 @@ impl Player {
         let cancel = self.shared.cancel.clone();
         let (deadline, bytes, label) = match self.writes.next() {
             Some(w) => {
-                let mut deadline =
-                    self.received + Duration::from_secs_f64((w.at_ms * self.scale).max(0.0) / 1000.0);
+                let mut deadline = self.received
+                    + Duration::from_secs_f64((w.at_ms * self.scale).max(0.0) / 1000.0);
                 if let Some(last) = self.last_write {
                     deadline = deadline.max(last + Duration::from_secs_f64(w.min_gap_ms / 1000.0));
                 }

@@ -1,8 +1,8 @@
 //! Profile determinism and statistical shape, checked on plans (no sleeping).
 
 use crate::plan::{Draft, Outline, Payload, draft, plan};
-use crate::render::{Plan, Shape};
 use crate::profile::{self, Profile};
+use crate::render::{Plan, Shape};
 use crate::request::SimRequest;
 use crate::rng::Draws;
 use crate::sse::Label;
@@ -40,7 +40,10 @@ fn timings(draft: &Draft) -> Option<(f64, f64, usize)> {
     let Outline::Stream(events) = &draft.outline else {
         return None;
     };
-    if !events.iter().any(|e| matches!(e.payload, Payload::Finish(_))) {
+    if !events
+        .iter()
+        .any(|e| matches!(e.payload, Payload::Finish(_)))
+    {
         return None;
     }
     let answers: Vec<f64> = events
@@ -90,16 +93,37 @@ fn profiles_match_their_seed_figures_over_2000_draws() {
         let speed_p50 = nearest_rank(&speed, 0.5).unwrap();
         let rate = failures as f64 / n as f64;
         // Four binomial standard deviations, plus half a count so a zero rate must be exactly zero.
-        let tolerance = 4.0 * (s.failure_rate * (1.0 - s.failure_rate) / n as f64).sqrt() + 0.5 / n as f64;
+        let tolerance =
+            4.0 * (s.failure_rate * (1.0 - s.failure_rate) / n as f64).sqrt() + 0.5 / n as f64;
         println!(
             "{:<10} ttfa_p50 {ttfa_p50:>7.1} (seed {:>7.1})  e2e_p99 {e2e_p99:>8.1} (seed {:>8.1})  \
              chunks/s p50 {speed_p50:>6.1} (seed tok/s {:>6.1})  failures {rate:.4} (seed {:.4} ± {tolerance:.4})",
-            p.name(), s.ttfa_p50_ms, s.e2e_p99_ms, s.tokens_per_s_p50, s.failure_rate
+            p.name(),
+            s.ttfa_p50_ms,
+            s.e2e_p99_ms,
+            s.tokens_per_s_p50,
+            s.failure_rate
         );
-        assert!((ttfa_p50 / s.ttfa_p50_ms - 1.0).abs() <= 0.15, "{} TTFA p50 {ttfa_p50}", p.name());
-        assert!((rate - s.failure_rate).abs() <= tolerance, "{} failure rate {rate}", p.name());
-        assert!((e2e_p99 / s.e2e_p99_ms - 1.0).abs() <= 0.35, "{} E2E p99 {e2e_p99}", p.name());
-        assert!((speed_p50 / s.tokens_per_s_p50 - 1.0).abs() <= 0.25, "{} speed {speed_p50}", p.name());
+        assert!(
+            (ttfa_p50 / s.ttfa_p50_ms - 1.0).abs() <= 0.15,
+            "{} TTFA p50 {ttfa_p50}",
+            p.name()
+        );
+        assert!(
+            (rate - s.failure_rate).abs() <= tolerance,
+            "{} failure rate {rate}",
+            p.name()
+        );
+        assert!(
+            (e2e_p99 / s.e2e_p99_ms - 1.0).abs() <= 0.35,
+            "{} E2E p99 {e2e_p99}",
+            p.name()
+        );
+        assert!(
+            (speed_p50 / s.tokens_per_s_p50 - 1.0).abs() <= 0.25,
+            "{} speed {speed_p50}",
+            p.name()
+        );
     }
 }
 
@@ -125,9 +149,17 @@ fn plain_profile_is_exact() {
     };
     let labels: Vec<Label> = writes.iter().map(|w| w.label).collect();
     use Label::*;
-    assert_eq!(labels, [Answer, Answer, Answer, Answer, Answer, Answer, Answer, Finish, Done]);
+    assert_eq!(
+        labels,
+        [
+            Answer, Answer, Answer, Answer, Answer, Answer, Answer, Finish, Done
+        ]
+    );
     // TTFA 40 ms, then 6 gaps of 1000/200 = 5 ms.
     let times: Vec<f64> = writes.iter().map(|w| w.at_ms).collect();
-    assert_eq!(times, [40.0, 45.0, 50.0, 55.0, 60.0, 65.0, 70.0, 70.0, 70.0]);
+    assert_eq!(
+        times,
+        [40.0, 45.0, 50.0, 55.0, 60.0, 65.0, 70.0, 70.0, 70.0]
+    );
     assert_eq!(plan.headers_at_ms, 10.0);
 }

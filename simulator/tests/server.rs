@@ -57,7 +57,12 @@ async fn schedule_is_followed_and_logged() {
     let url = format!("{}/chat/completions", server.base_url());
     let started = Instant::now();
     // Role chunk at 20 ms, answer pieces at 20 + 0 and 20 + 30 ms.
-    let (status, bytes) = post(&url, body("q"), &[("x-sim-schedule", "20,0,30"), ("x-sim-id", "run-1")]).await;
+    let (status, bytes) = post(
+        &url,
+        body("q"),
+        &[("x-sim-schedule", "20,0,30"), ("x-sim-id", "run-1")],
+    )
+    .await;
     assert_eq!(status, 200);
     assert!(started.elapsed() >= Duration::from_millis(50));
     let text = String::from_utf8(bytes).unwrap();
@@ -68,11 +73,20 @@ async fn schedule_is_followed_and_logged() {
     let log = server.write_log("run-1");
     let labels: Vec<String> = log
         .iter()
-        .map(|w| serde_json::to_value(w.label).unwrap().as_str().unwrap().to_string())
+        .map(|w| {
+            serde_json::to_value(w.label)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect();
     assert_eq!(labels, ["role", "answer", "answer", "finish", "done"]);
     let at: Vec<u64> = log.iter().map(|w| w.offset_us).collect();
-    assert!(at[0] >= 20_000 && at[1] >= 20_000 && at[2] >= 50_000, "{at:?}");
+    assert!(
+        at[0] >= 20_000 && at[1] >= 20_000 && at[2] >= 50_000,
+        "{at:?}"
+    );
     assert!(at[2] < 50_000 + 15_000, "{at:?}");
     assert!(server.write_log("nobody").is_empty());
     let client = reqwest::Client::new();
@@ -95,30 +109,58 @@ async fn schedule_is_followed_and_logged() {
 #[tokio::test]
 async fn bad_requests_name_the_problem() {
     let server = sim("plain", 1.0, 0).await;
-    let (status, bytes) = post(&server.profile_endpoint("plain"), body("q"), &[("x-sim-quirk", "crlf,bogus")]).await;
+    let (status, bytes) = post(
+        &server.profile_endpoint("plain"),
+        body("q"),
+        &[("x-sim-quirk", "crlf,bogus")],
+    )
+    .await;
     assert_eq!(status, 400);
     let text = String::from_utf8(bytes).unwrap();
-    assert!(text.contains(r#"unknown quirk \"bogus\" in x-sim-quirk header"#), "{text}");
+    assert!(
+        text.contains(r#"unknown quirk \"bogus\" in x-sim-quirk header"#),
+        "{text}"
+    );
     let (status, bytes) = post(&server.profile_endpoint("acme"), body("q"), &[]).await;
     assert_eq!(status, 404);
-    assert!(String::from_utf8(bytes).unwrap().contains("unknown profile \\\"acme\\\""));
+    assert!(
+        String::from_utf8(bytes)
+            .unwrap()
+            .contains("unknown profile \\\"acme\\\"")
+    );
     let (status, _) = post(&server.profile_endpoint("plain"), "{".into(), &[]).await;
     assert_eq!(status, 400);
-    let health = reqwest::get(format!("http://{}/health", server.addr())).await.unwrap();
+    let health = reqwest::get(format!("http://{}/health", server.addr()))
+        .await
+        .unwrap();
     assert_eq!(health.text().await.unwrap(), r#"{"status":"ok"}"#);
-    let refused = start(SimConfig { time_scale: 0.0, ..SimConfig::default() }, "127.0.0.1:0".parse().unwrap()).await;
-    assert_eq!(refused.err().unwrap().to_string(), "time_scale 0 must be positive and finite");
+    let refused = start(
+        SimConfig {
+            time_scale: 0.0,
+            ..SimConfig::default()
+        },
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await;
+    assert_eq!(
+        refused.err().unwrap().to_string(),
+        "time_scale 0 must be positive and finite"
+    );
 }
 
 #[tokio::test]
 async fn shutdown_ends_a_hanging_request_promptly() {
     let server = sim("plain", 1.0, 0).await;
     let url = server.profile_endpoint("plain");
-    let pending = tokio::spawn(async move { post(&url, body("q"), &[("x-sim-quirk", "no-headers")]).await });
+    let pending =
+        tokio::spawn(async move { post(&url, body("q"), &[("x-sim-quirk", "no-headers")]).await });
     tokio::time::sleep(Duration::from_millis(100)).await;
     let started = Instant::now();
     server.shutdown();
-    let (status, _) = tokio::time::timeout(Duration::from_secs(2), pending).await.unwrap().unwrap();
+    let (status, _) = tokio::time::timeout(Duration::from_secs(2), pending)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(status, 503);
     assert!(started.elapsed() < Duration::from_secs(1));
     server.stopped().await;

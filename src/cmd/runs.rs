@@ -73,14 +73,20 @@ pub fn list_workflows() -> anyhow::Result<ExitCode> {
 
 /// Resolves the spec path: explicit, else the locked one of a resumed run, else the bundled
 /// reference spec of the workflow.
-fn spec_path(workflow: &str, spec: Option<PathBuf>, run_dir: Option<&Path>) -> anyhow::Result<PathBuf> {
+fn spec_path(
+    workflow: &str,
+    spec: Option<PathBuf>,
+    run_dir: Option<&Path>,
+) -> anyhow::Result<PathBuf> {
     if let Some(spec) = spec {
         return Ok(spec);
     }
     if let Some(dir) = run_dir {
         return Ok(locked_spec_path(dir)?);
     }
-    Ok(PathBuf::from(format!("workflows/{workflow}/specs/reference.yaml")))
+    Ok(PathBuf::from(format!(
+        "workflows/{workflow}/specs/reference.yaml"
+    )))
 }
 
 /// Loads spec, dataset and credentials for `workflow` (no network).
@@ -105,7 +111,10 @@ pub async fn init(args: InitArgs) -> anyhow::Result<ExitCode> {
     println!("spec      {} sha256 {}", lock.spec_path, lock.spec_sha256);
     println!("dataset   release {}", lock.dataset_release_hash);
     println!("adapters  sha256 {}", lock.adapters_sha256);
-    println!("tokenizer {} sha256 {}", lock.tokenizer, lock.tokenizer_ranks_sha256);
+    println!(
+        "tokenizer {} sha256 {}",
+        lock.tokenizer, lock.tokenizer_ranks_sha256
+    );
     println!("code      sha256 {}", lock.code_sha256);
     println!(
         "next: openbench-inference smoke --spec {} --run-dir {}",
@@ -214,7 +223,10 @@ pub async fn finish_full(inputs: &RunInputs, outcome: &FullOutcome, resume: &str
             if let openbench_coordinator::SessionStatus::Failed(why) = &s.status {
                 eprintln!("error: {why}");
             }
-            println!("run not complete ({:?}); resume with:\n  {resume}", outcome.status);
+            println!(
+                "run not complete ({:?}); resume with:\n  {resume}",
+                outcome.status
+            );
             ExitCode::FAILURE
         }
     }
@@ -255,7 +267,10 @@ fn session_options(label: &str) -> (RunOptions, ProgressBar) {
         } else {
             String::new()
         };
-        shown.set_message(format!("· rounds {}/{}{harness}", p.rounds_done, p.rounds_total));
+        shown.set_message(format!(
+            "· rounds {}/{}{harness}",
+            p.rounds_done, p.rounds_total
+        ));
     });
     let (tx, rx) = watch::channel(StopRequest::None);
     let notice = bar.clone();

@@ -50,7 +50,11 @@ pub async fn run(command: SimCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         SimCommand::Quirks => {
-            let width = CATALOGUE.iter().map(|(_, name, _)| name.len()).max().unwrap_or(0);
+            let width = CATALOGUE
+                .iter()
+                .map(|(_, name, _)| name.len())
+                .max()
+                .unwrap_or(0);
             for (_, name, description) in CATALOGUE {
                 println!("{name:<width$}  {description}");
             }
@@ -82,15 +86,25 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let server = openbench_simulator::start(config, SocketAddr::new(args.host, args.port))
         .await
         .context("starting the simulator")?;
-    println!("simulator listening; base URL {} (profile {})", server.base_url(), args.profile);
-    println!("time scale {}, seed {}, {known} canned answers", args.time_scale, args.seed);
+    println!(
+        "simulator listening; base URL {} (profile {})",
+        server.base_url(),
+        args.profile
+    );
+    println!(
+        "time scale {}, seed {}, {known} canned answers",
+        args.time_scale, args.seed
+    );
     for p in profiles()? {
         println!("  {:<10} {}", p.name(), server.profile_endpoint(p.name()));
     }
     println!("quirks: header `x-sim-quirk: a,b` or model suffix `model+a+b` (see `sim quirks`)");
     wait_for_signal().await?;
     eprintln!("shutting down");
-    if tokio::time::timeout(Duration::from_secs(5), server.stopped()).await.is_err() {
+    if tokio::time::timeout(Duration::from_secs(5), server.stopped())
+        .await
+        .is_err()
+    {
         eprintln!("simulator did not close every connection within 5 s");
     }
     Ok(ExitCode::SUCCESS)
@@ -108,7 +122,9 @@ async fn wait_for_signal() -> anyhow::Result<()> {
         }
     }
     #[cfg(not(unix))]
-    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for Ctrl-C")?;
     Ok(())
 }
 
@@ -116,7 +132,15 @@ async fn wait_for_signal() -> anyhow::Result<()> {
 fn profile_table() -> anyhow::Result<String> {
     let mut out = format!(
         "{:<10} {:>9} {:>9} {:>9} {:>7} {:>7} {:>8} {:>8}  {}\n",
-        "profile", "TTFA p50", "E2E p50", "E2E p99", "tok/s", "p95 fl", "success", "failures", "quirks / failure kinds"
+        "profile",
+        "TTFA p50",
+        "E2E p50",
+        "E2E p99",
+        "tok/s",
+        "p95 fl",
+        "success",
+        "failures",
+        "quirks / failure kinds"
     );
     for p in profiles()? {
         let s = &p.spec.seed;

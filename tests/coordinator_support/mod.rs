@@ -55,7 +55,11 @@ pub fn sample_dataset(dir: &Path, name: &str, seed: u64) -> PathBuf {
         ],
         &[],
     );
-    assert!(o.status.success(), "dataset generate: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "dataset generate: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     out
 }
 
@@ -168,7 +172,10 @@ pub fn records(path: &Path) -> Vec<TerminalRecord> {
 /// Request id → number of committed (non-harness) records.
 pub fn committed_counts(records: &[TerminalRecord]) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
-    for r in records.iter().filter(|r| r.outcome != Outcome::HarnessError) {
+    for r in records
+        .iter()
+        .filter(|r| r.outcome != Outcome::HarnessError)
+    {
         *out.entry(r.request_id.clone()).or_default() += 1;
     }
     out
@@ -176,7 +183,8 @@ pub fn committed_counts(records: &[TerminalRecord]) -> BTreeMap<String, usize> {
 
 /// The plan's (request id, lane, round index) triples.
 pub fn planned(plan_path: &Path) -> Vec<(String, String, u64)> {
-    let plan: serde_json::Value = serde_json::from_slice(&std::fs::read(plan_path).unwrap()).unwrap();
+    let plan: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(plan_path).unwrap()).unwrap();
     let mut out = Vec::new();
     for round in plan["rounds"].as_array().unwrap() {
         let index = round["round_index"].as_u64().unwrap();
