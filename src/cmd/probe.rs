@@ -261,10 +261,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         }
         providers.push(adapter);
     }
-    let exe = std::env::current_exe().context("cannot locate this program to hash it")?;
-    let code_digest = openbench_common::hash::sha256_hex(
-        std::fs::read(&exe).with_context(|| format!("cannot read {}", exe.display()))?,
-    );
+    // The same digest the coordinator locks, so `Describe` can be checked against a run's lock.
+    let code_digest = crate::cmd::runs::CODE_SHA256.to_string();
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
