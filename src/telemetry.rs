@@ -48,7 +48,9 @@ pub fn init(otlp_endpoint: Option<&str>, service_name: &str) -> anyhow::Result<T
     let tracer = provider.tracer("openbench-inference");
     let otel = tracing_opentelemetry::layer()
         .with_tracer(tracer)
-        .with_filter(EnvFilter::new("info,h2=off,hyper=off,tonic=off,tower=off,reqwest=off"));
+        .with_filter(EnvFilter::new(
+            "info,h2=off,hyper=off,tonic=off,tower=off,reqwest=off",
+        ));
     tracing_subscriber::registry()
         .with(fmt)
         .with(otel)

@@ -62,7 +62,10 @@ fn start(name: &str, port: u16, threads: u32) {
         .args(["--name", name, "--alias", "gemma-3-270m"])
         .status()
         .unwrap();
-    assert!(status.success(), "llama-server instance {name} did not start");
+    assert!(
+        status.success(),
+        "llama-server instance {name} did not start"
+    );
 }
 
 fn jsonl(path: &Path) -> Vec<Value> {
@@ -100,7 +103,12 @@ fn run_dir_of(output: &str, root: &Path) -> PathBuf {
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    assert_eq!(dirs.len(), 1, "expected one run dir under {}: {output}", root.display());
+    assert_eq!(
+        dirs.len(),
+        1,
+        "expected one run dir under {}: {output}",
+        root.display()
+    );
     dirs[0].clone()
 }
 
@@ -112,7 +120,9 @@ fn smoke_and_short_run_against_llama_server() {
         .output()
         .unwrap();
     if !installed.status.success() {
-        let why = String::from_utf8_lossy(&installed.stdout).trim().to_string();
+        let why = String::from_utf8_lossy(&installed.stdout)
+            .trim()
+            .to_string();
         if std::env::var_os("OPENBENCH_REQUIRE_REAL_TARGETS").is_some() {
             panic!("OPENBENCH_REQUIRE_REAL_TARGETS is set but llama-server is missing: {why}");
         }
@@ -129,16 +139,20 @@ fn smoke_and_short_run_against_llama_server() {
     start(&names[1], port_b, 2);
 
     // The bundled spec, pointed at this test's ports, dataset and run root; 2 items per family.
-    let spec = std::fs::read_to_string(repo().join("workflows/micro-single-task/specs/local-llama.yaml"))
-        .unwrap()
-        .replace("127.0.0.1:8091", &format!("127.0.0.1:{port_a}"))
-        .replace("127.0.0.1:8092", &format!("127.0.0.1:{port_b}"))
-        .replace(
-            "source: ../../../data/micro-single-task",
-            &format!("source: {}", repo().join("data/micro-single-task").display()),
-        )
-        .replace("full_items_per_family: 5", "full_items_per_family: 2")
-        .replace("run_root: ../../../runs", "run_root: runs");
+    let spec =
+        std::fs::read_to_string(repo().join("workflows/micro-single-task/specs/local-llama.yaml"))
+            .unwrap()
+            .replace("127.0.0.1:8091", &format!("127.0.0.1:{port_a}"))
+            .replace("127.0.0.1:8092", &format!("127.0.0.1:{port_b}"))
+            .replace(
+                "source: ../../../data/micro-single-task",
+                &format!(
+                    "source: {}",
+                    repo().join("data/micro-single-task").display()
+                ),
+            )
+            .replace("full_items_per_family: 5", "full_items_per_family: 2")
+            .replace("run_root: ../../../runs", "run_root: runs");
     let spec_path = tmp.path().join("local-llama.yaml");
     std::fs::write(&spec_path, spec).unwrap();
     let spec_arg = spec_path.to_str().unwrap();
@@ -155,7 +169,15 @@ fn smoke_and_short_run_against_llama_server() {
     std::fs::rename(tmp.path().join("runs"), tmp.path().join("smoke-runs")).unwrap();
 
     let (ok, out) = run_binary(
-        &["run", "--full", "--approve-full", "--approval-id", "llama-e2e", "--spec", spec_arg],
+        &[
+            "run",
+            "--full",
+            "--approve-full",
+            "--approval-id",
+            "llama-e2e",
+            "--spec",
+            spec_arg,
+        ],
         tmp.path(),
     );
     assert!(ok, "full run failed: {out}");
@@ -172,11 +194,16 @@ fn smoke_and_short_run_against_llama_server() {
         assert_eq!(r["response_model"], "gemma-3-270m");
         let ttfa = r["ttfa_ms"].as_f64().unwrap();
         let e2e = r["e2e_ms"].as_f64().unwrap();
-        assert!(ttfa > 0.0 && ttfa <= e2e && e2e < 20_000.0, "timings {ttfa} {e2e}");
+        assert!(
+            ttfa > 0.0 && ttfa <= e2e && e2e < 20_000.0,
+            "timings {ttfa} {e2e}"
+        );
         let ttfo = r["ttfo_ms"].as_f64().unwrap();
         assert!(ttfo <= ttfa);
         let n = r["answer_tokens"].as_u64().unwrap();
-        let server = r["server_timings"]["predicted_per_second"].as_f64().unwrap();
+        let server = r["server_timings"]["predicted_per_second"]
+            .as_f64()
+            .unwrap();
         assert!(server > 0.0);
         let id = r["request_id"].as_str().unwrap();
         let k = events
@@ -190,13 +217,20 @@ fn smoke_and_short_run_against_llama_server() {
         let ours = r["output_tokens_per_second"].as_f64().unwrap();
         // Hand arithmetic of the definition: (N − 1) / ((E2E − TTFA) / 1000).
         let by_hand = (n as f64 - 1.0) / ((e2e - ttfa) / 1000.0);
-        assert!((ours - by_hand).abs() < 1e-6 * by_hand.max(1.0), "{ours} vs {by_hand}");
+        assert!(
+            (ours - by_hand).abs() < 1e-6 * by_hand.max(1.0),
+            "{ours} vs {by_hand}"
+        );
         let chunk_rate = (k - 1.0) / ((e2e - ttfa) / 1000.0);
         chunk_ratio.push(chunk_rate / server);
         tokenizer_ratio.push((n as f64 - 1.0) / (k - 1.0));
         raw_ratio.push(ours / server);
     }
-    assert!(chunk_ratio.len() >= 6, "too few eligible responses: {}", chunk_ratio.len());
+    assert!(
+        chunk_ratio.len() >= 6,
+        "too few eligible responses: {}",
+        chunk_ratio.len()
+    );
     let (c, t, raw) = (
         median(chunk_ratio.clone()),
         median(tokenizer_ratio.clone()),
@@ -207,8 +241,14 @@ fn smoke_and_short_run_against_llama_server() {
          o200k/gemma tokens {t:.3}, o200k tokens/s / server tokens/s {raw:.3}",
         chunk_ratio.len()
     );
-    assert!((0.75..=1.25).contains(&c), "chunk rate vs server: {chunk_ratio:?}");
-    assert!((0.5..=2.0).contains(&raw), "o200k rate vs server: {raw_ratio:?}");
+    assert!(
+        (0.75..=1.25).contains(&c),
+        "chunk rate vs server: {chunk_ratio:?}"
+    );
+    assert!(
+        (0.5..=2.0).contains(&raw),
+        "o200k rate vs server: {raw_ratio:?}"
+    );
 
     // The derived artifacts exist and the report names both lanes.
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();

@@ -322,10 +322,12 @@ impl LoadedSpec {
         if p.is_absolute() {
             return p.to_path_buf();
         }
-        self.path
+        let joined = self
+            .path
             .parent()
             .map(|dir| dir.join(p))
-            .unwrap_or_else(|| p.to_path_buf())
+            .unwrap_or_else(|| p.to_path_buf());
+        normalize_lexically(&joined)
     }
 
     /// The dataset folder.
@@ -337,6 +339,31 @@ impl LoadedSpec {
     pub fn run_root(&self) -> PathBuf {
         self.resolve(&self.spec.run_root)
     }
+}
+
+/// Folds `.` and `dir/..` out of a path without touching the disk, so printed paths read
+/// `runs/…` rather than `workflows/micro-single-task/specs/../../../runs/…`. A leading `..` that
+/// cannot be folded is kept.
+fn normalize_lexically(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out: Vec<Component<'_>> = Vec::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => match out.last() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir) | Some(Component::Prefix(_)) => {}
+                _ => out.push(part),
+            },
+            other => out.push(other),
+        }
+    }
+    if out.is_empty() {
+        return PathBuf::from(".");
+    }
+    out.iter().collect()
 }
 
 impl Spec {
@@ -547,6 +574,22 @@ dataset:
         assert_eq!(spec.request.harness_grace_ms, 5000);
         assert_eq!(spec.credential_names(), vec!["ZAI_API_KEY".to_string()]);
         assert_eq!(spec.region_names(), vec!["local".to_string()]);
+    }
+
+    #[test]
+    fn resolves_relative_paths_lexically() {
+        let loaded = LoadedSpec {
+            spec: match Spec::parse(Path::new("s.yaml"), MINIMAL.as_bytes()) {
+                Ok(s) => s,
+                Err(e) => panic!("{e}"),
+            },
+            path: PathBuf::from("workflows/w/specs/s.yaml"),
+            bytes: Vec::new(),
+        };
+        assert_eq!(loaded.resolve("../../../runs"), PathBuf::from("runs"));
+        assert_eq!(loaded.resolve("../../../../x"), PathBuf::from("../x"));
+        assert_eq!(loaded.resolve("/abs/dir"), PathBuf::from("/abs/dir"));
+        assert_eq!(loaded.dataset_dir(), PathBuf::from("workflows/w/data"));
     }
 
     #[test]

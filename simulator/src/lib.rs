@@ -9,6 +9,7 @@
 //!   chunk, and records write times for exact-schedule requests.
 
 pub mod answer;
+pub mod coalesce;
 pub mod plan;
 pub mod profile;
 pub mod quirk;

@@ -1,6 +1,7 @@
 //! The HTTP side: routes, replaying a plan against the clock one flushed write at a time, the
 //! write log of exact-schedule requests, and graceful shutdown.
 
+use crate::coalesce::coalesce;
 use crate::plan;
 use crate::render::{DRIP_EVERY_MS, HANG_MS, Plan, Shape, Write};
 use crate::request::SimRequest;
@@ -21,6 +22,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+/// Real milliseconds below which time-scaled output writes are merged (see `coalesce`).
+const COALESCE_REAL_MS: f64 = 2.0;
 
 /// Most request ids the write log keeps; later ids are not recorded.
 const MAX_LOGGED_REQUESTS: usize = 4096;
@@ -245,6 +249,11 @@ async fn respond(
         // Reaching here means the hang limit passed: the client gave up long ago.
         Shape::Hang => StatusCode::GATEWAY_TIMEOUT.into_response(),
         Shape::Stream { writes, drip } => {
+            let writes = if scale < 1.0 {
+                coalesce(writes, COALESCE_REAL_MS / scale)
+            } else {
+                writes
+            };
             let player = Player {
                 shared: shared.clone(),
                 writes: writes.into_iter(),

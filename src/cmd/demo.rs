@@ -1,12 +1,81 @@
-//! `demo` (placeholder until implemented).
+//! `demo`: the first thing a newcomer runs. The full paired benchmark (600 rounds × 10 providers)
+//! against the simulator embedded in this binary, through exactly the path a real run takes
+//! (lock, selection, coordinator actor, gRPC probes, fsynced records, reports) — no credentials,
+//! no network.
 
+use crate::cmd::runs::{finish_full, full_run_session, load_inputs};
+use openbench_common::layout;
+use openbench_coordinator::RunDir;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Instant;
+
+/// The bundled simulated spec, relative to the repository root.
+const SIMULATED_SPEC: &str = "workflows/micro-single-task/specs/simulated.yaml";
 
 /// Arguments of `demo`.
 #[derive(Debug, clap::Args)]
-pub struct DemoArgs {}
+pub struct DemoArgs {
+    /// Spec to run (default: the bundled simulated spec).
+    #[arg(long)]
+    spec: Option<PathBuf>,
+    /// Resume this demo run directory instead of starting a new one.
+    #[arg(long)]
+    run_dir: Option<PathBuf>,
+}
 
-/// Runs `demo`.
-pub async fn run(_args: DemoArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+/// Runs the demo and prints the summary table and the report paths.
+pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    let spec = match args.spec {
+        Some(spec) => spec,
+        None => bundled_spec()?,
+    };
+    let started = Instant::now();
+    let inputs = load_inputs("micro-single-task", &spec)?;
+    let run = RunDir::open_or_create(&inputs, args.run_dir.as_deref(), Some("demo"))?;
+    println!("run directory: {}", run.dir.display());
+    println!(
+        "demo: {} simulated providers × {} rounds, time-scaled ×{} (spec {})",
+        inputs.spec.spec.providers.len(),
+        inputs.spec.spec.plans.full_items_per_family * inputs.spec.spec.benchmark.families.len(),
+        inputs
+            .spec
+            .spec
+            .simulator
+            .as_ref()
+            .map_or(1.0, |s| s.time_scale),
+        spec.display()
+    );
+    let outcome = full_run_session(&inputs, &run, "demo").await?;
+    let resume = format!(
+        "openbench-inference demo --spec {} --run-dir {}",
+        spec.display(),
+        run.dir.display()
+    );
+    let code = finish_full(&inputs, &outcome, &resume).await;
+    if code == ExitCode::SUCCESS {
+        println!(
+            "\nreport.md:   {}\nreport.html: {}\nwall time:   {:.1} s",
+            layout::path(&outcome.run_dir, layout::REPORT_MD).display(),
+            layout::path(&outcome.run_dir, layout::REPORT_HTML).display(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(code)
+}
+
+/// The simulated spec in the current directory's checkout, else in the checkout this binary was
+/// built from.
+fn bundled_spec() -> anyhow::Result<PathBuf> {
+    let here = Path::new(SIMULATED_SPEC);
+    if here.exists() {
+        return Ok(here.to_path_buf());
+    }
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join(SIMULATED_SPEC);
+    if built.exists() {
+        return Ok(built);
+    }
+    anyhow::bail!(
+        "cannot find the bundled spec {SIMULATED_SPEC}: run the demo from the repository root or pass --spec"
+    )
 }

@@ -50,6 +50,14 @@ pub const SUMMARY_HEADERS: [&str; 8] = [
 
 /// The summary table's cells, providers alphabetical by display name.
 pub fn summary_rows(metrics: &RunMetrics) -> Vec<[String; 8]> {
+    summary_rows_in(metrics, 1.0)
+}
+
+/// The summary table's cells with times divided by `time_scale` and speeds multiplied by it: a
+/// time-scaled simulated run shown in simulated time, comparable with the simulator's profiles.
+pub fn summary_rows_in(metrics: &RunMetrics, time_scale: f64) -> Vec<[String; 8]> {
+    let ms = |v: Option<f64>| one(v.map(|v| v / time_scale));
+    let rate = |v: Option<f64>| one(v.map(|v| v * time_scale));
     metrics
         .providers
         .iter()
@@ -57,11 +65,11 @@ pub fn summary_rows(metrics: &RunMetrics) -> Vec<[String; 8]> {
             let s = &p.pooled;
             [
                 p.display_name.clone(),
-                one(s.e2e_latency_p50),
-                one(s.e2e_latency_p99),
-                one(s.ttfa_p50),
-                one(s.output_tokens_per_second_p50),
-                one(s.output_tokens_per_second_p95),
+                ms(s.e2e_latency_p50),
+                ms(s.e2e_latency_p99),
+                ms(s.ttfa_p50),
+                rate(s.output_tokens_per_second_p50),
+                rate(s.output_tokens_per_second_p95),
                 pct(s.task_success_rate),
                 pct(s.failure_rate),
             ]
@@ -69,11 +77,23 @@ pub fn summary_rows(metrics: &RunMetrics) -> Vec<[String; 8]> {
         .collect()
 }
 
-/// The summary table as aligned plain text, for the terminal.
-pub fn summary_text(metrics: &RunMetrics) -> String {
-    let rows = summary_rows(metrics);
+/// The summary table as aligned plain text, for the terminal. A simulated run (`time_scale`
+/// given) gets two tables: as measured, then in simulated time.
+pub fn summary_text(metrics: &RunMetrics, time_scale: Option<f64>) -> String {
+    match time_scale {
+        None => aligned(&summary_rows(metrics)),
+        Some(scale) => format!(
+            "As measured on the simulator (time scale {scale}):\n{}\n\
+             In simulated time (ms ÷ {scale}, tokens/s × {scale}), comparable with the profiles:\n{}",
+            aligned(&summary_rows(metrics)),
+            aligned(&summary_rows_in(metrics, scale))
+        ),
+    }
+}
+
+fn aligned(rows: &[[String; 8]]) -> String {
     let mut widths: Vec<usize> = SUMMARY_HEADERS.iter().map(|h| h.chars().count()).collect();
-    for row in &rows {
+    for row in rows {
         for (w, c) in widths.iter_mut().zip(row) {
             *w = (*w).max(c.chars().count());
         }
@@ -96,7 +116,7 @@ pub fn summary_text(metrics: &RunMetrics) -> String {
     };
     let mut out = line(SUMMARY_HEADERS.to_vec());
     out.push('\n');
-    for row in &rows {
+    for row in rows {
         out.push_str(&line(row.iter().map(String::as_str).collect()));
         out.push('\n');
     }
@@ -142,6 +162,20 @@ pub fn render(ctx: &ReportContext<'_>) -> String {
         m.records_file
     );
     summary_section(&mut out, m);
+    if let Some(scale) = lock.simulator_time_scale {
+        let _ = writeln!(
+            out,
+            "### Summary in simulated time\n\nThe same figures with milliseconds divided by the \
+             time scale ({scale}) and tokens/s multiplied by it, comparable with the simulator's \
+             profiles (which model the reference snapshot). A few milliseconds of fixed \
+             per-request overhead on this machine are magnified by the same factor.\n"
+        );
+        let rows: Vec<Vec<String>> = summary_rows_in(m, scale)
+            .into_iter()
+            .map(Vec::from)
+            .collect();
+        table(&mut out, &SUMMARY_HEADERS, &rows);
+    }
     ranking_section(&mut out, m);
     family_sections(&mut out, m);
     contract_section(&mut out, m);

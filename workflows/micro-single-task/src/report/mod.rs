@@ -375,5 +375,8 @@ pub fn write_all(
     let html =
         crate::html::HtmlReportInput::from_report(&ctx, &computed.observations, &computed.lanes);
     written.push(crate::html::write_html(run_dir, &html)?);
-    Ok((markdown::summary_text(&computed.metrics), written))
+    Ok((
+        markdown::summary_text(&computed.metrics, lock.simulator_time_scale),
+        written,
+    ))
 }
