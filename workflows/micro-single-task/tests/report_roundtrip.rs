@@ -389,6 +389,17 @@ fn rereporting_is_byte_identical_and_matches_hand_values() {
         md.contains("| Beta | 250.0 | 450.0 | 200.0 | — | — | 33.33% | 33.33% |"),
         "{md}"
     );
-    assert!(table.lines().next().unwrap().starts_with("Provider"));
-    assert!(table.contains("Alpha"));
+    // Simulated run (time scale 0.01): the terminal shows the measured table, then the same
+    // figures in simulated time: 300.0 ms / 0.01 = 30,000.0 ms; 30.0 tokens/s × 0.01 = 0.3.
+    let mut lines = table.lines();
+    assert_eq!(
+        lines.next(),
+        Some("As measured on the simulator (time scale 0.01):")
+    );
+    assert!(lines.next().unwrap().starts_with("Provider"));
+    assert!(table.contains("In simulated time (ms ÷ 0.01, tokens/s × 0.01)"));
+    assert!(
+        md.contains("| Alpha | 30,000.0 | 60,000.0 | 25,000.0 | 0.3 | 0.1 | 100.00% | 0.00% |"),
+        "{md}"
+    );
 }
