@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Barrier, oneshot};
 use tokio::task::JoinHandle;
 use tonic::transport::Channel;
+use tracing::Instrument;
 
 /// Live progress, reported after every terminal record and every round.
 #[derive(Debug, Clone, PartialEq)]
@@ -450,6 +451,15 @@ async fn execute(
             );
         }
     };
+    let span = tracing::info_span!(
+        "probe_call",
+        otel.name = "openbench.probe_call",
+        request_id = %request.request_id,
+        provider = %request.provider,
+        lane = %request.lane,
+        round_index = request.round_index,
+        outcome = tracing::field::Empty,
+    );
     let call = ExecuteRequest {
         run_id: request.run_id.clone(),
         round_id: request.round_id.clone(),
@@ -458,9 +468,12 @@ async fn execute(
         lane: request.lane.clone(),
         planned_request_json: json,
         deadline_ms: request.deadline_ms,
-        trace_context: Default::default(),
+        trace_context: crate::trace::trace_context(&span),
     };
-    let response = match tokio::time::timeout(wait, client.execute(call)).await {
+    let response = match tokio::time::timeout(wait, client.execute(call))
+        .instrument(span.clone())
+        .await
+    {
         Err(_) => {
             return harness(
                 request,
@@ -491,6 +504,7 @@ async fn execute(
     match serde_json::from_str::<Execution>(&response.execution_json) {
         Ok(mut execution) => {
             stamp_identity(&mut execution.record, request);
+            span.record("outcome", format!("{:?}", execution.record.outcome));
             execution
         }
         Err(e) => harness(
