@@ -117,7 +117,7 @@ pub(super) fn tokens_section(out: &mut String, providers: &[&ProviderReport], pa
         "<p class=\"note\">One dot per eligible completed response. \
          <span class=\"mark p50\"></span> p50 (median) &nbsp; \
          <span class=\"mark floor\"></span> p95 floor: at least 95% of responses were at least \
-         this fast. Further right is faster.</p>\n",
+         this fast. Further right is faster; the axis is logarithmic.</p>\n",
     );
     let rows: Vec<(String, Rgb, Vec<f64>, &ProviderReport)> = providers
         .iter()
@@ -127,14 +127,16 @@ pub(super) fn tokens_section(out: &mut String, providers: &[&ProviderReport], pa
             (short(&p.display_name, 20), *c, v, *p)
         })
         .collect();
-    let max = rows
-        .iter()
-        .flat_map(|r| r.2.iter().copied())
-        .max_by(f64::total_cmp);
-    let Some(max) = max else {
+    let all = || rows.iter().flat_map(|r| r.2.iter().copied());
+    let (Some(min), Some(max)) = (all().min_by(f64::total_cmp), all().max_by(f64::total_cmp))
+    else {
         out.push_str("<p class=\"empty\">No tokens/s population.</p>\n</section>\n");
         return;
     };
+    // Log scale: a response whose answer arrived in two reads microseconds apart has an absurd
+    // (but correctly computed) rate; on a linear axis it would squash every provider to the left.
+    let lo = (min / 1.25).max(0.01);
+    let hi = (max * 1.25).max(lo * 10.0);
     let n = rows.len();
     let names: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
     let height = 70 + 38 * n as u32;
@@ -144,7 +146,10 @@ pub(super) fn tokens_section(out: &mut String, providers: &[&ProviderReport], pa
             .margin_right(24)
             .x_label_area_size(46)
             .y_label_area_size(170)
-            .build_cartesian_2d(0f64..max * 1.05, rows_axis(n))
+            .build_cartesian_2d(
+                (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
+                rows_axis(n),
+            )
             .map_err(err)?;
         chart
             .configure_mesh()
@@ -153,9 +158,8 @@ pub(super) fn tokens_section(out: &mut String, providers: &[&ProviderReport], pa
             .axis_style(AXIS)
             .label_style((FONT, 15).into_font().color(&INK))
             .axis_desc_style((FONT, 15).into_font().color(&INK))
-            .x_desc("visible-answer tokens/s")
-            .x_labels(12)
-            .x_label_formatter(&|v| format!("{v:.0}"))
+            .x_desc("visible-answer tokens/s (log scale)")
+            .x_label_formatter(&|v| ms_tick(*v))
             .y_label_formatter(&|v| row_label(&names, *v))
             .draw()
             .map_err(err)?;
