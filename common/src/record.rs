@@ -43,10 +43,13 @@ impl Outcome {
 #[serde(rename_all = "snake_case")]
 pub enum ErrorType {
     /// HTTP 429.
+    #[serde(rename = "http_429")]
     Http429,
     /// Any other 4xx.
+    #[serde(rename = "other_http_4xx")]
     OtherHttp4xx,
     /// Any 5xx.
+    #[serde(rename = "http_5xx")]
     Http5xx,
     /// A 1xx/3xx that we refuse to follow (no redirects).
     OtherHttpStatus,
@@ -297,4 +300,35 @@ pub struct Execution {
     pub record: TerminalRecord,
     /// Every parsed event, in arrival order.
     pub events: Vec<StreamEvent>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_types_use_the_methodology_names() {
+        let names: Vec<String> = [
+            ErrorType::Http429,
+            ErrorType::OtherHttp4xx,
+            ErrorType::Http5xx,
+            ErrorType::OtherHttpStatus,
+            ErrorType::TruncatedStream,
+            ErrorType::InvalidSse,
+        ]
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap_or_default())
+        .collect();
+        assert_eq!(
+            names,
+            [
+                "\"http_429\"",
+                "\"other_http_4xx\"",
+                "\"http_5xx\"",
+                "\"other_http_status\"",
+                "\"truncated_stream\"",
+                "\"invalid_sse\""
+            ]
+        );
+    }
 }
