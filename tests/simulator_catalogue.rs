@@ -60,17 +60,7 @@ async fn run(
         extra_headers,
         price: None,
     };
-    let contract = RequestContract {
-        temperature: 0.0,
-        top_p: 1.0,
-        presence_penalty: 0.0,
-        frequency_penalty: 0.0,
-        max_output_tokens: 256,
-        response_format: "json_object".into(),
-        reasoning_effort: "low".into(),
-        timeout_ms: 20_000,
-        harness_grace_ms: 5_000,
-    };
+    let contract = RequestContract::reference(20_000);
     let executor = Executor::new(adapter, contract, &Credentials::empty()).unwrap();
     let request = PlannedRequest {
         run_id: "run-catalogue".into(),

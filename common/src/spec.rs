@@ -115,6 +115,24 @@ fn default_grace_ms() -> u64 {
     5_000
 }
 
+impl RequestContract {
+    /// The reference contract of METHODOLOGY §1 (temperature 0, top_p 1, no penalties, 256
+    /// tokens, JSON object, reasoning effort low) with the given deadline.
+    pub fn reference(timeout_ms: u64) -> RequestContract {
+        RequestContract {
+            temperature: 0.0,
+            top_p: 1.0,
+            presence_penalty: 0.0,
+            frequency_penalty: 0.0,
+            max_output_tokens: 256,
+            response_format: String::from("json_object"),
+            reasoning_effort: String::from("low"),
+            timeout_ms,
+            harness_grace_ms: default_grace_ms(),
+        }
+    }
+}
+
 /// How a provider authenticates.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "scheme", rename_all = "snake_case", deny_unknown_fields)]

@@ -2,17 +2,7 @@ use super::*;
 use openbench_common::spec::MaxTokensField;
 
 fn contract() -> RequestContract {
-    RequestContract {
-        temperature: 0.0,
-        top_p: 1.0,
-        presence_penalty: 0.0,
-        frequency_penalty: 0.0,
-        max_output_tokens: 256,
-        response_format: "json_object".into(),
-        reasoning_effort: "low".into(),
-        timeout_ms: 20_000,
-        harness_grace_ms: 5_000,
-    }
+    RequestContract::reference(20_000)
 }
 
 fn messages() -> Vec<ChatMessage> {

@@ -92,21 +92,6 @@ pub async fn run(command: ProbeCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The default request contract of METHODOLOGY §1 with a chosen deadline.
-fn default_contract(timeout_ms: u64) -> RequestContract {
-    RequestContract {
-        temperature: 0.0,
-        top_p: 1.0,
-        presence_penalty: 0.0,
-        frequency_penalty: 0.0,
-        max_output_tokens: 256,
-        response_format: "json_object".into(),
-        reasoning_effort: "low".into(),
-        timeout_ms,
-        harness_grace_ms: 5_000,
-    }
-}
-
 /// Builds the ad-hoc adapter and its credentials. `--header` values become credentials (so they
 /// are sent as sensitive headers and redacted from every output).
 fn once_adapter(args: &OnceArgs) -> anyhow::Result<(ProviderAdapter, Credentials)> {
@@ -167,7 +152,7 @@ fn once_adapter(args: &OnceArgs) -> anyhow::Result<(ProviderAdapter, Credentials
 
 async fn once(args: OnceArgs) -> anyhow::Result<ExitCode> {
     let (adapter, credentials) = once_adapter(&args)?;
-    let executor = Executor::new(adapter, default_contract(args.timeout_ms), &credentials)?;
+    let executor = Executor::new(adapter, RequestContract::reference(args.timeout_ms), &credentials)?;
     let request = PlannedRequest {
         run_id: String::new(),
         round_id: String::new(),

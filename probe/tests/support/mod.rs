@@ -173,17 +173,7 @@ async fn read_request<R: tokio::io::AsyncBufRead + Unpin>(read: &mut R) -> Optio
 
 /// The METHODOLOGY §1 contract with a deadline.
 pub fn contract(timeout_ms: u64) -> RequestContract {
-    RequestContract {
-        temperature: 0.0,
-        top_p: 1.0,
-        presence_penalty: 0.0,
-        frequency_penalty: 0.0,
-        max_output_tokens: 256,
-        response_format: "json_object".into(),
-        reasoning_effort: "low".into(),
-        timeout_ms,
-        harness_grace_ms: 5_000,
-    }
+    RequestContract::reference(timeout_ms)
 }
 
 /// An adapter for `endpoint` with bearer auth from `TEST_KEY`.
