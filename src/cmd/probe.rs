@@ -152,7 +152,11 @@ fn once_adapter(args: &OnceArgs) -> anyhow::Result<(ProviderAdapter, Credentials
 
 async fn once(args: OnceArgs) -> anyhow::Result<ExitCode> {
     let (adapter, credentials) = once_adapter(&args)?;
-    let executor = Executor::new(adapter, RequestContract::reference(args.timeout_ms), &credentials)?;
+    let executor = Executor::new(
+        adapter,
+        RequestContract::reference(args.timeout_ms),
+        &credentials,
+    )?;
     let request = PlannedRequest {
         run_id: String::new(),
         round_id: String::new(),

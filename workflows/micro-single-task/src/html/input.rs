@@ -159,6 +159,7 @@ impl HtmlReportInput {
             ));
         }
         HtmlReportInput {
+            time_scale: lock.simulator_time_scale,
             title: format!("Inference benchmark: {}", lock.model_label),
             subtitle: format!(
                 "Run {} · {} · {} rounds · {} providers",

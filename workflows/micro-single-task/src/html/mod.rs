@@ -150,6 +150,9 @@ pub struct HtmlReportInput {
     pub provenance: Vec<(String, String)>,
     /// Free notes shown under provenance (e.g. the simulator time scale).
     pub notes: Vec<String>,
+    /// The simulator's time scale when the run was simulated: the summary then also shows the
+    /// figures in simulated time.
+    pub time_scale: Option<f64>,
 }
 
 /// Escapes text for HTML element content and quoted attribute values.
@@ -193,7 +196,7 @@ pub fn render_html(input: &HtmlReportInput) -> String {
         escape(&input.title),
         escape(&input.subtitle)
     ));
-    sections::summary(&mut out, &providers);
+    sections::summary(&mut out, &providers, input.time_scale);
     let legend = sections::legend(&providers, &palette);
     charts::latency_section(&mut out, &providers, &palette, &legend);
     charts::tokens_section(&mut out, &providers, &palette);

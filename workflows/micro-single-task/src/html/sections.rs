@@ -7,11 +7,28 @@ use crate::report::markdown::SUMMARY_HEADERS;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-/// The summary table (the seed's columns), providers alphabetical, then the ranking.
-pub(super) fn summary(out: &mut String, providers: &[&ProviderReport]) {
-    out.push_str(
-        "<section id=\"summary\">\n<h2>Summary</h2>\n<table class=\"summary\">\n<thead><tr>",
-    );
+/// The summary table (the seed's columns), providers alphabetical, then the ranking. A simulated
+/// run also gets the table in simulated time (ms ÷ scale, tokens/s × scale).
+pub(super) fn summary(out: &mut String, providers: &[&ProviderReport], time_scale: Option<f64>) {
+    out.push_str("<section id=\"summary\">\n<h2>Summary</h2>\n");
+    summary_table(out, providers, 1.0);
+    if let Some(scale) = time_scale {
+        let _ = write!(
+            out,
+            "<h3>In simulated time</h3>\n<p class=\"note\">The same figures with milliseconds \
+             divided by the simulator's time scale ({scale}) and tokens/s multiplied by it, \
+             comparable with the simulator's profiles.</p>\n"
+        );
+        summary_table(out, providers, scale);
+    }
+    summary_notes(out, providers);
+}
+
+/// One summary table; `scale` 1.0 shows the figures as measured.
+fn summary_table(out: &mut String, providers: &[&ProviderReport], scale: f64) {
+    let ms = |v: Option<f64>| one(v.map(|v| v / scale));
+    let rate = |v: Option<f64>| one(v.map(|v| v * scale));
+    out.push_str("<table class=\"summary\">\n<thead><tr>");
     for h in SUMMARY_HEADERS {
         let _ = write!(out, "<th>{}</th>", escape(h));
     }
@@ -19,11 +36,11 @@ pub(super) fn summary(out: &mut String, providers: &[&ProviderReport]) {
     for p in providers {
         let f = &p.pooled;
         let cells = [
-            one(f.e2e_p50),
-            one(f.e2e_p99),
-            one(f.ttfa_p50),
-            one(f.tps_p50),
-            one(f.tps_p95_floor),
+            ms(f.e2e_p50),
+            ms(f.e2e_p99),
+            ms(f.ttfa_p50),
+            rate(f.tps_p50),
+            rate(f.tps_p95_floor),
             pct(f.task_success_rate),
             pct(f.failure_rate),
         ];
@@ -38,6 +55,10 @@ pub(super) fn summary(out: &mut String, providers: &[&ProviderReport]) {
         out.push_str("</tr>\n");
     }
     out.push_str("</tbody>\n</table>\n");
+}
+
+/// The reading notes and the ranking under the summary.
+fn summary_notes(out: &mut String, providers: &[&ProviderReport]) {
     out.push_str(
         "<p class=\"note\">Providers are alphabetical; no single metric determines an overall \
          winner. Lower latency is better; higher tokens/s and task success are better. The \

@@ -61,6 +61,7 @@ fn fixture() -> HtmlReportInput {
         .map(|s| s.to_string())
         .collect();
     HtmlReportInput {
+        time_scale: None,
         title: "Inference benchmark: test".to_string(),
         subtitle: "Run run-1 · micro-single-task · 42 rounds · 3 providers".to_string(),
         families: FAMILIES.iter().map(|f| f.to_string()).collect(),
@@ -130,6 +131,25 @@ fn page_has_every_section_and_provider() {
     assert_eq!(html.matches("<svg class=\"chart\"").count(), 8);
     assert!(html.contains("o200k_base (ranks sha256 abc)"));
     assert!(html.contains("Simulated providers: time scale 0.02."));
+}
+
+#[test]
+fn simulated_runs_also_show_the_summary_in_simulated_time() {
+    let mut input = fixture();
+    assert!(!render_html(&input).contains("In simulated time"));
+    input.time_scale = Some(0.5);
+    let html = render_html(&input);
+    let at = html
+        .find("<h3>In simulated time</h3>")
+        .expect("second table");
+    let alpha = html[at..]
+        .find("<tr><th scope=\"row\">Alpha AI</th>")
+        .expect("alpha row")
+        + at;
+    let row = &html[alpha..alpha + html[alpha..].find("</tr>").expect("row end")];
+    // E2E p50 1,826.9 ms ÷ 0.5 = 3,653.8 ms; task success unchanged.
+    assert!(row.contains("<td>3,653.8</td>"), "{row}");
+    assert!(row.contains("<td>95.50%</td>"), "{row}");
 }
 
 #[test]
