@@ -66,9 +66,11 @@ pub fn resolve_providers(
 
 impl Infra {
     /// Starts the simulator when needed, one probe server per local region, and connects a client
-    /// to every region's probe.
+    /// to every region's probe. The simulator is seeded per attempt (spec seed + attempt), so a
+    /// smoke's second attempt draws afresh, as a retry at a real provider would.
     pub async fn start(
         spec: &LoadedSpec,
+        attempt: u32,
         answers: Vec<CannedAnswer>,
         credentials: &Credentials,
         code_digest: &str,
@@ -84,7 +86,7 @@ impl Infra {
                     .to_string();
                 let config = SimConfig {
                     time_scale: settings.time_scale,
-                    seed: settings.seed,
+                    seed: settings.seed.wrapping_add(u64::from(attempt)),
                     default_profile,
                     answers: if settings.answer_from_gold {
                         answers

@@ -313,6 +313,7 @@ async fn execute_plan(
     };
     let infra = Infra::start(
         &inputs.spec,
+        plan.attempt,
         answers,
         &inputs.credentials,
         &inputs.code_sha256,

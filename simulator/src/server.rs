@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -23,6 +24,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+/// Bodies remembered for occurrence counting before the table is reset (bounded memory).
+const MAX_SEEN_BODIES: usize = 1_000_000;
 /// Real milliseconds below which time-scaled output writes are merged (see `coalesce`).
 const COALESCE_REAL_MS: f64 = 2.0;
 
@@ -46,9 +49,26 @@ struct Shared {
     config: SimConfig,
     cancel: CancellationToken,
     logs: Mutex<HashMap<String, Vec<WriteStamp>>>,
+    /// How often each (profile, body) was seen, so a repeated request gets fresh draws.
+    seen: Mutex<HashMap<(String, Vec<u8>), u64>>,
 }
 
 impl Shared {
+    /// The 0-based occurrence of this (profile, body) on this server.
+    fn occurrence(&self, profile: &str, body: &[u8]) -> u64 {
+        let Ok(mut seen) = self.seen.lock() else {
+            return 0;
+        };
+        if seen.len() >= MAX_SEEN_BODIES {
+            seen.clear();
+        }
+        let digest = Sha256::digest(body).to_vec();
+        let count = seen.entry((profile.to_string(), digest)).or_insert(0);
+        let occurrence = *count;
+        *count += 1;
+        occurrence
+    }
+
     fn record(&self, key: &str, stamp: WriteStamp) {
         if let Ok(mut logs) = self.logs.lock()
             && (logs.len() < MAX_LOGGED_REQUESTS || logs.contains_key(key))
@@ -128,6 +148,7 @@ pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimServer, Sim
         config,
         cancel: CancellationToken::new(),
         logs: Mutex::new(HashMap::new()),
+        seen: Mutex::new(HashMap::new()),
     });
     let router = Router::new()
         .route(
@@ -215,7 +236,8 @@ async fn respond(
         Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.to_string()),
     };
     let log_key = text("x-sim-id").map(str::to_string);
-    let mut draws = Draws::for_request(shared.config.seed, profile_name, &body);
+    let occurrence = shared.occurrence(profile_name, &body);
+    let mut draws = Draws::for_occurrence(shared.config.seed, profile_name, &body, occurrence);
     let plan = plan::plan(profile, &request, &shared.config.answers, &mut draws);
     let scale = if plan.exact {
         1.0

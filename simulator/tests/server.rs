@@ -34,19 +34,28 @@ async fn post(url: &str, body: String, headers: &[(&str, &str)]) -> (u16, Vec<u8
 
 #[tokio::test]
 async fn same_seed_and_body_give_the_same_bytes_on_every_profile() {
+    // Two servers with the same seed replay the same bytes for the same (body, occurrence);
+    // a repeated body on one server (a smoke's second attempt) is a fresh draw.
     let server = sim("plain", 0.01, 9).await;
+    let twin = sim("plain", 0.01, 9).await;
     for profile in ["zai", "together", "fireworks", "baseten", "novita"] {
         let url = server.profile_endpoint(profile);
+        let twin_url = twin.profile_endpoint(profile);
         let a = post(&url, body("q1"), &[]).await;
-        let b = post(&url, body("q1"), &[]).await;
+        let a_twin = post(&twin_url, body("q1"), &[]).await;
+        let again = post(&url, body("q1"), &[]).await;
+        let again_twin = post(&twin_url, body("q1"), &[]).await;
         let c = post(&url, body("q2"), &[]).await;
-        assert_eq!(a, b, "{profile}");
+        assert_eq!(a, a_twin, "{profile}");
+        assert_eq!(again, again_twin, "{profile}");
+        assert_ne!(a.1, again.1, "{profile}: a repeat must be a new draw");
         assert_ne!(a.1, c.1, "{profile}");
         assert_eq!(a.0, 200, "{profile}: {}", String::from_utf8_lossy(&a.1));
         assert!(a.1.ends_with(b"data: [DONE]\n\n"), "{profile}");
     }
     let other_seed = sim("plain", 0.01, 10).await;
-    let a = post(&server.profile_endpoint("zai"), body("q1"), &[]).await;
+    let fresh = sim("plain", 0.01, 9).await;
+    let a = post(&fresh.profile_endpoint("zai"), body("q1"), &[]).await;
     let d = post(&other_seed.profile_endpoint("zai"), body("q1"), &[]).await;
     assert_ne!(a.1, d.1);
 }
