@@ -377,3 +377,53 @@ fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smoke_retries_once_and_the_retry_is_a_fresh_draw() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = sample_dataset(tmp.path(), "data", 20260902);
+    // `broken` answers HTTP 500 to everything, so attempt 1 fails and attempt 2 must run (and
+    // fail again); `nebius` is a stochastic profile whose draws must differ between attempts.
+    let broken = Prov {
+        key: "broken".into(),
+        profile: "plain".into(),
+        extra: "    extra_headers: {x-sim-quirk: http-500}\n".into(),
+    };
+    let providers = vec![broken, Prov::sim("nebius")];
+    let spec = write_spec(tmp.path(), &data, &providers, 2, 0.01, 400);
+    let inputs = inputs(&spec);
+    let run = RunDir::create(&inputs, None).unwrap();
+    let smoke = run_smoke(&inputs, &run, &RunOptions::default())
+        .await
+        .unwrap();
+    assert!(smoke.finished);
+    assert!(!smoke.passed);
+    assert_eq!(
+        smoke.attempts.len(),
+        2,
+        "attempt 2 only after attempt 1 failed"
+    );
+    let first = records(&run.dir.join(layout::smoke_results(1)));
+    let second = records(&run.dir.join(layout::smoke_results(2)));
+    assert_eq!((first.len(), second.len()), (6, 6));
+    for r in first
+        .iter()
+        .chain(&second)
+        .filter(|r| r.provider == "broken")
+    {
+        assert_eq!(r.http_status, Some(500));
+    }
+    // The simulator's x-request-id is its per-request seed: fresh draws give fresh ids.
+    let ids = |rs: &[openbench_common::record::TerminalRecord]| -> BTreeSet<String> {
+        rs.iter()
+            .filter(|r| r.provider == "nebius")
+            .filter_map(|r| r.provider_request_id.clone())
+            .collect()
+    };
+    let (a, b) = (ids(&first), ids(&second));
+    assert_eq!(a.len(), 3, "{first:?}");
+    assert!(
+        a.is_disjoint(&b),
+        "attempt 2 replayed attempt 1's draws: {a:?} {b:?}"
+    );
+}
