@@ -427,3 +427,39 @@ async fn smoke_retries_once_and_the_retry_is_a_fresh_draw() {
         "attempt 2 replayed attempt 1's draws: {a:?} {b:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_regions_make_two_lanes_per_provider_with_their_own_ids() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = sample_dataset(tmp.path(), "data", 20260902);
+    let providers = vec![Prov::sim("baseten"), Prov::sim("telnyx")];
+    let spec = write_spec(tmp.path(), &data, &providers, 2, 0.01, 400);
+    // Two regions, each with its own in-process probe server behind gRPC.
+    let mut text = std::fs::read_to_string(&spec).unwrap();
+    text.push_str("regions:\n  - name: west\n    probe: local\n  - name: east\n    probe: local\n");
+    std::fs::write(&spec, text).unwrap();
+    let inputs = inputs(&spec);
+    let run = RunDir::create(&inputs, Some("R-2")).unwrap();
+    let outcome = run_full(&inputs, &run, "R-2", &RunOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::Complete);
+    // 2 providers × 2 regions = 4 lanes; 2 items × 3 families = 6 rounds.
+    let recs = records(&run.dir.join(layout::FULL_RESULTS));
+    assert_eq!(recs.len(), 24);
+    let ids: BTreeSet<&str> = recs.iter().map(|r| r.request_id.as_str()).collect();
+    assert_eq!(ids.len(), 24, "every lane-round has its own request id");
+    let lanes: BTreeSet<(&str, &str, &str)> = recs
+        .iter()
+        .map(|r| (r.lane.as_str(), r.provider.as_str(), r.region.as_str()))
+        .collect();
+    let want: BTreeSet<(&str, &str, &str)> = [
+        ("baseten@east", "baseten", "east"),
+        ("baseten@west", "baseten", "west"),
+        ("telnyx@east", "telnyx", "east"),
+        ("telnyx@west", "telnyx", "west"),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(lanes, want);
+}

@@ -144,9 +144,12 @@ pub fn build_plan(
             let requests = rotated(&base, round_index)
                 .into_iter()
                 .map(|lane| PlannedLane {
+                    // The lane label is the provider key with one region (the reference
+                    // runner's ids) and `provider@region` with several, so every lane's
+                    // request has its own id.
                     request_id: request_id(
                         version,
-                        &lane.provider,
+                        &lane.label,
                         round_index,
                         family,
                         item_id,
