@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
-# One-time machine setup for the tests and reports: Debian packages the tests use.
-# The demo itself needs nothing beyond a Rust toolchain.
-#   deploy/setup.sh        installs chromium (HTML report screenshots), curl, python3-pip
-#   deploy/setup.sh --ci   the same, quieter
+# One-time machine setup for the tests and reports. The demo itself needs nothing beyond a Rust
+# toolchain.
+#   - Debian: chromium (HTML report screenshots), curl, python3
+#   - PyPI: rotel, a Rust OpenTelemetry collector the OTLP trace test exports to
+#   deploy/setup.sh        installs what is missing
+#   deploy/setup.sh --ci   the same
 set -euo pipefail
+ROTEL_VERSION="${ROTEL_VERSION:-0.0.1a15}"
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v python3 >/dev/null 2>&1 || need+=(python3 python3-pip)
-if [ ${#need[@]} -eq 0 ]; then
-  echo "[setup] everything already installed"
-  exit 0
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "[setup] need root to install: ${need[*]}" >&2
+    exit 1
+  fi
+  echo "[setup] installing ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-if [ "$(id -u)" -ne 0 ]; then
-  echo "[setup] need root to install: ${need[*]}" >&2
-  exit 1
+if ! python3 -c 'import rotel' 2>/dev/null; then
+  echo "[setup] installing rotel $ROTEL_VERSION (OTLP collector for the trace test)"
+  python3 -m pip install --quiet --disable-pip-version-check "rotel==$ROTEL_VERSION"
 fi
-echo "[setup] installing ${need[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+echo "[setup] done"
