@@ -78,6 +78,21 @@ pub struct SessionReport {
     pub progress: Progress,
 }
 
+impl SessionReport {
+    /// A complete session that has executed nothing yet.
+    pub fn empty(progress: Progress) -> SessionReport {
+        SessionReport {
+            status: SessionStatus::Complete,
+            rounds_executed: 0,
+            records_written: 0,
+            harness_errors: 0,
+            overheads_ms: Vec::new(),
+            skews_ms: Vec::new(),
+            progress,
+        }
+    }
+}
+
 /// Messages the coordinator actor handles.
 pub enum CoordMsg {
     /// Release the next round (or finish).
@@ -167,15 +182,7 @@ impl Actor for Coordinator {
             started: Instant::now(),
             last_terminal: None,
             stopping: false,
-            report: SessionReport {
-                status: SessionStatus::Complete,
-                rounds_executed: 0,
-                records_written: 0,
-                harness_errors: 0,
-                overheads_ms: Vec::new(),
-                skews_ms: Vec::new(),
-                progress,
-            },
+            report: SessionReport::empty(progress),
         })
     }
 

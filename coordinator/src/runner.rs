@@ -281,15 +281,7 @@ async fn execute_plan(
         f(&progress);
     }
     if jobs.is_empty() {
-        let report = SessionReport {
-            status: SessionStatus::Complete,
-            rounds_executed: 0,
-            records_written: 0,
-            harness_errors: 0,
-            overheads_ms: Vec::new(),
-            skews_ms: Vec::new(),
-            progress,
-        };
+        let report = SessionReport::empty(progress);
         manifest.rounds_done = rounds_done;
         manifest.count(records.values());
         return Ok((report, records));
