@@ -20,6 +20,9 @@
 //! Without the server build, the test reports itself skipped — unless
 //! `OPENBENCH_REQUIRE_REAL_TARGETS` is set (CI sets it), where that is a failure.
 
+mod coordinator_support;
+
+use coordinator_support::free_port;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,14 +33,6 @@ fn repo() -> PathBuf {
 
 fn script() -> PathBuf {
     repo().join("deploy/local/llama-server.sh")
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Stops the instances this test started, whatever happens.

@@ -28,14 +28,6 @@ fn rotel_agent() -> Option<PathBuf> {
     (out.status.success() && path.exists()).then_some(path)
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 struct Collector(Child);
 
 impl Drop for Collector {

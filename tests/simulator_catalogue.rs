@@ -9,7 +9,7 @@
 
 use openbench_common::plan::{ChatMessage, PlannedRequest};
 use openbench_common::record::{Classification, ErrorType, Execution, Outcome};
-use openbench_common::spec::{Auth, MaxTokensField, ProviderAdapter, RequestContract};
+use openbench_common::spec::{ProviderAdapter, RequestContract};
 use openbench_probe::{Credentials, Executor};
 use openbench_simulator::{CATALOGUE, SimConfig, start};
 use std::collections::BTreeMap;
@@ -49,16 +49,9 @@ async fn run(
         extra_headers.insert("x-sim-quirk".to_string(), quirks.to_string());
     }
     let adapter = ProviderAdapter {
-        key: "sim".into(),
         display_name: "Simulator".into(),
-        endpoint: sim.profile_endpoint(profile),
-        model: model.into(),
-        auth: Auth::None,
-        max_tokens_field: MaxTokensField::MaxTokens,
-        include_usage: false,
-        extra_body: BTreeMap::new(),
         extra_headers,
-        price: None,
+        ..ProviderAdapter::open("sim", &sim.profile_endpoint(profile), model)
     };
     let contract = RequestContract::reference(20_000);
     let executor = Executor::new(adapter, contract, &Credentials::empty()).unwrap();

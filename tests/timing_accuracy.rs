@@ -12,7 +12,7 @@
 
 use openbench_common::plan::{ChatMessage, PlannedRequest};
 use openbench_common::record::{Classification, Execution, Outcome};
-use openbench_common::spec::{Auth, MaxTokensField, ProviderAdapter, RequestContract};
+use openbench_common::spec::{ProviderAdapter, RequestContract};
 use openbench_common::stats::nearest_rank;
 use openbench_probe::{Credentials, Executor};
 use openbench_simulator::{SimConfig, start};
@@ -47,16 +47,8 @@ fn executor(endpoint: String, id: &str, r: usize) -> Executor {
         ("x-sim-id".to_string(), id.to_string()),
     ]);
     let adapter = ProviderAdapter {
-        key: "sim".into(),
-        display_name: String::new(),
-        endpoint,
-        model: "zai-org/GLM-5.3-Flash".into(),
-        auth: Auth::None,
-        max_tokens_field: MaxTokensField::MaxTokens,
-        include_usage: false,
-        extra_body: BTreeMap::new(),
         extra_headers,
-        price: None,
+        ..ProviderAdapter::open("sim", &endpoint, "zai-org/GLM-5.3-Flash")
     };
     let contract = RequestContract::reference(20_000);
     Executor::new(adapter, contract, &Credentials::empty()).unwrap()

@@ -214,6 +214,25 @@ pub struct ProviderAdapter {
     pub price: Option<Price>,
 }
 
+impl ProviderAdapter {
+    /// An adapter with no credentials, `max_tokens`, no extras and no prices: the starting point
+    /// for ad-hoc targets (`probe once`, local servers, tests), refined field by field.
+    pub fn open(key: &str, endpoint: &str, model: &str) -> ProviderAdapter {
+        ProviderAdapter {
+            key: key.to_string(),
+            display_name: String::new(),
+            endpoint: endpoint.to_string(),
+            model: model.to_string(),
+            auth: Auth::None,
+            max_tokens_field: MaxTokensField::MaxTokens,
+            include_usage: false,
+            extra_body: BTreeMap::new(),
+            extra_headers: BTreeMap::new(),
+            price: None,
+        }
+    }
+}
+
 /// Provider list prices in USD per million tokens.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -20,16 +20,9 @@ fn messages() -> Vec<ChatMessage> {
 
 fn adapter(key: &str, model: &str, auth: Auth, field: MaxTokensField) -> ProviderAdapter {
     ProviderAdapter {
-        key: key.into(),
-        display_name: String::new(),
-        endpoint: "https://example.invalid/v1/chat/completions".into(),
-        model: model.into(),
         auth,
         max_tokens_field: field,
-        include_usage: false,
-        extra_body: Default::default(),
-        extra_headers: Default::default(),
-        price: None,
+        ..ProviderAdapter::open(key, "https://example.invalid/v1/chat/completions", model)
     }
 }
 

@@ -132,11 +132,8 @@ fn once_adapter(args: &OnceArgs) -> anyhow::Result<(ProviderAdapter, Credentials
             .context("--body-extra: expected a JSON object (e.g. '{\"top_k\": -1}')")?,
         None => BTreeMap::new(),
     };
+    let endpoint = format!("{}/chat/completions", args.base_url.trim_end_matches('/'));
     let adapter = ProviderAdapter {
-        key: "once".into(),
-        display_name: String::new(),
-        endpoint: format!("{}/chat/completions", args.base_url.trim_end_matches('/')),
-        model: args.model.clone(),
         auth,
         max_tokens_field: match args.max_tokens_field {
             MaxField::MaxTokens => MaxTokensField::MaxTokens,
@@ -144,8 +141,7 @@ fn once_adapter(args: &OnceArgs) -> anyhow::Result<(ProviderAdapter, Credentials
         },
         include_usage: args.include_usage,
         extra_body,
-        extra_headers: BTreeMap::new(),
-        price: None,
+        ..ProviderAdapter::open("once", &endpoint, &args.model)
     };
     Ok((adapter, Credentials::from_pairs(secrets)))
 }

@@ -23,6 +23,15 @@ pub const PROFILES: [&str; 10] = [
     "deepinfra",
 ];
 
+/// A loopback port that was free a moment ago (for servers started as separate processes).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// The built binary.
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_openbench-inference")

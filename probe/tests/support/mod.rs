@@ -3,7 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use openbench_common::plan::{ChatMessage, PlannedRequest};
-use openbench_common::spec::{Auth, MaxTokensField, ProviderAdapter, RequestContract};
+use openbench_common::spec::{Auth, ProviderAdapter, RequestContract};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -179,18 +179,11 @@ pub fn contract(timeout_ms: u64) -> RequestContract {
 /// An adapter for `endpoint` with bearer auth from `TEST_KEY`.
 pub fn adapter(key: &str, endpoint: &str) -> ProviderAdapter {
     ProviderAdapter {
-        key: key.into(),
-        display_name: String::new(),
-        endpoint: endpoint.into(),
-        model: "zai-org/GLM-5.3-Flash".into(),
         auth: Auth::Bearer {
             env: "TEST_KEY".into(),
         },
-        max_tokens_field: MaxTokensField::MaxTokens,
         include_usage: true,
-        extra_body: Default::default(),
-        extra_headers: Default::default(),
-        price: None,
+        ..ProviderAdapter::open(key, endpoint, "zai-org/GLM-5.3-Flash")
     }
 }
 

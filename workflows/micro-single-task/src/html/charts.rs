@@ -3,7 +3,7 @@
 //! Pixel coordinates are integers and labels use fixed formats, so output is deterministic.
 
 use super::plot::{
-    AXIS, FAILURE, FONT, GRID, INK, Rgb, SUCCESS, Ticked, err, log_ticks, ms_tick, row_label,
+    FAILURE, FONT, INK, Rgb, SUCCESS, Ticked, err, house_style, log_ticks, ms_tick, row_label,
     row_y, rows_axis, short, sorted, svg,
 };
 use super::{HtmlReportInput, ProviderReport, escape};
@@ -39,13 +39,7 @@ fn cdf_chart(title: &str, series: &[(Rgb, Vec<f64>)]) -> String {
                 },
             )
             .map_err(err)?;
-        chart
-            .configure_mesh()
-            .bold_line_style(GRID)
-            .max_light_lines(0)
-            .axis_style(AXIS)
-            .label_style((FONT, 15).into_font().color(&INK))
-            .axis_desc_style((FONT, 15).into_font().color(&INK))
+        house_style(&mut chart.configure_mesh(), 15)
             .x_desc(format!("{title}, ms (log scale)"))
             .y_desc("share of completed requests ≤ x")
             .x_label_formatter(&|v| ms_tick(*v))
@@ -151,13 +145,7 @@ pub(super) fn tokens_section(out: &mut String, providers: &[&ProviderReport], pa
                 rows_axis(n),
             )
             .map_err(err)?;
-        chart
-            .configure_mesh()
-            .bold_line_style(GRID)
-            .max_light_lines(0)
-            .axis_style(AXIS)
-            .label_style((FONT, 15).into_font().color(&INK))
-            .axis_desc_style((FONT, 15).into_font().color(&INK))
+        house_style(&mut chart.configure_mesh(), 15)
             .x_desc("visible-answer tokens/s (log scale)")
             .x_label_formatter(&|v| ms_tick(*v))
             .y_label_formatter(&|v| row_label(&names, *v))
@@ -216,13 +204,7 @@ fn bar_chart(
             .y_label_area_size(150)
             .build_cartesian_2d(0f64..x_max, rows_axis(n))
             .map_err(err)?;
-        chart
-            .configure_mesh()
-            .bold_line_style(GRID)
-            .max_light_lines(0)
-            .axis_style(AXIS)
-            .label_style((FONT, 15).into_font().color(&INK))
-            .axis_desc_style((FONT, 15).into_font().color(&INK))
+        house_style(&mut chart.configure_mesh(), 15)
             .x_desc(label)
             .x_labels(6)
             .x_label_formatter(&|v| format!("{v:.0}%"))
@@ -344,13 +326,7 @@ fn family_chart(
                 rows_axis(n),
             )
             .map_err(err)?;
-        chart
-            .configure_mesh()
-            .bold_line_style(GRID)
-            .max_light_lines(0)
-            .axis_style(AXIS)
-            .label_style((FONT, 16).into_font().color(&INK))
-            .axis_desc_style((FONT, 16).into_font().color(&INK))
+        house_style(&mut chart.configure_mesh(), 16)
             .x_desc("E2E ms: bar p50, whisker p99")
             .x_label_formatter(&|v| ms_tick(*v))
             .y_label_formatter(&|v| row_label(&names, *v))

@@ -3,6 +3,7 @@
 
 use super::escape;
 use crate::report::format::grouped;
+use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::prelude::*;
@@ -49,6 +50,23 @@ pub(super) const SUCCESS: RGBColor = RGBColor(46, 125, 50);
 pub(super) const FAILURE: RGBColor = RGBColor(198, 40, 40);
 
 pub(super) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// The page's one mesh style: light bold grid, no minor lines, grey axes, `size`-point labels.
+pub(super) fn house_style<'m, 'a, 'b, X, Y, DB>(
+    mesh: &'m mut MeshStyle<'a, 'b, X, Y, DB>,
+    size: u32,
+) -> &'m mut MeshStyle<'a, 'b, X, Y, DB>
+where
+    X: Ranged<ValueType: std::fmt::Debug>,
+    Y: Ranged<ValueType: std::fmt::Debug>,
+    DB: DrawingBackend,
+{
+    mesh.bold_line_style(GRID)
+        .max_light_lines(0)
+        .axis_style(AXIS)
+        .label_style((FONT, size).into_font().color(&INK))
+        .axis_desc_style((FONT, size).into_font().color(&INK))
+}
 
 pub(super) fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
