@@ -1,13 +1,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! Percentiles as metrics use them, populations, eligibility thresholds, ranking and paired
-//! tie-splitting, on observations built by hand.
+//! Percentiles as metrics use them, populations, eligibility thresholds at their exact
+//! boundaries, harness records kept out of the submitted population, the model-echo check,
+//! ranking and paired tie-splitting, on observations and records built by hand.
 
-use openbench_common::record::Outcome;
-use openbench_micro_single_task::metrics::observe::{FailureInfo, Observation};
+use openbench_common::layout::{LockedProvider, RunLock};
+use openbench_common::record::{Outcome, TerminalRecord};
+use openbench_micro_single_task::metrics::observe::{
+    self, FailureInfo, LaneKey, LaneTable, Observation,
+};
+use openbench_micro_single_task::metrics::plan::{PlanLane, PlanRequest, PlanRound, PlanView};
 use openbench_micro_single_task::metrics::summary::{sorted_percentile, summarize};
-use openbench_micro_single_task::metrics::{self, ProviderMetrics};
+use openbench_micro_single_task::metrics::{self, MetricsInput, ProviderMetrics};
 use openbench_micro_single_task::paired::{self, PairedLane};
-use openbench_micro_single_task::scoring::{EvalClass, Family};
+use openbench_micro_single_task::scoring::{EvalClass, Family, GoldRef};
+use std::collections::BTreeMap;
 
 fn obs(lane: u32, round: u64, e2e: Option<f64>, class: EvalClass) -> Observation {
     let failed = class == EvalClass::FailedRequest;
@@ -107,8 +113,9 @@ fn provider(name: &str, success: f64, failure: f64, p99: f64) -> ProviderMetrics
     let mut pooled = summarize("pooled", &refs, None, None);
     pooled.task_success_rate = Some(success);
     pooled.failure_rate = Some(failure);
-    let eligible =
-        success >= metrics::MIN_TASK_SUCCESS_RATE && failure <= metrics::MAX_FAILURE_RATE;
+    // Eligibility is set by hand here: `rank` reads the flag; the thresholds themselves are
+    // tested on `metrics::compute` (`eligibility_thresholds_are_inclusive_at_exact_boundaries`).
+    let eligible = matches!(name, "Alpha" | "Bravo" | "Delta");
     ProviderMetrics {
         provider: name.to_lowercase(),
         lane: name.to_lowercase(),
@@ -135,7 +142,7 @@ fn provider(name: &str, success: f64, failure: f64, p99: f64) -> ProviderMetrics
 
 #[test]
 fn ranking_orders_eligible_by_pooled_p99_with_ties_by_name() {
-    // Exactly at the thresholds (95% success, 1% failures) is eligible.
+    // Charlie and Echo are fast but ineligible: they must not be ranked.
     let mut ps = vec![
         provider("Delta", 0.95, 0.01, 500.0),
         provider("Bravo", 0.99, 0.0, 300.0),
@@ -189,4 +196,213 @@ fn paired_wins_split_exact_ties() {
     assert_eq!((d.count, d.coverage), (2, Some(0.5)));
     assert_eq!((d.e2e_diff_p50, d.e2e_diff_p99), (Some(-10.0), Some(0.0)));
     assert_eq!(p.pairs.len(), 6);
+}
+
+/// The lock of a one-provider run (`p`, model `m`) over the ticket-triage family.
+fn lock() -> RunLock {
+    RunLock {
+        lock_version: 1,
+        run_id: "run-metrics".into(),
+        workflow: "micro-single-task".into(),
+        benchmark_slug: "inference-micro-single-task".into(),
+        schedule_version: "v1".into(),
+        model_label: "M".into(),
+        families: vec!["ticket-triage".into()],
+        spec_path: "spec.yaml".into(),
+        spec_sha256: String::new(),
+        dataset_dir: String::new(),
+        dataset_manifest: String::new(),
+        dataset_release_hash: String::new(),
+        adapters_sha256: String::new(),
+        tokenizer: "o200k_base".into(),
+        tokenizer_ranks_sha256: String::new(),
+        code_sha256: String::new(),
+        program_version: "0".into(),
+        providers: vec![LockedProvider {
+            key: "p".into(),
+            display_name: "P".into(),
+            model: "m".into(),
+            input_price_per_mtok: None,
+            output_price_per_mtok: None,
+        }],
+        regions: vec![],
+        simulator_time_scale: None,
+        timeout_ms: 20_000,
+        approval_id: None,
+        created_at: String::new(),
+        extra: BTreeMap::new(),
+    }
+}
+
+/// Lane `p` of `metrics::compute` over `observations` (all on lane 0), with a plan that lists
+/// every observation's request.
+fn lane_p(observations: &[Observation]) -> ProviderMetrics {
+    let mut lanes = LaneTable::default();
+    lanes.intern(LaneKey {
+        lane: "p".into(),
+        provider: "p".into(),
+        region: String::new(),
+    });
+    let plan = PlanView {
+        lanes: vec![PlanLane {
+            label: "p".into(),
+            provider: "p".into(),
+            region: String::new(),
+        }],
+        rounds: observations
+            .iter()
+            .map(|o| PlanRound {
+                round_index: o.round_index,
+                requests: vec![PlanRequest {
+                    lane: "p".into(),
+                    request_id: o.request_id.clone(),
+                }],
+            })
+            .collect(),
+    };
+    let lock = lock();
+    let mut run = metrics::compute(&MetricsInput {
+        lock: &lock,
+        lanes: &lanes,
+        observations,
+        plan: Some(&plan),
+        records_file: "raw/results.jsonl",
+    });
+    assert_eq!(run.providers.len(), 1);
+    run.providers.remove(0)
+}
+
+/// 100 requests on lane 0: `valid` correct answers, `failed` timeouts, the rest wrong answers.
+fn hundred(valid: u64, failed: u64) -> Vec<Observation> {
+    (0..100)
+        .map(|i| {
+            let class = if i < valid {
+                EvalClass::ValidResult
+            } else if i < valid + failed {
+                EvalClass::FailedRequest
+            } else {
+                EvalClass::IncorrectResult
+            };
+            let e2e = (class != EvalClass::FailedRequest).then_some(100.0 + i as f64);
+            obs(0, i, e2e, class)
+        })
+        .collect()
+}
+
+#[test]
+fn eligibility_thresholds_are_inclusive_at_exact_boundaries() {
+    // Exactly 95% success and exactly 1% failures: eligible, and ranked.
+    let p = lane_p(&hundred(95, 1));
+    assert_eq!(p.pooled.task_success_rate, Some(0.95));
+    assert_eq!(p.pooled.failure_rate, Some(0.01));
+    assert_eq!(p.ineligibility_reasons, Vec::<String>::new());
+    assert!(p.eligible);
+    assert_eq!(p.rank, Some(1));
+
+    // One correct answer fewer: 94% success.
+    let p = lane_p(&hundred(94, 1));
+    assert_eq!(p.pooled.task_success_rate, Some(0.94));
+    assert_eq!(
+        p.ineligibility_reasons,
+        vec!["task success 94.00% is below 95%".to_string()]
+    );
+    assert!(!p.eligible);
+    assert_eq!(p.rank, None);
+
+    // One failure more: 2% failures (success stays at 95%).
+    let p = lane_p(&hundred(95, 2));
+    assert_eq!(p.pooled.failure_rate, Some(0.02));
+    assert_eq!(
+        p.ineligibility_reasons,
+        vec!["operational failure rate 2.00% is above 1%".to_string()]
+    );
+    assert!(!p.eligible);
+}
+
+#[test]
+fn harness_records_are_not_submitted_and_leave_their_request_missing() {
+    // 20 correct answers and 2 harness failures (our machinery, not the provider's).
+    let mut all: Vec<Observation> = (0..20)
+        .map(|i| obs(0, i, Some(100.0), EvalClass::ValidResult))
+        .collect();
+    for round in [20, 21] {
+        let mut h = obs(0, round, None, EvalClass::FailedRequest);
+        h.outcome = Outcome::HarnessError;
+        h.failure = Some(FailureInfo {
+            outcome: Outcome::HarnessError,
+            error_type: Some("harness"),
+            http_status: None,
+            message: Some("probe did not answer".into()),
+        });
+        all.push(h);
+    }
+    let p = lane_p(&all);
+    assert_eq!(p.harness_failures, 2);
+    assert_eq!(p.pooled.submitted_count, 20);
+    assert_eq!(p.families[0].submitted_count, 20);
+    assert_eq!(p.pooled.failed_request_count, 0);
+    assert_eq!(p.pooled.task_success_rate, Some(1.0));
+    assert_eq!(p.pooled.failure_rate, Some(0.0));
+    assert_eq!((p.planned_requests, p.missing_requests), (Some(22), 2));
+    assert!(!p.complete);
+    assert_eq!(
+        p.ineligibility_reasons,
+        vec!["incomplete: 2 of 22 planned requests have no record".to_string()]
+    );
+}
+
+/// A completed ticket-triage record of lane `p` answering `tt-1` correctly, echoing `model`.
+fn completed_record(request_id: &str, round: u64, model: Option<&str>) -> TerminalRecord {
+    let mut r = TerminalRecord::new("2026-01-01T00:00:00Z".into(), Outcome::Completed);
+    r.request_id = request_id.into();
+    r.round_index = round;
+    r.task_family = "ticket-triage".into();
+    r.item_id = "tt-1".into();
+    r.provider = "p".into();
+    r.lane = "p".into();
+    r.requested_model = "m".into();
+    r.response_model = model.map(str::to_string);
+    r.answer_text = r#"{"category":"bug","priority":"p1"}"#.into();
+    r.ttfa_ms = Some(50.0);
+    r.e2e_ms = Some(100.0);
+    r
+}
+
+#[test]
+fn a_response_without_a_model_echo_is_incompatible() {
+    let gold = |id: &str| {
+        (id == "tt-1").then(|| GoldRef::TicketTriage {
+            category: "bug".into(),
+            priority: "p1".into(),
+        })
+    };
+    let requested = |_: &str| Some("m".to_string());
+    let mut lanes = LaneTable::default();
+    let mut reduce = |r: TerminalRecord| observe::observe(r, &mut lanes, &gold, &requested);
+    let echoed = reduce(completed_record("req-0", 0, Some("m"))).unwrap();
+    let silent = reduce(completed_record("req-1", 1, None)).unwrap();
+    let other = reduce(completed_record("req-2", 2, Some("m-other"))).unwrap();
+    assert_eq!(echoed.class, EvalClass::ValidResult);
+    assert_eq!(echoed.model_mismatch, None);
+    assert_eq!(silent.model_mismatch, Some(String::new()));
+    assert_eq!(other.model_mismatch, Some("m-other".to_string()));
+
+    // One silent response is enough to make the lane incompatible, and ineligible.
+    let p = lane_p(&[echoed.clone(), silent]);
+    assert_eq!(
+        p.compatibility,
+        metrics::Compatibility {
+            configuration_compatible: false,
+            checked_responses: 2,
+            mismatched_responses: 1,
+            observed_models: BTreeMap::from([("(none)".to_string(), 1), ("m".to_string(), 1)]),
+        }
+    );
+    assert_eq!(
+        p.ineligibility_reasons,
+        vec![
+            "configuration incompatible: 1 of 2 completed responses did not echo \"m\"".to_string()
+        ]
+    );
+    assert!(lane_p(&[echoed]).compatibility.configuration_compatible);
 }
