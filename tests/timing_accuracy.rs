@@ -1,14 +1,28 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! Timing accuracy of the probe against the simulator's own record: the simulator follows an
-//! exact gap schedule and stamps every write; the probe's event offsets, TTFA and E2E must agree
-//! with those stamps to within 1 ms. The two clocks have different zeros, so per request their
-//! offset is estimated as the median of (probe − simulator) over its 33 events — the first
-//! event alone would carry its own stamping error into every comparison.
+//! Timestamp correctness of the probe against the simulator's own record of its writes, with
+//! bounds no load can break: the simulator runs in this process, so the probe, the simulator
+//! and the test read one monotonic clock, and every bound below follows from causality on it.
 //!
-//! Figures on a 2-core machine shared with parallel builds (load average 2–4), after one
-//! unmeasured warm-up round: p50 ≈ 10–20 µs, p99 ≈ 260–380 µs, max ≈ 300–530 µs over 264
-//! events. Under heavier load the OS can deschedule a thread for several milliseconds; the test
-//! then retries (up to four attempts) and prints every attempt's figures.
+//! - **Lower bound, against the upstream's clock.** The simulator stamps each write before
+//!   handing it to the socket and counts from the moment the request arrived; the probe takes
+//!   its zero before sending and stamps an event after reading it. So every event's probe offset
+//!   is at least the simulator's offset of that write: lead = probe − simulator ≥ 0, with no
+//!   offset removed. A zero taken late (after sending) or a stamp taken before the read breaks it.
+//! - **Upper bound, against the test's clock.** The test stamps `before` just ahead of
+//!   `execute` and `after` right behind it; the probe's zero lies after `before` and its last
+//!   read before `after`, so the last offset is at most `after − before`. The difference, the
+//!   "slack", is the probe's bookkeeping outside its clock (well under a millisecond). A zero
+//!   taken 10 ms early adds 10 ms to every offset and breaks the bound on every request whose
+//!   slack is under 10 ms — all eight of them would have to be stalled longer to hide it.
+//! - **A loose statistical check.** A request's lead is nearly constant: the time from the
+//!   probe's zero to the simulator's receipt (2–15 ms here: eight debug-build requests sent from
+//!   one worker thread) plus each read's small delay. Its spread — the lead above the request's
+//!   smallest — has a median under 100 ms over all 264 events: stamps taken late (after
+//!   buffering a body, say) miss by hundreds of ms, while load would have to hold the probe back
+//!   by 100 ms on most events to reach it.
+//!
+//! The lead's and the spread's p50/p99/max are printed, not asserted: strict timing figures
+//! belong to the benchmark (`bench fidelity`), where the build and the machine are controlled.
 
 use openbench_common::plan::{ChatMessage, PlannedRequest};
 use openbench_common::record::{Classification, Execution, Outcome};
@@ -17,11 +31,10 @@ use openbench_common::stats::nearest_rank;
 use openbench_probe::{Credentials, Executor};
 use openbench_simulator::{SimConfig, start};
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 const REQUESTS: usize = 8;
 const CHUNKS: usize = 30;
-/// Largest allowed disagreement, µs.
-const TOLERANCE_US: f64 = 1_000.0;
 
 /// Gaps of request `r`: the role chunk 30 + 5r ms after the request (every connection is set up
 /// by then, and the requests' events interleave instead of coinciding), the first answer piece
@@ -75,140 +88,138 @@ async fn execute(executor: Executor, r: usize) -> Execution {
     executor.execute(&request).await
 }
 
-/// Measurement attempts: a loaded machine can deschedule the probe or the simulator for
-/// milliseconds, which no code can prevent; the test passes when one attempt of 264 events is
-/// accurate throughout, and prints every attempt's figures.
-const ATTEMPTS: usize = 4;
 /// Writes of one scheduled request: role, 30 answer pieces, finish, `[DONE]`.
 const WRITES: usize = CHUNKS + 3;
+/// Largest median spread of the lead (above its request's smallest) over all events, ms: far
+/// above any delay a loaded machine imposes on most reads, far below the error of late stamps.
+const MEDIAN_SPREAD_LIMIT_MS: f64 = 100.0;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-async fn probe_offsets_match_simulator_writes_within_1ms() {
+async fn probe_timestamps_are_bounded_by_the_simulators_clock_and_the_tests() {
     let (endpoint, addr, stop) = simulator_thread();
-    // Build every executor (and the tokenizer) before anything is timed, and run one unmeasured
-    // round so connections are open and lazy initialisation is done on both sides.
+    // Build every executor (and the tokenizer) before anything is measured, and run one
+    // unchecked round so connections are open and lazy initialisation is done on both sides.
     let executors: Vec<Executor> = (0..REQUESTS)
         .map(|r| executor(endpoint.clone(), &format!("timing-{r}"), r))
         .collect();
     let _ = run_round(&executors).await;
-    let mut failures = Vec::new();
-    for attempt in 1..=ATTEMPTS {
-        match measure(&executors, addr, attempt).await {
-            Ok(errors_us) => {
-                assert!(errors_us.len() >= 200);
-                let _ = stop.send(());
-                return;
-            }
-            Err(worst) => failures.push(worst),
-        }
-    }
-    let _ = stop.send(());
-    panic!("no attempt was within {TOLERANCE_US} µs: {failures:#?}");
-}
+    let runs = run_round(&executors).await;
 
-/// Runs every executor's scheduled request once, concurrently.
-async fn run_round(executors: &[Executor]) -> Vec<Execution> {
-    let handles: Vec<_> = executors
-        .iter()
-        .enumerate()
-        .map(|(r, ex)| tokio::spawn(execute(ex.clone(), r)))
-        .collect();
-    let mut runs = Vec::new();
-    for handle in handles {
-        runs.push(handle.await.unwrap());
-    }
-    runs
-}
-
-/// One attempt: `REQUESTS` concurrent scheduled requests; returns every event's absolute error
-/// (µs), or the first disagreement beyond the tolerance. Structural expectations (classes, the
-/// schedule honoured) are asserted outright.
-async fn measure(
-    executors: &[Executor],
-    addr: std::net::SocketAddr,
-    attempt: usize,
-) -> Result<Vec<f64>, String> {
-    let runs = run_round(executors).await;
-    let mut errors_us = Vec::new();
-    let mut worst: Option<String> = None;
-    for (r, e) in runs.iter().enumerate() {
-        // Each request id's log holds every round's writes: the warm-up's, then one set per
-        // attempt.
+    let mut leads_ms = Vec::new();
+    let mut spreads_ms = Vec::new();
+    let mut slacks_ms = Vec::new();
+    for (r, (e, elapsed_ms)) in runs.iter().enumerate() {
+        // Each request id's log holds the warm-up's writes, then this round's.
         let log = write_log(addr, &format!("timing-{r}")).await;
-        assert_eq!(log.len(), WRITES * (attempt + 1), "request {r}");
-        let log = &log[WRITES * attempt..];
-        // One write per event: role, 30 answer pieces, finish, [DONE].
+        assert_eq!(log.len(), 2 * WRITES, "request {r}");
+        let server_ms: Vec<f64> = log[WRITES..]
+            .iter()
+            .map(|w| w.offset_us as f64 / 1000.0)
+            .collect();
+        // One event per write: role, 30 answer pieces, finish, [DONE].
         let mut want = vec![Classification::Role];
         want.extend([Classification::Answer; CHUNKS]);
         want.extend([Classification::Finish, Classification::Done]);
         let got: Vec<Classification> = e.events.iter().map(|ev| ev.classification).collect();
         assert_eq!(got, want, "request {r}: {:?}", e.record.error_message);
         assert_eq!(e.record.outcome, Outcome::Completed);
+        // TTFA is the first answer piece's stamp, E2E the last one's.
+        assert_eq!(e.record.ttfa_ms, Some(e.events[1].offset_ms), "request {r}");
+        assert_eq!(
+            e.record.e2e_ms,
+            Some(e.events[CHUNKS].offset_ms),
+            "request {r}"
+        );
 
-        // The two clocks' zeros differ (the probe's is before sending, the simulator's is on
-        // receipt): estimate their offset as the median of (probe − simulator) over the
-        // request's events, rather than from the first event alone, whose stamp carries its own
-        // error. Then every event, the TTFA and the E2E must agree to within the tolerance.
-        let server_ms = |i: usize| log[i].offset_us as f64 / 1000.0;
-        let differences: Vec<f64> = (0..e.events.len())
-            .map(|i| e.events[i].offset_ms - server_ms(i))
-            .collect();
-        let zero = nearest_rank(&differences, 0.5).unwrap();
         // The server honoured the schedule: write i no earlier than the sum of gaps 0..=i after
         // it received the request.
-        let gaps = schedule(r);
         let mut due = 0.0;
-        for (i, gap) in gaps.iter().enumerate() {
+        for (i, gap) in schedule(r).iter().enumerate() {
             due += *gap as f64;
             assert!(
-                server_ms(i) >= due,
+                server_ms[i] >= due,
                 "request {r} write {i}: {} ms < {due} ms",
-                server_ms(i)
+                server_ms[i]
             );
         }
-        let checks = (0..e.events.len())
-            .map(|i| {
-                (
-                    format!("event {i}"),
-                    e.events[i].offset_ms - zero,
-                    server_ms(i),
-                )
-            })
-            .chain([
-                (
-                    "TTFA".to_string(),
-                    e.record.ttfa_ms.unwrap() - zero,
-                    server_ms(1),
-                ),
-                (
-                    "E2E".to_string(),
-                    e.record.e2e_ms.unwrap() - zero,
-                    server_ms(CHUNKS),
-                ),
-            ]);
-        for (what, probe, simulator) in checks {
-            let error_us = (probe - simulator).abs() * 1000.0;
-            if what.starts_with("event") {
-                errors_us.push(error_us);
-            }
-            if error_us >= TOLERANCE_US && worst.is_none() {
-                worst = Some(format!(
-                    "attempt {attempt}, request {r}, {what}: probe {probe:.3} ms vs simulator {simulator:.3} ms"
-                ));
-            }
+        // Lower bound: no event is stamped before the simulator wrote it.
+        let mut previous = 0.0;
+        let mut leads = Vec::new();
+        for (i, event) in e.events.iter().enumerate() {
+            let lead = event.offset_ms - server_ms[i];
+            assert!(
+                lead >= 0.0,
+                "request {r} event {i}: probe {:.3} ms is before the simulator's write at {:.3} ms",
+                event.offset_ms,
+                server_ms[i]
+            );
+            assert!(
+                event.offset_ms >= previous,
+                "request {r} event {i}: out of order"
+            );
+            previous = event.offset_ms;
+            leads.push(lead);
         }
+        let smallest = leads.iter().copied().fold(f64::INFINITY, f64::min);
+        spreads_ms.extend(leads.iter().map(|lead| lead - smallest));
+        leads_ms.extend(leads);
+        // Upper bound: no event is stamped after `execute` returned, counted from before it
+        // was called.
+        let last = e.events[WRITES - 1].offset_ms;
+        assert!(
+            last <= *elapsed_ms,
+            "request {r}: the last event at {last:.3} ms is later than execute's whole call \
+             ({elapsed_ms:.3} ms from before it to after it): the clock zero is early"
+        );
+        slacks_ms.push(elapsed_ms - last);
     }
-    let p50 = nearest_rank(&errors_us, 0.5).unwrap();
-    let p99 = nearest_rank(&errors_us, 0.99).unwrap();
-    let max = errors_us.iter().copied().fold(0.0, f64::max);
+    let _ = stop.send(());
+
+    let us = |values: &[f64], p: f64| nearest_rank(values, p).unwrap() * 1000.0;
     println!(
-        "attempt {attempt}: timing accuracy over {} events: |probe − simulator| p50 {p50:.0} µs, p99 {p99:.0} µs, max {max:.0} µs",
-        errors_us.len()
+        "timing over {} events: lead (probe − simulator) p50 {:.0} µs, p99 {:.0} µs, max {:.0} µs; \
+         spread above the request's smallest lead p50 {:.0} µs, p99 {:.0} µs, max {:.0} µs; \
+         slack outside the probe's clock per request min {:.0} µs, p50 {:.0} µs",
+        leads_ms.len(),
+        us(&leads_ms, 0.5),
+        us(&leads_ms, 0.99),
+        us(&leads_ms, 1.0),
+        us(&spreads_ms, 0.5),
+        us(&spreads_ms, 0.99),
+        us(&spreads_ms, 1.0),
+        us(&slacks_ms, 0.01),
+        us(&slacks_ms, 0.5),
     );
-    match worst {
-        None => Ok(errors_us),
-        Some(worst) => Err(worst),
+    assert_eq!(leads_ms.len(), REQUESTS * WRITES);
+    let median_spread = nearest_rank(&spreads_ms, 0.5).unwrap();
+    assert!(
+        median_spread < MEDIAN_SPREAD_LIMIT_MS,
+        "median spread {median_spread:.3} ms: events are stamped long after they arrive"
+    );
+}
+
+/// Runs every executor's scheduled request once, concurrently; returns each execution with
+/// the time from just before `execute` was called to just after it returned, ms, on the test's
+/// clock (the same monotonic clock the probe reads).
+async fn run_round(executors: &[Executor]) -> Vec<(Execution, f64)> {
+    let handles: Vec<_> = executors
+        .iter()
+        .enumerate()
+        .map(|(r, ex)| {
+            let ex = ex.clone();
+            tokio::spawn(async move {
+                let before = Instant::now();
+                let execution = execute(ex, r).await;
+                let elapsed_ms = before.elapsed().as_nanos() as f64 / 1e6;
+                (execution, elapsed_ms)
+            })
+        })
+        .collect();
+    let mut runs = Vec::new();
+    for handle in handles {
+        runs.push(handle.await.unwrap());
     }
+    runs
 }
 
 /// Runs the simulator on its own thread and runtime, as a separate server process would, so
