@@ -1,5 +1,7 @@
 //! An in-test raw HTTP/1.1 server on 127.0.0.1:0 that plays exact byte sequences with exact
-//! sleeps: recorded-format fixtures of real providers' streams, written byte for byte.
+//! sleeps: recorded-format fixtures of real providers' streams, written byte for byte. A gate
+//! step holds a response until the test lets it go, and the test can wait for requests to
+//! arrive, so tests synchronise on events, not on sleeps.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use openbench_common::plan::{ChatMessage, PlannedRequest};
@@ -10,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
 
 /// One step of a scripted response.
 #[derive(Debug, Clone)]
@@ -22,6 +25,8 @@ pub enum Step {
     End,
     /// A pause.
     Sleep(u64),
+    /// Waits for one permit of the semaphore (added by the test) and uses it up.
+    Gate(Arc<Semaphore>),
     /// Close the connection now.
     Close,
 }
@@ -71,6 +76,8 @@ pub struct RawServer {
     pub addr: SocketAddr,
     pub requests: Arc<Mutex<Vec<Received>>>,
     pub connections: Arc<AtomicUsize>,
+    /// Requests received so far.
+    pub arrivals: watch::Receiver<usize>,
 }
 
 impl RawServer {
@@ -86,6 +93,15 @@ impl RawServer {
     pub fn received(&self) -> Vec<Received> {
         self.requests.lock().unwrap().clone()
     }
+
+    /// Waits until `n` requests have arrived (at most 30 s, then panics).
+    pub async fn wait_for_requests(&self, n: usize) {
+        let mut arrivals = self.arrivals.clone();
+        tokio::time::timeout(Duration::from_secs(30), arrivals.wait_for(|got| *got >= n))
+            .await
+            .unwrap_or_else(|_| panic!("{n} requests did not arrive within 30 s"))
+            .unwrap();
+    }
 }
 
 /// Starts a server that answers every request with `steps`.
@@ -94,6 +110,8 @@ pub async fn start(steps: Vec<Step>) -> RawServer {
     let addr = listener.local_addr().unwrap();
     let requests = Arc::new(Mutex::new(Vec::new()));
     let connections = Arc::new(AtomicUsize::new(0));
+    let (arrived, arrivals) = watch::channel(0usize);
+    let arrived = Arc::new(arrived);
     let steps = Arc::new(steps);
     {
         let requests = requests.clone();
@@ -104,6 +122,7 @@ pub async fn start(steps: Vec<Step>) -> RawServer {
                 stream.set_nodelay(true).unwrap();
                 let steps = steps.clone();
                 let requests = requests.clone();
+                let arrived = arrived.clone();
                 tokio::spawn(async move {
                     let (read, mut write) = stream.into_split();
                     let mut read = BufReader::new(read);
@@ -112,6 +131,7 @@ pub async fn start(steps: Vec<Step>) -> RawServer {
                             return;
                         };
                         requests.lock().unwrap().push(received);
+                        arrived.send_modify(|n| *n += 1);
                         for step in steps.iter() {
                             let ok = match step {
                                 Step::Raw(bytes) => write.write_all(bytes).await.is_ok(),
@@ -126,6 +146,13 @@ pub async fn start(steps: Vec<Step>) -> RawServer {
                                     tokio::time::sleep(Duration::from_millis(*ms)).await;
                                     true
                                 }
+                                Step::Gate(gate) => match gate.acquire().await {
+                                    Ok(permit) => {
+                                        permit.forget();
+                                        true
+                                    }
+                                    Err(_) => false,
+                                },
                                 Step::Close => return,
                             };
                             if !ok {
@@ -141,6 +168,7 @@ pub async fn start(steps: Vec<Step>) -> RawServer {
         addr,
         requests,
         connections,
+        arrivals,
     }
 }
 
