@@ -19,6 +19,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -51,6 +52,8 @@ struct Shared {
     logs: Mutex<HashMap<String, Vec<WriteStamp>>>,
     /// How often each (profile, body) was seen, so a repeated request gets fresh draws.
     seen: Mutex<HashMap<(String, Vec<u8>), u64>>,
+    /// Chat requests received (headers and body read), for tests that wait for one to arrive.
+    received: AtomicU64,
 }
 
 impl Shared {
@@ -113,6 +116,12 @@ impl SimServer {
             .unwrap_or_default()
     }
 
+    /// Chat requests received so far (headers and body read): lets a test wait until a request
+    /// is in the server's hands instead of sleeping.
+    pub fn requests_received(&self) -> u64 {
+        self.shared.received.load(Ordering::SeqCst)
+    }
+
     /// Stops accepting requests and ends every open response; returns at once.
     pub fn shutdown(&self) {
         self.shared.cancel.cancel();
@@ -149,6 +158,7 @@ pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimServer, Sim
         cancel: CancellationToken::new(),
         logs: Mutex::new(HashMap::new()),
         seen: Mutex::new(HashMap::new()),
+        received: AtomicU64::new(0),
     });
     let router = Router::new()
         .route(
@@ -226,6 +236,7 @@ async fn respond(
     body: Bytes,
 ) -> Response {
     let received = Instant::now();
+    shared.received.fetch_add(1, Ordering::SeqCst);
     let profile = match profile::find(profile_name) {
         Ok(p) => p,
         Err(e) => return json_error(StatusCode::NOT_FOUND, &e.to_string()),
