@@ -4,15 +4,18 @@
 //! arrive as children of the coordinator's call spans — the W3C trace context crossed the gRPC
 //! hop — one per request, and no credential value may appear in any exported span.
 //!
-//! Without `rotel-agent` the test reports itself skipped, unless `OPENBENCH_REQUIRE_REAL_TARGETS`
-//! is set (CI sets it), where that is a failure.
+//! Without `rotel-agent` the test reports itself skipped (a skip `scripts/test.sh` counts),
+//! unless `OPENBENCH_REQUIRE_REAL_TARGETS` is set (CI sets it), where that is a failure.
 
 mod coordinator_support;
+mod real_targets;
 
 use coordinator_support::*;
+use real_targets::child::{LoggedChild, NotReady};
+use real_targets::skip::skip_or_fail;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Path of the `rotel-agent` binary the PyPI package ships, when installed.
@@ -28,13 +31,53 @@ fn rotel_agent() -> Option<PathBuf> {
     (out.status.success() && path.exists()).then_some(path)
 }
 
-struct Collector(Child);
+/// Attempts at starting the collector (see [`start_collector`]).
+const COLLECTOR_ATTEMPTS: usize = 5;
 
-impl Drop for Collector {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+/// Starts the collector; returns it, its OTLP/gRPC port and its log.
+///
+/// rotel cannot bind port 0 (it panics), and a listening socket cannot be handed to it. So each
+/// attempt takes two ports the kernel just handed out and lets rotel bind them: rotel binds
+/// both before it logs `Starting Rotel`, and exits with `unable to bind …` when another process
+/// took one meanwhile — then the attempt is retried with fresh ports. A lost race costs a retry,
+/// never a wrong server: the test only uses ports rotel reported bound.
+fn start_collector(agent: &Path, dir: &Path) -> (LoggedChild, u16, PathBuf) {
+    let mut failures = Vec::new();
+    for attempt in 1..=COLLECTOR_ATTEMPTS {
+        let (grpc, http) = (unused_port(), unused_port());
+        let mut command = Command::new(agent);
+        command
+            .args(["start", "--otlp-grpc-endpoint"])
+            .arg(format!("127.0.0.1:{grpc}"))
+            .arg("--otlp-http-endpoint")
+            .arg(format!("127.0.0.1:{http}"))
+            .args(["--exporter", "blackhole", "--debug-log", "traces"])
+            .args(["--debug-log-verbosity", "detailed"]);
+        let log = dir.join(format!("collector-{attempt}.log"));
+        let mut child =
+            LoggedChild::spawn("rotel-agent", command, &log).unwrap_or_else(|e| panic!("{e}"));
+        match child.wait_ready(Duration::from_secs(60), |line| {
+            line.contains("Starting Rotel").then_some(())
+        }) {
+            Ok(()) => return (child, grpc, log),
+            Err(NotReady::Died(message)) if message.contains("unable to bind") => {
+                failures.push(message)
+            }
+            Err(e) => panic!("{e}"),
+        }
     }
+    panic!(
+        "the collector could not bind its ports in {COLLECTOR_ATTEMPTS} attempts: {failures:#?}"
+    );
+}
+
+/// A loopback port the kernel had free a moment ago (only for [`start_collector`], which
+/// retries when another process takes it first).
+fn unused_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("cannot bind a loopback port: {e}"))
 }
 
 /// One exported span as the collector printed it.
@@ -87,37 +130,14 @@ fn parse_spans(log: &str) -> Vec<Span> {
 #[test]
 fn probe_spans_join_the_coordinators_trace_over_otlp() {
     let Some(agent) = rotel_agent() else {
-        if std::env::var_os("OPENBENCH_REQUIRE_REAL_TARGETS").is_some() {
-            panic!("OPENBENCH_REQUIRE_REAL_TARGETS is set but rotel-agent is not installed");
-        }
-        println!("SKIPPED: OTLP trace test: rotel-agent not installed (pip install rotel)");
+        skip_or_fail(
+            "otlp_traces::probe_spans_join_the_coordinators_trace_over_otlp",
+            "rotel-agent is not installed (pip install rotel)",
+        );
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let (grpc, http) = (free_port(), free_port());
-    let log_path = tmp.path().join("collector.log");
-    let log = std::fs::File::create(&log_path).unwrap();
-    let _collector = Collector(
-        Command::new(agent)
-            .args(["start", "--otlp-grpc-endpoint"])
-            .arg(format!("127.0.0.1:{grpc}"))
-            .arg("--otlp-http-endpoint")
-            .arg(format!("127.0.0.1:{http}"))
-            .args(["--exporter", "blackhole", "--debug-log", "traces"])
-            .args(["--debug-log-verbosity", "detailed"])
-            .stdout(Stdio::from(log.try_clone().unwrap()))
-            .stderr(Stdio::from(log))
-            .spawn()
-            .unwrap(),
-    );
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", grpc)).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "collector did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (_collector, grpc, log_path) = start_collector(&agent, tmp.path());
 
     // Two providers, one with bearer auth whose key must never be exported.
     let secret = "obt-otlp-secret-3f9a1c77";
