@@ -5,13 +5,16 @@
 //! Chromium built holds the summary table. A page that throws is checked too, so the console
 //! check is known to be able to fail.
 //!
-//! Without `/usr/bin/chromium` the test prints `SKIPPED: …` and returns, unless
-//! `OPENBENCH_REQUIRE_REAL_TARGETS` is set, in which case it fails. Set
+//! Without `/usr/bin/chromium` the test reports itself skipped (a skip `scripts/test.sh`
+//! counts), unless `OPENBENCH_REQUIRE_REAL_TARGETS` is set, in which case it fails. Set
 //! `OPENBENCH_HTML_SCREENSHOT_DIR` to keep the page and its screenshot.
+
+#[path = "../../../tests/real_targets/skip.rs"]
+mod skip;
 
 use openbench_micro_single_task::html::{
     FamilyFigures, Figures, HtmlReportInput, LaneWins, PairedReport, ProviderReport, Sample,
-    render_html, write_html,
+    write_html,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -260,18 +263,32 @@ fn dump_dom(page: &Path, profile: &Path) -> (String, String) {
 #[test]
 fn report_html_renders_in_headless_chromium() {
     if !Path::new(CHROMIUM).is_file() {
-        if std::env::var_os("OPENBENCH_REQUIRE_REAL_TARGETS").is_some() {
-            panic!("{CHROMIUM} is missing and OPENBENCH_REQUIRE_REAL_TARGETS is set");
-        }
-        println!(
-            "SKIPPED: chromium not installed ({CHROMIUM} missing; deploy/setup.sh installs it)"
+        skip::skip_or_fail(
+            "html_report_browser::report_html_renders_in_headless_chromium",
+            &format!("chromium is not installed ({CHROMIUM} missing; deploy/setup.sh installs it)"),
         );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let input = simulated_input();
     let page = write_html(dir.path(), &input).unwrap();
-    assert_eq!(std::fs::read_to_string(&page).unwrap(), render_html(&input));
+    // The file written: a whole HTML page under the run directory, no temporary file left.
+    assert_eq!(page, dir.path().join("report.html"));
+    let text = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        text.starts_with("<!DOCTYPE html>\n<html lang=\"en\">\n"),
+        "{}",
+        &text[..80]
+    );
+    assert!(
+        text.contains("<title>Inference benchmark: GLM 5.3 Flash (simulated)</title>"),
+        "no title"
+    );
+    assert!(
+        text.ends_with("</main>\n</body>\n</html>\n"),
+        "a truncated page"
+    );
+    assert!(!dir.path().join("report.html.tmp").exists());
     let keep = std::env::var_os("OPENBENCH_HTML_SCREENSHOT_DIR").map(PathBuf::from);
     if let Some(keep) = &keep {
         std::fs::create_dir_all(keep).unwrap();
