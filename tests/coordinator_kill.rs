@@ -151,21 +151,26 @@ fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
     let counts = committed_counts(&records(&dir.join(layout::FULL_RESULTS)));
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join(layout::RUN_MANIFEST)).unwrap()).unwrap();
-    if manifest["status"] == "complete" {
-        assert!(o.status.success(), "{out}");
-        assert_eq!(
-            counts.len(),
-            plan.len(),
-            "every planned request has its one record"
-        );
-    } else {
-        // Harness failures (a probe that did not answer) are re-executed by the next resume.
-        assert_eq!(manifest["status"], "incomplete", "{out} {manifest}");
-        let o = run_bin(tmp.path(), &full_args(&spec_s, &dir_s), &[]);
-        assert!(o.status.success());
-        check_invariants(&dir, false);
-    }
-    assert!(manifest["sessions"].as_u64().unwrap() >= 2);
+    // A kill takes the in-process probe down with the coordinator, so it leaves no harness
+    // record; and the specs' harness grace is far beyond what load adds. The final resume
+    // therefore completes the run.
+    assert!(o.status.success(), "{out}");
+    assert_eq!(manifest["status"], "complete", "{out} {manifest}");
+    assert_eq!(
+        counts.len(),
+        plan.len(),
+        "every planned request has its one record"
+    );
+    let harness: Vec<String> = records(&dir.join(layout::FULL_RESULTS))
+        .into_iter()
+        .filter(|r| r.outcome == openbench_common::record::Outcome::HarnessError)
+        .map(|r| format!("{}: {:?}", r.request_id, r.error_message))
+        .collect();
+    assert_eq!(harness, Vec::<String>::new(), "harness failures");
+    // One session per launch that got as far as opening the run: the five killed ones (a kill
+    // can land before a session starts) and the final resume.
+    let sessions = manifest["sessions"].as_u64().unwrap();
+    assert!((2..=6).contains(&sessions), "{sessions} sessions");
 }
 
 #[test]

@@ -67,15 +67,27 @@ async fn full_simulated_run_writes_one_record_per_lane_and_round() {
         assert!(line["launch_skew_ms"].as_f64().unwrap() >= 0.0);
     }
     assert!(rounds[0]["coordinator_overhead_ms"].is_null());
-    assert!(rounds[1]["coordinator_overhead_ms"].as_f64().is_some());
+    for line in &rounds[1..] {
+        let overhead = line["coordinator_overhead_ms"].as_f64();
+        assert!(
+            overhead.is_some_and(|ms| ms >= 0.0),
+            "round {}: coordinator_overhead_ms {overhead:?}",
+            line["round_index"]
+        );
+    }
+
+    // No harness failure: the specs' harness grace (HARNESS_GRACE_MS) is far beyond what load
+    // adds, so one here is a real fault, never noise to tolerate.
+    let harness: Vec<(&str, Option<&str>)> = recs
+        .iter()
+        .filter(|r| r.outcome == openbench_common::record::Outcome::HarnessError)
+        .map(|r| (r.request_id.as_str(), r.error_message.as_deref()))
+        .collect();
+    assert_eq!(harness, vec![], "harness failures");
 
     // Answers and events belong to committed requests only, once each.
     let answers = lines(&dir.join(layout::RECONSTRUCTED));
-    let harness = recs
-        .iter()
-        .filter(|r| r.error_type == Some(openbench_common::record::ErrorType::Harness))
-        .count();
-    assert_eq!(answers.len(), 120 - harness);
+    assert_eq!(answers.len(), 120);
     let mut event_keys = BTreeSet::new();
     for e in lines(&dir.join(layout::STREAM_EVENTS)) {
         let id = e["request_id"].as_str().unwrap().to_string();
@@ -103,23 +115,20 @@ async fn full_simulated_run_writes_one_record_per_lane_and_round() {
     );
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join(layout::RUN_MANIFEST)).unwrap()).unwrap();
-    let status = if harness == 0 {
-        "complete"
-    } else {
-        "incomplete"
-    };
-    assert_eq!(manifest["status"], status);
+    assert_eq!(manifest["status"], "complete");
     assert_eq!(manifest["approval_id"], "T-1");
     assert_eq!(manifest["mode"], "full");
     assert!(!manifest["smoke"].as_array().unwrap().is_empty());
-    let (start, end) = (
-        manifest["period_start"].as_str(),
-        manifest["period_end"].as_str(),
+    let start = manifest["period_start"].as_str().unwrap();
+    let end = manifest["period_end"].as_str().unwrap();
+    assert!(start <= end, "{start} .. {end}");
+    assert_eq!(
+        manifest["artifacts"][layout::FULL_PLAN]
+            .as_str()
+            .map(str::len),
+        Some(64),
+        "the plan's sha256 in the manifest"
     );
-    if harness == 0 {
-        assert!(start.unwrap() <= end.unwrap(), "{start:?} .. {end:?}");
-    }
-    assert!(manifest["artifacts"][layout::FULL_PLAN].is_string());
 
     // `watch --once` on the finished run.
     let o = run_bin(
@@ -130,26 +139,21 @@ async fn full_simulated_run_writes_one_record_per_lane_and_round() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let snap: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(snap["rounds_total"], 12);
-    assert_eq!(
-        snap["requests_done"].as_u64().unwrap() as usize,
-        120 - harness
-    );
+    assert_eq!(snap["requests_done"], 120);
     assert_eq!(snap["lanes"].as_array().unwrap().len(), 10);
 
     // Resuming a finished run executes nothing; a different approval id is refused.
-    if harness == 0 {
-        let again = run_full(
-            &inputs,
-            &RunDir::open(&inputs, dir).unwrap(),
-            "T-1",
-            &RunOptions::default(),
-        )
-        .await
-        .unwrap();
-        assert_eq!(again.session.records_written, 0);
-        assert_eq!(again.status, RunStatus::Complete);
-        assert_eq!(records(&dir.join(layout::FULL_RESULTS)).len(), 120);
-    }
+    let again = run_full(
+        &inputs,
+        &RunDir::open(&inputs, dir).unwrap(),
+        "T-1",
+        &RunOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.session.records_written, 0);
+    assert_eq!(again.status, RunStatus::Complete);
+    assert_eq!(records(&dir.join(layout::FULL_RESULTS)).len(), 120);
     let err = run_full(
         &inputs,
         &RunDir::open(&inputs, dir).unwrap(),

@@ -23,14 +23,10 @@ pub const PROFILES: [&str; 10] = [
     "deepinfra",
 ];
 
-/// A loopback port that was free a moment ago (for servers started as separate processes).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+/// The harness grace of test specs, ms: far beyond any delay a loaded machine adds to a probe's
+/// answer, so a harness record in these tests means a real fault, never load (the harness path
+/// itself is tested in `coordinator/tests/harness.rs` with a short grace).
+pub const HARNESS_GRACE_MS: u64 = 60_000;
 
 /// The built binary.
 pub fn bin() -> &'static str {
@@ -117,7 +113,7 @@ request:
   response_format: json_object
   reasoning_effort: low
   timeout_ms: {timeout_ms}
-  harness_grace_ms: 2000
+  harness_grace_ms: {HARNESS_GRACE_MS}
 providers:
 "
     );
