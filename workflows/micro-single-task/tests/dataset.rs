@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The dataset contract, loader, generator and extractor, against real files on disk.
 
-use openbench_common::hash::{canonical_json, sha256_hex};
+use openbench_common::hash::sha256_hex;
 use openbench_common::workflow::Workflow;
 use openbench_micro_single_task::MicroSingleTask;
 use openbench_micro_single_task::dataset::generate::{self, DEFAULT_SEED, token_band};
@@ -130,13 +130,16 @@ fn loader_reports_every_broken_line_with_file_line_and_field() {
 fn a_file_whose_hash_disagrees_with_the_manifest_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     write_sample(dir.path(), |_, text| text);
-    assert!(load_release(dir.path(), "manifest.json").is_ok());
+    let release = load_release(dir.path(), "manifest.json").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(release.rows().len(), 13 + 6 + 10);
     let path = dir.path().join("ticket-triage.jsonl");
     let original = std::fs::read_to_string(&path).unwrap();
-    let expected = sha256_hex(original.as_bytes());
     let changed = original.replacen("Triage", "triage", 1);
     std::fs::write(&path, &changed).unwrap();
-    let actual = sha256_hex(changed.as_bytes());
+    // sha256sum of data/micro-single-task-public-sample/ticket-triage.jsonl (the sample the
+    // generator writes), and python3's hashlib.sha256 of it with the first "Triage" lowered.
+    let expected = "ff126879c37c2fdbb3cde0018c9b1c102ff644a8b52ef238ef5b6352144c874e";
+    let actual = "06c534bd7491b3312648a8e6e9b9b8f961d0584bce25d635ec49cbf474b88148";
     let err = load_release(dir.path(), "manifest.json").unwrap_err();
     let shown: Vec<String> = err.problems().iter().map(|p| p.to_string()).collect();
     assert_eq!(
@@ -260,18 +263,25 @@ fn the_extractor_rejects_a_gold_that_disagrees_with_the_text() {
                 Gold::Contract(c)
             }
         };
-        assert!(
-            extract::recheck(&wrong, &row.aliases, &row.user).is_err(),
-            "{}",
-            row.id
-        );
+        let refusal = extract::recheck(&wrong, &row.aliases, &row.user)
+            .err()
+            .unwrap_or_else(|| panic!("{}: a wrong gold passed", row.id));
+        let says = match row.gold {
+            Gold::MeetingNotes { .. } => "notes say ",
+            Gold::TicketTriage(_) => "ticket reads as ",
+            Gold::Contract(_) => "contract reads as ",
+        };
+        assert!(refusal.starts_with(says), "{}: {refusal}", row.id);
     }
     // An ambiguous alias is refused too.
     let row = release
         .family_rows(Family::MeetingNotesLookup)
         .find(|r| r.aliases.len() == 2 && !r.aliases[0].contains('.'))
         .expect("an owner question with a first-name alias");
-    assert!(extract::recheck(&row.gold, &["Nobody".to_string()], &row.user).is_err());
+    assert_eq!(
+        extract::recheck(&row.gold, &["Nobody".to_string()], &row.user),
+        Err("alias \"Nobody\" matches 0 attendees".to_string())
+    );
 }
 
 #[test]
@@ -280,12 +290,15 @@ fn workflow_load_dataset_and_canned_answers() {
     let wf = MicroSingleTask;
     let release = wf.load_dataset(&dir, "manifest.json").unwrap();
     assert_eq!(release.items.len(), 3);
-    // The item hash is sha256 of the canonical JSON of the row as parsed from its line.
-    let line = std::fs::read_to_string(dir.join("ticket-triage.jsonl")).unwrap();
-    let first: Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+    // The item hash is sha256 of the canonical JSON of the row as parsed from its line, here
+    // computed with python3: hashlib.sha256(json.dumps(row, sort_keys=True,
+    // separators=(",", ":"), ensure_ascii=False).encode()).hexdigest().
     let item = &release.items["ticket-triage"][0];
-    assert_eq!(item.item_id, first["id"]);
-    assert_eq!(item.item_hash, sha256_hex(canonical_json(&first)));
+    assert_eq!(item.item_id, "pub-tt-001");
+    assert_eq!(
+        item.item_hash,
+        "5fb4d81c5d6407f514ae29925769263d11679dce0a8901d4519c47457ce328a9"
+    );
 
     let canned = wf.canned_answers(&release).unwrap();
     assert_eq!(canned.len(), 29);
@@ -307,7 +320,11 @@ fn workflow_load_dataset_and_canned_answers() {
     write_sample(tmp.path(), |_, t| t);
     let mut loaded = wf.load_dataset(tmp.path(), "manifest.json").unwrap();
     std::fs::write(tmp.path().join("ticket-triage.jsonl"), "{}\n").unwrap();
-    assert!(wf.canned_answers(&loaded).is_err());
+    let err = wf.canned_answers(&loaded).unwrap_err().to_string();
+    assert!(
+        err.contains("ticket-triage.jsonl") && err.contains("sha256"),
+        "{err}"
+    );
     loaded.file_hashes.clear();
     assert!(wf.canned_answers(&loaded).unwrap().is_empty());
 }
