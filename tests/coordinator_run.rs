@@ -201,8 +201,10 @@ async fn a_slow_lane_holds_the_next_round() {
         let slow = by_lane[&("slow".to_string(), round)];
         assert!(slow.e2e_ms.unwrap() >= 250.0, "{:?}", slow.e2e_ms);
         let fast = by_lane[&("fast".to_string(), round)];
+        // Measured on its own, not until the round ends: an E2E that waited for the slow lane
+        // would be at least its 250 ms.
         assert!(
-            fast.e2e_ms.unwrap() < 200.0,
+            fast.e2e_ms.unwrap() < 250.0,
             "fast lane e2e {:?}",
             fast.e2e_ms
         );
