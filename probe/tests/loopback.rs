@@ -11,39 +11,8 @@
 mod support;
 
 use openbench_common::record::{Classification, ErrorType, Execution, Outcome};
-use openbench_probe::{Credentials, Executor};
-use std::time::Instant;
+use openbench_probe::Executor;
 use support::*;
-
-fn creds() -> Credentials {
-    Credentials::from_pairs([("TEST_KEY", SECRET)])
-}
-
-async fn run(steps: Vec<Step>, deadline_ms: u64) -> (Execution, RawServer) {
-    let (execution, server, _) = run_timed(steps, deadline_ms).await;
-    (execution, server)
-}
-
-/// Like [`run`], also returning how long the whole `execute` call took on the test's clock, ms:
-/// an upper bound of every offset the probe can report.
-async fn run_timed(steps: Vec<Step>, deadline_ms: u64) -> (Execution, RawServer, f64) {
-    let server = start(steps).await;
-    let exec = Executor::new(
-        adapter("together", &server.endpoint()),
-        contract(20_000),
-        &creds(),
-    )
-    .unwrap();
-    let before = Instant::now();
-    let execution = exec.execute(&planned("together", deadline_ms)).await;
-    let elapsed_ms = before.elapsed().as_nanos() as f64 / 1e6;
-    (execution, server, elapsed_ms)
-}
-
-/// `value` is present and within `low..=high`.
-fn within(value: Option<f64>, low: f64, high: f64) -> bool {
-    value.is_some_and(|v| (low..=high).contains(&v))
-}
 
 fn classes(e: &Execution) -> Vec<Classification> {
     e.events.iter().map(|e| e.classification).collect()

@@ -5,11 +5,13 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use openbench_common::plan::{ChatMessage, PlannedRequest};
+use openbench_common::record::Execution;
 use openbench_common::spec::{Auth, ProviderAdapter, RequestContract};
+use openbench_probe::{Credentials, Executor};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
@@ -243,4 +245,36 @@ pub fn planned(provider: &str, deadline_ms: u64) -> PlannedRequest {
         ],
         deadline_ms,
     }
+}
+
+/// The credentials of every test adapter (`TEST_KEY` = [`SECRET`]).
+pub fn creds() -> Credentials {
+    Credentials::from_pairs([("TEST_KEY", SECRET)])
+}
+
+/// Serves `steps` and executes one planned request against them.
+pub async fn run(steps: Vec<Step>, deadline_ms: u64) -> (Execution, RawServer) {
+    let (execution, server, _) = run_timed(steps, deadline_ms).await;
+    (execution, server)
+}
+
+/// Like [`run`], also returning how long the whole `execute` call took on the test's clock, ms:
+/// an upper bound of every offset the probe can report.
+pub async fn run_timed(steps: Vec<Step>, deadline_ms: u64) -> (Execution, RawServer, f64) {
+    let server = start(steps).await;
+    let exec = Executor::new(
+        adapter("together", &server.endpoint()),
+        contract(20_000),
+        &creds(),
+    )
+    .unwrap();
+    let before = Instant::now();
+    let execution = exec.execute(&planned("together", deadline_ms)).await;
+    let elapsed_ms = before.elapsed().as_nanos() as f64 / 1e6;
+    (execution, server, elapsed_ms)
+}
+
+/// `value` is present and within `low..=high`.
+pub fn within(value: Option<f64>, low: f64, high: f64) -> bool {
+    value.is_some_and(|v| (low..=high).contains(&v))
 }
