@@ -6,13 +6,16 @@
 
 pub mod clock;
 pub mod hash;
-pub mod layout;
 pub mod plan;
 pub mod record;
+pub mod rundir;
 pub mod spec;
 pub mod stats;
 pub mod tokenizer;
 pub mod workflow;
+
+/// The run directory's layout, schema and primitives under the name earlier code imports.
+pub use rundir as layout;
 
 /// Benchmark slug of the reference workflow (METHODOLOGY §7).
 pub const BENCHMARK_SLUG: &str = "inference-micro-single-task";

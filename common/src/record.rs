@@ -29,6 +29,12 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// True when the outcome is the provider's answer (anything but `harness_error`): the record
+    /// commits its request, and a resume never re-executes it.
+    pub fn is_committed(self) -> bool {
+        self != Outcome::HarnessError
+    }
+
     /// True for the outcomes that count as the provider's operational failure.
     pub fn is_operational_failure(self) -> bool {
         matches!(

@@ -9,12 +9,13 @@ use crate::actor::{
 };
 use crate::error::CoordinatorError;
 use crate::infra::{Infra, needs_simulator};
-use crate::manifest::{RunManifest, RunStatus, SmokeAttempt};
-use crate::rundir::{effective_records, read_records_lenient, repair_jsonl, write_json_once};
-use crate::schedule::{Plan, build_plan, find_item, planned_request};
+use crate::schedule::{build_plan, find_item, planned_request};
 use crate::session::{RunDir, RunInputs};
-use crate::writer::{RunFiles, RunWriter, repair};
 use openbench_common::record::{Outcome, TerminalRecord};
+use openbench_common::rundir::{
+    Plan, RunFiles, RunManifest, RunMode, RunStatus, RunWriter, SmokeAttempt, counting_records,
+    repair, repair_jsonl, write_json_once,
+};
 use ractor::Actor;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
@@ -102,8 +103,8 @@ pub async fn run_full(
     );
     let files = RunFiles::new(&run.dir, 0);
     write_json_once(&files.plan, &plan)?;
-    if manifest.mode != "full" {
-        manifest.mode = "full".into();
+    if manifest.mode != RunMode::Full {
+        manifest.mode = RunMode::Full;
         manifest.period_start = None;
         manifest.period_end = None;
         manifest.sessions = 0;
@@ -135,8 +136,8 @@ pub async fn run_smoke(
     run.selection.require(items)?;
     let mut manifest = RunManifest::load(&run.dir)
         .unwrap_or_else(|_| RunManifest::new(run.run_id(), &run.lock.workflow));
-    if manifest.mode != "smoke" {
-        manifest.mode = "smoke".into();
+    if manifest.mode != RunMode::Smoke {
+        manifest.mode = RunMode::Smoke;
         manifest.period_start = None;
         manifest.period_end = None;
         manifest.sessions = 0;
@@ -192,7 +193,7 @@ fn final_status(
         SessionStatus::Complete => {
             let committed = records
                 .values()
-                .filter(|r| r.outcome != Outcome::HarnessError)
+                .filter(|r| r.outcome.is_committed())
                 .count();
             if committed == plan.request_count() {
                 RunStatus::Complete
@@ -255,19 +256,15 @@ async fn execute_plan(
     manifest: &mut RunManifest,
 ) -> Result<(SessionReport, BTreeMap<String, TerminalRecord>), CoordinatorError> {
     repair_jsonl(&files.results)?;
-    let records = effective_records(read_records_lenient(&files.results)?);
+    let records = counting_records(&files.results)?;
     let committed: BTreeSet<String> = records
         .values()
-        .filter(|r| r.outcome != Outcome::HarnessError)
+        .filter(|r| r.outcome.is_committed())
         .map(|r| r.request_id.clone())
         .collect();
     repair(files, &committed)?;
     let jobs = jobs(inputs, run, plan, &committed)?;
-    let rounds_done = plan
-        .rounds
-        .iter()
-        .filter(|r| r.requests.iter().all(|l| committed.contains(&l.request_id)))
-        .count();
+    let rounds_done = plan.rounds_done(|id| committed.contains(id));
     let progress = Progress {
         rounds_done,
         rounds_total: plan.rounds.len(),
@@ -315,20 +312,9 @@ async fn execute_plan(
     infra.shutdown().await;
     let session = session?;
 
-    let records = effective_records(read_records_lenient(&files.results)?);
-    let committed = records
-        .values()
-        .filter(|r| r.outcome != Outcome::HarnessError);
-    let committed: BTreeSet<&str> = committed.map(|r| r.request_id.as_str()).collect();
-    manifest.rounds_done = plan
-        .rounds
-        .iter()
-        .filter(|r| {
-            r.requests
-                .iter()
-                .all(|l| committed.contains(l.request_id.as_str()))
-        })
-        .count();
+    let records = counting_records(&files.results)?;
+    manifest.rounds_done =
+        plan.rounds_done(|id| records.get(id).is_some_and(|r| r.outcome.is_committed()));
     manifest.count(records.values());
     Ok((session, records))
 }

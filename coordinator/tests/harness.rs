@@ -148,7 +148,7 @@ run_root: runs
         credentials: Credentials::empty(),
         code_sha256: "c".into(),
     };
-    let run = RunDir::create(&inputs, None).unwrap();
+    let run = RunDir::create(&inputs, None, "test").unwrap();
     let started = std::time::Instant::now();
     let first = run_full(&inputs, &run, "H", &RunOptions::default())
         .await
@@ -158,7 +158,7 @@ run_root: runs
     assert_eq!(first.session.harness_errors, 8);
     assert_eq!(first.session.rounds_executed, 4);
     assert!(started.elapsed().as_millis() >= 4 * 200);
-    let results = run.dir.join(openbench_common::layout::FULL_RESULTS);
+    let results = run.dir.join(openbench_common::rundir::FULL_RESULTS);
     let text = std::fs::read_to_string(&results).unwrap();
     let recs: Vec<TerminalRecord> = text
         .lines()
@@ -177,7 +177,9 @@ run_root: runs
     assert_eq!(recs[0].region, "far");
 
     stall.store(false, Ordering::SeqCst);
-    let run = RunDir::open(&inputs, &run.dir).unwrap();
+    let dir = run.dir.clone();
+    drop(run);
+    let run = RunDir::open(&inputs, &dir, "test").unwrap();
     let second = run_full(&inputs, &run, "H", &RunOptions::default())
         .await
         .unwrap();

@@ -99,7 +99,7 @@ pub fn load_inputs(workflow: &str, spec: &Path) -> anyhow::Result<RunInputs> {
 pub async fn init(args: InitArgs) -> anyhow::Result<ExitCode> {
     let spec = spec_path(&args.workflow, args.spec, None)?;
     let inputs = load_inputs(&args.workflow, &spec)?;
-    let run = RunDir::create(&inputs, None)?;
+    let run = RunDir::create(&inputs, None, "init")?;
     println!("run directory: {}", run.dir.display());
     let names: Vec<&str> = inputs.credentials.names().collect();
     if names.is_empty() {
@@ -128,7 +128,7 @@ pub async fn init(args: InitArgs) -> anyhow::Result<ExitCode> {
 pub async fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
     let spec = spec_path(&args.workflow, args.spec, args.run_dir.as_deref())?;
     let inputs = load_inputs(&args.workflow, &spec)?;
-    let run = RunDir::open_or_create(&inputs, args.run_dir.as_deref(), None)?;
+    let run = RunDir::open_or_create(&inputs, args.run_dir.as_deref(), None, "smoke")?;
     println!("run directory: {}", run.dir.display());
     let (options, bar) = session_options("smoke");
     let outcome = run_smoke(&inputs, &run, &options).await;
@@ -178,7 +178,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let spec = spec_path(&args.workflow, args.spec, args.run_dir.as_deref())?;
     let inputs = load_inputs(&args.workflow, &spec)?;
-    let run = RunDir::open_or_create(&inputs, args.run_dir.as_deref(), Some(&approval))?;
+    let run = RunDir::open_or_create(&inputs, args.run_dir.as_deref(), Some(&approval), "run")?;
     println!("run directory: {}", run.dir.display());
     let outcome = full_run_session(&inputs, &run, &approval).await?;
     let resume = format!(

@@ -1,18 +1,17 @@
 //! The micro-single-task workflow: one latency-sensitive user, small structured tasks, paired
 //! rounds. The dataset (`dataset`), exact scoring (`scoring`), metrics (`metrics`), paired
-//! comparisons (`paired`), the record reader (`records`) and the reports (`report`) live here;
-//! the generic runner only sees the [`Workflow`] impl.
+//! comparisons (`paired`) and the reports (`report`) live here; records are read through
+//! `openbench_common::rundir`. The generic runner only sees the [`Workflow`] impl.
 
 pub mod dataset;
 pub mod html;
 pub mod metrics;
 pub mod paired;
-pub mod records;
 pub mod report;
 pub mod scoring;
 
-use openbench_common::layout::RunLock;
 use openbench_common::record::{Outcome, TerminalRecord};
+use openbench_common::rundir::RunLock;
 use openbench_common::workflow::{
     CannedAnswer, DatasetRelease, ReportOutcome, Workflow, WorkflowError,
 };
