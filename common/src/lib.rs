@@ -17,9 +17,5 @@ pub mod workflow;
 /// The run directory's layout, schema and primitives under the name earlier code imports.
 pub use rundir as layout;
 
-/// Benchmark slug of the reference workflow (METHODOLOGY §7).
-pub const BENCHMARK_SLUG: &str = "inference-micro-single-task";
-/// Schedule version of the paired round-robin plan (METHODOLOGY §7).
-pub const SCHEDULE_VERSION: &str = "micro-single-task-paired-round-robin-sha256-v1";
 /// Version of this program, recorded in locks, manifests and probe descriptions.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

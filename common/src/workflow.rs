@@ -69,8 +69,6 @@ pub trait Workflow: Send + Sync {
     fn name(&self) -> &'static str;
     /// One line for `list-workflows`.
     fn description(&self) -> &'static str;
-    /// The bundled spec files, relative to the repository root.
-    fn bundled_specs(&self) -> Vec<PathBuf>;
     /// Loads and validates a dataset release, refusing one whose hashes disagree with its manifest.
     fn load_dataset(&self, dir: &Path, manifest: &str) -> Result<DatasetRelease, WorkflowError>;
     /// True when a completed record's answer is schema-valid for its family (the smoke criterion).

@@ -67,9 +67,6 @@ impl Workflow for Stub {
     fn description(&self) -> &'static str {
         "stub"
     }
-    fn bundled_specs(&self) -> Vec<PathBuf> {
-        Vec::new()
-    }
     fn load_dataset(&self, _dir: &Path, _manifest: &str) -> Result<DatasetRelease, WorkflowError> {
         Err(WorkflowError("unused".into()))
     }

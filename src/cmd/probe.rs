@@ -269,24 +269,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         keys.join(", "),
         handle.addr()
     );
-    wait_for_signal().await;
+    super::wait_for_signal().await?;
     eprintln!("probe: shutting down");
     handle.shutdown().await?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Waits for SIGINT or SIGTERM.
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
 }

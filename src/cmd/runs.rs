@@ -276,7 +276,7 @@ fn session_options(label: &str) -> (RunOptions, ProgressBar) {
     let notice = bar.clone();
     tokio::spawn(async move {
         let mut count = 0;
-        while wait_for_signal().await {
+        while super::wait_for_signal().await.is_ok() {
             count += 1;
             if count == 1 {
                 notice.println("stopping after the current round (Ctrl-C again to abandon it)");
@@ -293,23 +293,4 @@ fn session_options(label: &str) -> (RunOptions, ProgressBar) {
         stop: Some(rx),
     };
     (options, bar)
-}
-
-/// Resolves on Ctrl-C or SIGTERM; false when no handler could be installed.
-async fn wait_for_signal() -> bool {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let Ok(mut term) = signal(SignalKind::terminate()) else {
-            return tokio::signal::ctrl_c().await.is_ok();
-        };
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r.is_ok(),
-            r = term.recv() => r.is_some(),
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        tokio::signal::ctrl_c().await.is_ok()
-    }
 }

@@ -15,7 +15,7 @@ use openbench_common::rundir::RunLock;
 use openbench_common::workflow::{
     CannedAnswer, DatasetRelease, ReportOutcome, Workflow, WorkflowError,
 };
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The micro-single-task workflow.
 pub struct MicroSingleTask;
@@ -26,9 +26,6 @@ impl Workflow for MicroSingleTask {
     }
     fn description(&self) -> &'static str {
         "one latency-sensitive user, small structured tasks, paired rounds"
-    }
-    fn bundled_specs(&self) -> Vec<PathBuf> {
-        Vec::new()
     }
     fn load_dataset(&self, dir: &Path, manifest: &str) -> Result<DatasetRelease, WorkflowError> {
         dataset::load_release(dir, manifest)

@@ -16,7 +16,7 @@ use openbench_common::rundir::{
 use serde::Serialize;
 use serde_json::json;
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// A failure while reporting, naming the file or record.
@@ -220,22 +220,7 @@ fn pretty(value: &impl Serialize) -> std::io::Result<Vec<u8>> {
 
 /// sha256 and size of a file, streaming; `None` when absent.
 pub fn file_status(path: &Path) -> Option<(String, u64)> {
-    use sha2::{Digest, Sha256};
-    let mut file = std::fs::File::open(path).ok()?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut total = 0u64;
-    loop {
-        let n = file.read(&mut buf).ok()?;
-        if n == 0 {
-            break;
-        }
-        total += n as u64;
-        hasher.update(&buf[..n]);
-    }
-    let digest = hasher.finalize();
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    Some((hex, total))
+    openbench_common::hash::sha256_file(path).ok()
 }
 
 /// The run period: the run manifest's `period_start`/`period_end`, else the earliest and latest
