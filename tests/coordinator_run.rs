@@ -7,7 +7,7 @@ mod coordinator_support;
 
 use coordinator_support::*;
 use openbench_common::rundir as layout;
-use openbench_coordinator::{RunDir, RunOptions, RunStatus, run_full, run_smoke};
+use openbench_coordinator::{RunDir, RunStatus, run_full, run_smoke};
 use std::collections::{BTreeMap, BTreeSet};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -19,12 +19,10 @@ async fn full_simulated_run_writes_one_record_per_lane_and_round() {
     let inputs = inputs(&spec);
     let run = RunDir::create(&inputs, Some("T-1"), "test").unwrap();
     // A smoke first, in the same run directory (its own files), then the full run.
-    let smoke = run_smoke(&inputs, &run, &RunOptions::default())
-        .await
-        .unwrap();
+    let smoke = run_smoke(&inputs, &run, &options(&inputs)).await.unwrap();
     assert!(smoke.finished);
     assert_eq!(records(&run.dir.join(layout::smoke_results(1))).len(), 30);
-    let outcome = run_full(&inputs, &run, "T-1", &RunOptions::default())
+    let outcome = run_full(&inputs, &run, "T-1", &options(&inputs))
         .await
         .unwrap();
     assert_eq!(outcome.session.rounds_executed, 12);
@@ -144,7 +142,7 @@ async fn full_simulated_run_writes_one_record_per_lane_and_round() {
             &inputs,
             &RunDir::open(&inputs, dir, "test").unwrap(),
             "T-1",
-            &RunOptions::default(),
+            &options(&inputs),
         )
         .await
         .unwrap();
@@ -156,7 +154,7 @@ async fn full_simulated_run_writes_one_record_per_lane_and_round() {
         &inputs,
         &RunDir::open(&inputs, dir, "test").unwrap(),
         "OTHER",
-        &RunOptions::default(),
+        &options(&inputs),
     )
     .await
     .unwrap_err()
@@ -186,7 +184,7 @@ async fn a_slow_lane_holds_the_next_round() {
     let spec = write_spec(tmp.path(), &data, &providers, 2, 0.01, 5_000);
     let inputs = inputs(&spec);
     let run = RunDir::create(&inputs, None, "test").unwrap();
-    let outcome = run_full(&inputs, &run, "B", &RunOptions::default())
+    let outcome = run_full(&inputs, &run, "B", &options(&inputs))
         .await
         .unwrap();
     assert_eq!(outcome.status, RunStatus::Complete);
@@ -440,9 +438,7 @@ async fn smoke_retries_once_and_the_retry_is_a_fresh_draw() {
     let spec = write_spec(tmp.path(), &data, &providers, 2, 0.01, 400);
     let inputs = inputs(&spec);
     let run = RunDir::create(&inputs, None, "test").unwrap();
-    let smoke = run_smoke(&inputs, &run, &RunOptions::default())
-        .await
-        .unwrap();
+    let smoke = run_smoke(&inputs, &run, &options(&inputs)).await.unwrap();
     assert!(smoke.finished);
     assert!(!smoke.passed);
     assert_eq!(
@@ -487,7 +483,7 @@ async fn two_regions_make_two_lanes_per_provider_with_their_own_ids() {
     std::fs::write(&spec, text).unwrap();
     let inputs = inputs(&spec);
     let run = RunDir::create(&inputs, Some("R-2"), "test").unwrap();
-    let outcome = run_full(&inputs, &run, "R-2", &RunOptions::default())
+    let outcome = run_full(&inputs, &run, "R-2", &options(&inputs))
         .await
         .unwrap();
     assert_eq!(outcome.status, RunStatus::Complete);

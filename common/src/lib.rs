@@ -5,6 +5,7 @@
 //! a probe in one region reads back identically in the coordinator and the report.
 
 pub mod clock;
+pub mod credentials;
 pub mod hash;
 pub mod plan;
 pub mod record;

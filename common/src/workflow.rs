@@ -73,8 +73,6 @@ pub trait Workflow: Send + Sync {
     fn load_dataset(&self, dir: &Path, manifest: &str) -> Result<DatasetRelease, WorkflowError>;
     /// True when a completed record's answer is schema-valid for its family (the smoke criterion).
     fn answer_is_schema_valid(&self, record: &TerminalRecord) -> bool;
-    /// Canned answers for the simulator, from the release's gold.
-    fn canned_answers(&self, dataset: &DatasetRelease) -> Result<Vec<CannedAnswer>, WorkflowError>;
     /// Recomputes every derived artifact of a run from its raw records and writes the reports.
     fn report(&self, run_dir: &Path) -> Result<ReportOutcome, WorkflowError>;
 }

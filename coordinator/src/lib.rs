@@ -5,7 +5,8 @@
 //! Read top-down: [`selection`] (with [`mt`], CPython's generator) and [`schedule`] are pure;
 //! [`session`] loads inputs and opens or creates a locked run directory ([`lock`]; every file
 //! goes through `openbench_common::rundir`); [`runner`] runs a full plan or a smoke, driving the
-//! [`actor`] with probes started by [`infra`]; [`watch`] reads a run back for the live view.
+//! [`actor`] with gRPC clients from [`infra`] (what serves the probes and any `sim://` endpoint
+//! is the binary's [`TargetHost`]); [`watch`] reads a run back for the live view.
 
 pub mod actor;
 pub mod error;
@@ -21,6 +22,7 @@ pub mod watch;
 
 pub use actor::{Progress, ProgressFn, SessionReport, SessionStatus};
 pub use error::CoordinatorError;
+pub use infra::{BoxFuture, RemoteProbes, TargetHost, Targets};
 pub use openbench_common::rundir::{RunManifest, RunStatus};
 pub use runner::{FullOutcome, RunOptions, SmokeOutcome, StopRequest, run_full, run_smoke};
 pub use session::{RunDir, RunInputs, locked_spec_path, prepare_inputs};

@@ -8,7 +8,7 @@ use crate::actor::{
     CoordArgs, CoordMsg, Coordinator, Progress, ProgressFn, RoundJob, SessionReport, SessionStatus,
 };
 use crate::error::CoordinatorError;
-use crate::infra::{Infra, needs_simulator};
+use crate::infra::{Infra, RemoteProbes, TargetHost};
 use crate::schedule::{build_plan, find_item, planned_request};
 use crate::session::{RunDir, RunInputs};
 use openbench_common::record::{Outcome, TerminalRecord};
@@ -19,6 +19,7 @@ use openbench_common::rundir::{
 use ractor::Actor;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
+use std::sync::Arc;
 use tokio::sync::{oneshot, watch};
 
 /// A request to stop, sent by a signal handler.
@@ -40,6 +41,9 @@ pub struct RunOptions {
     pub progress: Option<ProgressFn>,
     /// Stop requests (from Ctrl-C / SIGTERM handlers).
     pub stop: Option<watch::Receiver<StopRequest>>,
+    /// What serves the probes and `sim://` endpoints (the binary's host); without one, every
+    /// region must name a remote probe URL.
+    pub targets: Option<Arc<dyn TargetHost>>,
 }
 
 /// What a full-run session ended with.
@@ -292,22 +296,11 @@ async fn execute_plan(
     manifest.count(records.values());
     manifest.save(&run.dir)?;
 
-    let answers = if needs_simulator(&inputs.spec) {
-        inputs
-            .workflow
-            .canned_answers(&inputs.dataset)
-            .map_err(|e| CoordinatorError::Workflow(format!("canned answers: {e}")))?
-    } else {
-        Vec::new()
+    let host: &dyn TargetHost = match &options.targets {
+        Some(host) => host.as_ref(),
+        None => &RemoteProbes,
     };
-    let infra = Infra::start(
-        &inputs.spec,
-        plan.attempt,
-        answers,
-        &inputs.credentials,
-        &inputs.code_sha256,
-    )
-    .await?;
+    let infra = Infra::start(inputs, plan.attempt, host).await?;
     let session = drive(inputs, files, jobs, &infra, progress, options).await;
     infra.shutdown().await;
     let session = session?;

@@ -4,13 +4,13 @@
 use crate::error::CoordinatorError;
 use crate::lock::{InputHashes, build_lock};
 use crate::selection::{Selection, select};
+use openbench_common::credentials::Credentials;
 use openbench_common::rundir::{
     self as layout, RunDirError, RunLock, RunManifest, WriterLock, json_bytes, read_json,
     write_json_once, write_once,
 };
 use openbench_common::spec::LoadedSpec;
 use openbench_common::workflow::{DatasetRelease, Workflow};
-use openbench_probe::Credentials;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;

@@ -7,6 +7,7 @@ use openbench_coordinator::{
     FullOutcome, Progress, RunDir, RunInputs, RunOptions, RunStatus, StopRequest, locked_spec_path,
     prepare_inputs, run_full, run_smoke,
 };
+use openbench_inference::targets::LocalTargets;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -130,7 +131,7 @@ pub async fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
     let inputs = load_inputs(&args.workflow, &spec)?;
     let run = RunDir::open_or_create(&inputs, args.run_dir.as_deref(), None, "smoke")?;
     println!("run directory: {}", run.dir.display());
-    let (options, bar) = session_options("smoke");
+    let (options, bar) = session_options("smoke", &inputs)?;
     let outcome = run_smoke(&inputs, &run, &options).await;
     bar.finish_and_clear();
     let outcome = outcome?;
@@ -197,7 +198,7 @@ pub async fn full_run_session(
     run: &RunDir,
     approval_id: &str,
 ) -> anyhow::Result<FullOutcome> {
-    let (options, bar) = session_options("full run");
+    let (options, bar) = session_options("full run", inputs)?;
     let outcome = run_full(inputs, run, approval_id, &options).await;
     bar.finish_and_clear();
     Ok(outcome?)
@@ -248,9 +249,11 @@ pub async fn print_report(workflow: Arc<dyn Workflow>, run_dir: &Path) {
     }
 }
 
-/// A progress bar fed by the coordinator, and a stop channel fed by Ctrl-C and SIGTERM: the first
-/// signal stops after the current round, the second abandons it.
-fn session_options(label: &str) -> (RunOptions, ProgressBar) {
+/// A progress bar fed by the coordinator, a stop channel fed by Ctrl-C and SIGTERM (the first
+/// signal stops after the current round, the second abandons it) and this machine's targets (the
+/// simulator and local probes).
+fn session_options(label: &str, inputs: &RunInputs) -> anyhow::Result<(RunOptions, ProgressBar)> {
+    let targets = LocalTargets::for_inputs(inputs)?;
     let bar = ProgressBar::new(0);
     let style = ProgressStyle::with_template(
         "{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} requests {msg} (eta {eta})",
@@ -291,6 +294,7 @@ fn session_options(label: &str) -> (RunOptions, ProgressBar) {
     let options = RunOptions {
         progress: Some(progress),
         stop: Some(rx),
+        targets: Some(Arc::new(targets)),
     };
-    (options, bar)
+    Ok((options, bar))
 }

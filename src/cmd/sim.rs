@@ -70,8 +70,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             let release = workflow
                 .load_dataset(dir, "manifest.json")
                 .with_context(|| format!("loading dataset {}", dir.display()))?;
-            workflow
-                .canned_answers(&release)
+            crate::registry::canned_answers(workflow.name(), &release)
                 .with_context(|| format!("canned answers from {}", dir.display()))?
         }
         None => Vec::new(),

@@ -417,6 +417,19 @@ impl Spec {
         }
     }
 
+    /// (region label, probe) pairs: `local` or a probe URL; one `local` region when the spec
+    /// names none.
+    pub fn region_probes(&self) -> Vec<(String, String)> {
+        if self.regions.is_empty() {
+            vec![(String::from("local"), String::from("local"))]
+        } else {
+            self.regions
+                .iter()
+                .map(|r| (r.name.clone(), r.probe.clone()))
+                .collect()
+        }
+    }
+
     /// Every credential environment variable the providers need, sorted and unique.
     pub fn credential_names(&self) -> Vec<String> {
         let mut names: BTreeSet<String> = BTreeSet::new();

@@ -12,9 +12,7 @@ pub mod scoring;
 
 use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_common::rundir::RunLock;
-use openbench_common::workflow::{
-    CannedAnswer, DatasetRelease, ReportOutcome, Workflow, WorkflowError,
-};
+use openbench_common::workflow::{DatasetRelease, ReportOutcome, Workflow, WorkflowError};
 use std::path::Path;
 
 /// The micro-single-task workflow.
@@ -31,9 +29,6 @@ impl Workflow for MicroSingleTask {
         dataset::load_release(dir, manifest)
             .map(|release| release.to_dataset_release())
             .map_err(|e| WorkflowError(e.to_string()))
-    }
-    fn canned_answers(&self, dataset: &DatasetRelease) -> Result<Vec<CannedAnswer>, WorkflowError> {
-        dataset::canned::canned_answers(dataset).map_err(|e| WorkflowError(e.to_string()))
     }
     fn answer_is_schema_valid(&self, record: &TerminalRecord) -> bool {
         record.outcome == Outcome::Completed

@@ -1,9 +1,28 @@
 //! Credentials: the secret values a probe reads from its own environment, never from the
-//! coordinator, never printed.
+//! coordinator, never printed. Shared by the probe (which sends them) and the binary and
+//! coordinator (which check up front that every declared one is present).
 
-use crate::error::ProbeError;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// A credential problem, naming variables and files, never values.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialsError {
+    /// Credential environment variables that are neither in the environment nor in `.env`.
+    #[error("missing credential variable(s): {}", names.join(", "))]
+    Missing {
+        /// The variable names (never their values).
+        names: Vec<String>,
+    },
+    /// The `.env` file exists but could not be read.
+    #[error("cannot read {path}: {source}")]
+    DotEnv {
+        /// Path of the file.
+        path: PathBuf,
+        /// What went wrong.
+        source: std::io::Error,
+    },
+}
 
 /// Secret values by environment variable name. `Debug` shows names only.
 #[derive(Clone, Default)]
@@ -43,12 +62,15 @@ impl Credentials {
     /// Reads every name from the process environment, then from `.env` in the current directory
     /// for names the environment lacks (`.env` never overrides the environment). The error names
     /// every missing variable, never a value.
-    pub fn from_env(names: &[String]) -> Result<Credentials, ProbeError> {
+    pub fn from_env(names: &[String]) -> Result<Credentials, CredentialsError> {
         Credentials::from_env_and_file(names, Path::new(".env"))
     }
 
     /// [`Credentials::from_env`] with an explicit `.env` path.
-    pub fn from_env_and_file(names: &[String], dotenv: &Path) -> Result<Credentials, ProbeError> {
+    pub fn from_env_and_file(
+        names: &[String],
+        dotenv: &Path,
+    ) -> Result<Credentials, CredentialsError> {
         let mut values = BTreeMap::new();
         let mut missing = Vec::new();
         let mut file: Option<BTreeMap<String, String>> = None;
@@ -70,7 +92,7 @@ impl Credentials {
         if missing.is_empty() {
             Ok(Credentials { values })
         } else {
-            Err(ProbeError::MissingCredentials { names: missing })
+            Err(CredentialsError::Missing { names: missing })
         }
     }
 
@@ -92,14 +114,14 @@ impl Credentials {
 
 /// Parses `KEY=VALUE` lines (optional `export `, `#` comments, one pair of matching quotes
 /// stripped). A missing file is empty.
-fn read_dotenv(path: &Path) -> Result<BTreeMap<String, String>, ProbeError> {
+fn read_dotenv(path: &Path) -> Result<BTreeMap<String, String>, CredentialsError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => {
-            return Err(ProbeError::DotEnv {
-                path: path.display().to_string(),
-                message: e.to_string(),
+        Err(source) => {
+            return Err(CredentialsError::DotEnv {
+                path: path.to_path_buf(),
+                source,
             });
         }
     };
@@ -132,6 +154,7 @@ fn parse_dotenv(text: &str) -> BTreeMap<String, String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -5,14 +5,14 @@
 //! coordinator knows) that first stalls, then answers with a completed execution.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use openbench_common::credentials::Credentials;
 use openbench_common::plan::PlannedRequest;
 use openbench_common::record::{Execution, Outcome, TerminalRecord};
 use openbench_common::spec::LoadedSpec;
 use openbench_common::workflow::{
-    CannedAnswer, DatasetRelease, ReportOutcome, WorkItem, Workflow, WorkflowError,
+    DatasetRelease, ReportOutcome, WorkItem, Workflow, WorkflowError,
 };
 use openbench_coordinator::{RunDir, RunInputs, RunOptions, RunStatus, run_full};
-use openbench_probe::Credentials;
 use openbench_proto::v1::probe_server::{Probe, ProbeServer};
 use openbench_proto::v1::{DescribeRequest, DescribeResponse, ExecuteRequest, ExecuteResponse};
 use std::collections::BTreeMap;
@@ -72,9 +72,6 @@ impl Workflow for Stub {
     }
     fn answer_is_schema_valid(&self, _record: &TerminalRecord) -> bool {
         true
-    }
-    fn canned_answers(&self, _d: &DatasetRelease) -> Result<Vec<CannedAnswer>, WorkflowError> {
-        Ok(Vec::new())
     }
     fn report(&self, _run_dir: &Path) -> Result<ReportOutcome, WorkflowError> {
         Err(WorkflowError("unused".into()))
