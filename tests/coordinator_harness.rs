@@ -37,7 +37,7 @@ impl Probe for FakeProbe {
             serde_json::from_str(&request.into_inner().planned_request_json).unwrap();
         let mut record =
             TerminalRecord::new("2026-01-01T00:00:00.000000Z".into(), Outcome::Completed);
-        record.request_id = planned.request_id;
+        record.request_id = planned.identity.request_id;
         record.http_status = Some(200);
         record.answer_text = "{\"answer\":\"x\"}".into();
         let execution = Execution {

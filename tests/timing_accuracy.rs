@@ -10,7 +10,7 @@
 //! events. Under heavier load the OS can deschedule a thread for several milliseconds; the test
 //! then retries (up to four attempts) and prints every attempt's figures.
 
-use openbench_common::plan::{ChatMessage, PlannedRequest};
+use openbench_common::plan::{ChatMessage, PlannedRequest, RequestIdentity, Role};
 use openbench_common::record::{Classification, Execution, Outcome};
 use openbench_common::spec::{ProviderAdapter, RequestContract};
 use openbench_common::stats::nearest_rank;
@@ -56,18 +56,20 @@ fn executor(endpoint: String, id: &str, r: usize) -> Executor {
 
 async fn execute(executor: Executor, r: usize) -> Execution {
     let request = PlannedRequest {
-        run_id: "run-timing".into(),
-        round_id: format!("round-{r}"),
-        request_id: format!("req-{r}"),
-        round_index: r as u64,
-        attempt: 0,
-        task_family: "ticket-triage".into(),
-        item_id: format!("item-{r}"),
-        provider: "sim".into(),
-        region: "local".into(),
-        lane: "sim".into(),
+        identity: RequestIdentity {
+            run_id: "run-timing".into(),
+            round_id: format!("round-{r}"),
+            request_id: format!("req-{r}"),
+            round_index: r as u64,
+            attempt: 0,
+            task_family: "ticket-triage".into(),
+            item_id: format!("item-{r}"),
+            provider: "sim".into(),
+            region: "local".into(),
+            lane: "sim".into(),
+        },
         messages: vec![ChatMessage {
-            role: "user".into(),
+            role: Role::User,
             content: format!("question {r}"),
         }],
         deadline_ms: 20_000,

@@ -443,7 +443,7 @@ async fn execute(
             request,
             model,
             started_at,
-            format!("no probe for region {}", request.region),
+            format!("no probe for region {}", request.identity.region),
         );
     };
     let json = match serde_json::to_string(request) {
@@ -460,20 +460,14 @@ async fn execute(
     let span = tracing::info_span!(
         "probe_call",
         otel.name = "openbench.probe_call",
-        request_id = %request.request_id,
-        provider = %request.provider,
-        lane = %request.lane,
-        round_index = request.round_index,
+        request_id = %request.identity.request_id,
+        provider = %request.identity.provider,
+        lane = %request.identity.lane,
+        round_index = request.identity.round_index,
         outcome = tracing::field::Empty,
     );
     let call = ExecuteRequest {
-        run_id: request.run_id.clone(),
-        round_id: request.round_id.clone(),
-        request_id: request.request_id.clone(),
-        provider: request.provider.clone(),
-        lane: request.lane.clone(),
         planned_request_json: json,
-        deadline_ms: request.deadline_ms,
         trace_context: crate::trace::trace_context(&span),
     };
     let response = match tokio::time::timeout(wait, client.execute(call))
@@ -487,7 +481,7 @@ async fn execute(
                 started_at,
                 format!(
                     "probe for region {} did not answer within {} ms",
-                    request.region,
+                    request.identity.region,
                     wait.as_millis()
                 ),
             );
@@ -499,7 +493,7 @@ async fn execute(
                 started_at,
                 format!(
                     "probe for region {} failed: {} {}",
-                    request.region,
+                    request.identity.region,
                     status.code(),
                     status.message()
                 ),
@@ -509,7 +503,7 @@ async fn execute(
     };
     match serde_json::from_str::<Execution>(&response.execution_json) {
         Ok(mut execution) => {
-            stamp_identity(&mut execution.record, request);
+            execution.record.set_identity(&request.identity);
             span.record("outcome", format!("{:?}", execution.record.outcome));
             execution
         }
@@ -522,20 +516,6 @@ async fn execute(
     }
 }
 
-/// Forces the record's identity fields to the plan's, so a probe cannot mislabel a request.
-fn stamp_identity(record: &mut TerminalRecord, request: &PlannedRequest) {
-    record.run_id = request.run_id.clone();
-    record.round_id = request.round_id.clone();
-    record.request_id = request.request_id.clone();
-    record.round_index = request.round_index;
-    record.attempt = request.attempt;
-    record.task_family = request.task_family.clone();
-    record.item_id = request.item_id.clone();
-    record.provider = request.provider.clone();
-    record.region = request.region.clone();
-    record.lane = request.lane.clone();
-}
-
 /// A harness-failure record for a planned request.
 pub fn harness(
     request: &PlannedRequest,
@@ -544,7 +524,7 @@ pub fn harness(
     message: String,
 ) -> Execution {
     let mut record = TerminalRecord::new(started_at, Outcome::HarnessError);
-    stamp_identity(&mut record, request);
+    record.set_identity(&request.identity);
     record.requested_model = model.to_string();
     record.error_type = Some(ErrorType::Harness);
     record.error_message = Some(message);

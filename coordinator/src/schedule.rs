@@ -4,7 +4,9 @@
 //! `artifacts/smoke-plan-attempt-N.json`.
 
 use crate::selection::Selection;
-use openbench_common::plan::{ChatMessage, PlannedRequest, request_id, round_id};
+use openbench_common::plan::{
+    ChatMessage, PlannedRequest, RequestIdentity, Role, request_id, round_id,
+};
 use openbench_common::rundir::{Lane, PLAN_VERSION, Plan, PlanKind, PlannedLane, PlannedRound};
 use openbench_common::spec::Spec;
 use openbench_common::workflow::{DatasetRelease, WorkItem};
@@ -149,23 +151,25 @@ pub fn planned_request(
     deadline_ms: u64,
 ) -> PlannedRequest {
     PlannedRequest {
-        run_id: run_id.to_string(),
-        round_id: round.round_id.clone(),
-        request_id: lane.request_id.clone(),
-        round_index: round.round_index,
-        attempt: plan.attempt,
-        task_family: round.task_family.clone(),
-        item_id: round.item_id.clone(),
-        provider: lane.provider.clone(),
-        region: lane.region.clone(),
-        lane: lane.lane.clone(),
+        identity: RequestIdentity {
+            run_id: run_id.to_string(),
+            round_id: round.round_id.clone(),
+            request_id: lane.request_id.clone(),
+            round_index: round.round_index,
+            attempt: plan.attempt,
+            task_family: round.task_family.clone(),
+            item_id: round.item_id.clone(),
+            provider: lane.provider.clone(),
+            region: lane.region.clone(),
+            lane: lane.lane.clone(),
+        },
         messages: vec![
             ChatMessage {
-                role: "system".into(),
+                role: Role::System,
                 content: item.system.clone(),
             },
             ChatMessage {
-                role: "user".into(),
+                role: Role::User,
                 content: item.user.clone(),
             },
         ],

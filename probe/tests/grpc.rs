@@ -29,13 +29,7 @@ fn stream(gap_ms: u64) -> Vec<Step> {
 fn call(provider: &str, deadline_ms: u64) -> ExecuteRequest {
     let planned = planned(provider, deadline_ms);
     ExecuteRequest {
-        run_id: planned.run_id.clone(),
-        round_id: planned.round_id.clone(),
-        request_id: planned.request_id.clone(),
-        provider: provider.into(),
-        lane: provider.into(),
         planned_request_json: serde_json::to_string(&planned).unwrap(),
-        deadline_ms,
         trace_context: [(
             "traceparent".to_string(),
             "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_string(),

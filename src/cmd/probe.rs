@@ -2,7 +2,7 @@
 //! or a probe server for a remote region (`probe serve`).
 
 use anyhow::{Context, bail};
-use openbench_common::plan::{ChatMessage, PlannedRequest};
+use openbench_common::plan::{ChatMessage, PlannedRequest, RequestIdentity, Role};
 use openbench_common::record::Execution;
 use openbench_common::spec::{Auth, LoadedSpec, MaxTokensField, ProviderAdapter, RequestContract};
 use openbench_probe::server::{ProbeConfig, serve_on};
@@ -154,23 +154,20 @@ async fn once(args: OnceArgs) -> anyhow::Result<ExitCode> {
         &credentials,
     )?;
     let request = PlannedRequest {
-        run_id: String::new(),
-        round_id: String::new(),
-        request_id: "once".into(),
-        round_index: 0,
-        attempt: 0,
-        task_family: String::new(),
-        item_id: String::new(),
-        provider: "once".into(),
-        region: "local".into(),
-        lane: "once".into(),
+        identity: RequestIdentity {
+            request_id: "once".into(),
+            provider: "once".into(),
+            region: "local".into(),
+            lane: "once".into(),
+            ..RequestIdentity::default()
+        },
         messages: vec![
             ChatMessage {
-                role: "system".into(),
+                role: Role::System,
                 content: args.system.clone(),
             },
             ChatMessage {
-                role: "user".into(),
+                role: Role::User,
                 content: args.user.clone(),
             },
         ],

@@ -2,7 +2,7 @@
 //! sleeps: recorded-format fixtures of real providers' streams, written byte for byte.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use openbench_common::plan::{ChatMessage, PlannedRequest};
+use openbench_common::plan::{ChatMessage, PlannedRequest, RequestIdentity, Role};
 use openbench_common::spec::{Auth, ProviderAdapter, RequestContract};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -193,23 +193,25 @@ pub const SECRET: &str = "sk-test-SECRET-0123456789";
 /// A planned request for `provider` with a deadline.
 pub fn planned(provider: &str, deadline_ms: u64) -> PlannedRequest {
     PlannedRequest {
-        run_id: "run-1".into(),
-        round_id: "round-1".into(),
-        request_id: "req-1".into(),
-        round_index: 3,
-        attempt: 0,
-        task_family: "ticket-triage".into(),
-        item_id: "tt-0001".into(),
-        provider: provider.into(),
-        region: "local".into(),
-        lane: provider.into(),
+        identity: RequestIdentity {
+            run_id: "run-1".into(),
+            round_id: "round-1".into(),
+            request_id: "req-1".into(),
+            round_index: 3,
+            attempt: 0,
+            task_family: "ticket-triage".into(),
+            item_id: "tt-0001".into(),
+            provider: provider.into(),
+            region: "local".into(),
+            lane: provider.into(),
+        },
         messages: vec![
             ChatMessage {
-                role: "system".into(),
+                role: Role::System,
                 content: "Answer in JSON.".into(),
             },
             ChatMessage {
-                role: "user".into(),
+                role: Role::User,
                 content: "Triage this ticket.".into(),
             },
         ],
