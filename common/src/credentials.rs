@@ -22,6 +22,14 @@ pub enum CredentialsError {
         /// What went wrong.
         source: std::io::Error,
     },
+    /// A line of the `.env` file is not `KEY=VALUE` (the line is not quoted: it may be a secret).
+    #[error("{path}: a line is not KEY=VALUE (error at character {index})")]
+    DotEnvLine {
+        /// Path of the file.
+        path: PathBuf,
+        /// Where dotenvy stopped parsing.
+        index: usize,
+    },
 }
 
 /// Secret values by environment variable name. `Debug` shows names only.
@@ -112,45 +120,37 @@ impl Credentials {
     }
 }
 
-/// Parses `KEY=VALUE` lines (optional `export `, `#` comments, one pair of matching quotes
-/// stripped). A missing file is empty.
+/// Reads a `.env` file with `dotenvy` (the maintained parser of the format: `export`, comments,
+/// quotes, escapes and `${VAR}` substitution). A missing file is empty. A malformed line is
+/// named by number only: the line itself may hold a secret.
 fn read_dotenv(path: &Path) -> Result<BTreeMap<String, String>, CredentialsError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(source) => {
-            return Err(CredentialsError::DotEnv {
-                path: path.to_path_buf(),
-                source,
-            });
-        }
+    let io_error = |source| CredentialsError::DotEnv {
+        path: path.to_path_buf(),
+        source,
     };
-    Ok(parse_dotenv(&text))
-}
-
-fn parse_dotenv(text: &str) -> BTreeMap<String, String> {
+    let lines = match dotenvy::from_path_iter(path) {
+        Ok(lines) => lines,
+        Err(e) if e.not_found() => return Ok(BTreeMap::new()),
+        Err(dotenvy::Error::Io(source)) => return Err(io_error(source)),
+        Err(e) => return Err(io_error(std::io::Error::other(e.to_string()))),
+    };
     let mut out = BTreeMap::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
+    for item in lines {
+        match item {
+            Ok((key, value)) => {
+                out.insert(key, value);
+            }
+            Err(dotenvy::Error::LineParse(_, index)) => {
+                return Err(CredentialsError::DotEnvLine {
+                    path: path.to_path_buf(),
+                    index,
+                });
+            }
+            Err(dotenvy::Error::Io(source)) => return Err(io_error(source)),
+            Err(e) => return Err(io_error(std::io::Error::other(e.to_string()))),
         }
-        let line = line.strip_prefix("export ").unwrap_or(line);
-        let Some((key, value)) = line.split_once('=') else {
-            continue;
-        };
-        let value = value.trim();
-        let unquoted = [('"', '"'), ('\'', '\'')]
-            .iter()
-            .find_map(|(open, close)| {
-                value
-                    .strip_prefix(*open)
-                    .and_then(|v| v.strip_suffix(*close))
-            })
-            .unwrap_or(value);
-        out.insert(key.trim().to_string(), unquoted.to_string());
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -186,5 +186,17 @@ mod tests {
         let debug = format!("{c:?}");
         assert!(!debug.contains("from-file"), "{debug}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_malformed_dotenv_line_is_refused_without_quoting_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".env");
+        std::fs::write(&path, "OBP_TEST_OK=1\nsk-secret-0123 oops\n").unwrap();
+        let err = Credentials::from_env_and_file(&["OBP_TEST_NOT_SET_ANYWHERE".into()], &path)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(".env") && err.contains("KEY=VALUE"), "{err}");
+        assert!(!err.contains("sk-secret"), "{err}");
     }
 }
