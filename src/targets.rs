@@ -3,7 +3,7 @@
 //! per `local` region, behind a loopback gRPC server. The coordinator only sees probe URLs.
 
 use openbench_common::credentials::Credentials;
-use openbench_common::spec::{LoadedSpec, ProviderAdapter};
+use openbench_common::spec::{Endpoint, LoadedSpec, ProbeLocation, ProviderAdapter};
 use openbench_common::workflow::CannedAnswer;
 use openbench_coordinator::{BoxFuture, CoordinatorError, RunInputs, TargetHost, Targets};
 use openbench_probe::server::{ProbeConfig, ProbeServerHandle, serve_on};
@@ -60,9 +60,11 @@ impl LocalTargets {
                     .spec
                     .providers
                     .iter()
-                    .find_map(|p| p.endpoint.strip_prefix("sim://"))
-                    .unwrap_or_default()
-                    .to_string();
+                    .find_map(|p| match p.endpoint_kind() {
+                        Endpoint::Simulator { profile } => Some(profile.to_string()),
+                        _ => None,
+                    })
+                    .unwrap_or_default();
                 let config = SimConfig {
                     time_scale: settings.time_scale,
                     seed: settings.seed.wrapping_add(u64::from(attempt)),
@@ -88,7 +90,7 @@ impl LocalTargets {
         let mut probes = BTreeMap::new();
         let mut servers: Vec<ProbeServerHandle> = Vec::new();
         for (name, probe) in spec.spec.region_probes() {
-            if probe != "local" {
+            if ProbeLocation::parse(&probe) != ProbeLocation::InProcess {
                 probes.insert(name, probe);
                 continue;
             }
@@ -153,7 +155,7 @@ pub fn needs_simulator(spec: &LoadedSpec) -> bool {
     spec.spec
         .providers
         .iter()
-        .any(|p| p.endpoint.starts_with("sim://"))
+        .any(|p| matches!(p.endpoint_kind(), Endpoint::Simulator { .. }))
 }
 
 /// The providers with every endpoint resolved to a real URL: `sim://<profile>` through the running
@@ -165,27 +167,34 @@ pub fn resolve_providers(
 ) -> Result<Vec<ProviderAdapter>, CoordinatorError> {
     let mut out = Vec::new();
     for p in &spec.spec.providers {
-        let mut p = p.clone();
-        if let Some(profile) = p.endpoint.strip_prefix("sim://") {
-            let sim = sim.ok_or_else(|| CoordinatorError::Setup {
-                what: format!("provider {}: endpoint sim://{profile}", p.key),
-                message: "the embedded simulator is not running".into(),
-            })?;
-            p.endpoint = sim.profile_endpoint(profile);
-        } else if let Some(var) = p.endpoint.strip_prefix("env://") {
-            let url = credentials
-                .get(var)
-                .ok_or_else(|| CoordinatorError::Setup {
-                    what: format!("provider {}: endpoint env://{var}", p.key),
-                    message: format!("environment variable {var} is not set"),
+        let resolved = match p.endpoint_kind() {
+            Endpoint::Simulator { profile } => {
+                let sim = sim.ok_or_else(|| CoordinatorError::Setup {
+                    what: format!("provider {}: endpoint sim://{profile}", p.key),
+                    message: "the embedded simulator is not running".into(),
                 })?;
-            if !(url.starts_with("https://") || url.starts_with("http://")) {
-                return Err(CoordinatorError::Setup {
-                    what: format!("provider {}: endpoint env://{var}", p.key),
-                    message: format!("{var} must hold an http(s) URL"),
-                });
+                Some(sim.profile_endpoint(profile))
             }
-            p.endpoint = url.to_string();
+            Endpoint::FromEnv { var } => {
+                let url = credentials
+                    .get(var)
+                    .ok_or_else(|| CoordinatorError::Setup {
+                        what: format!("provider {}: endpoint env://{var}", p.key),
+                        message: format!("environment variable {var} is not set"),
+                    })?;
+                if !matches!(Endpoint::parse(url), Endpoint::Url(_)) {
+                    return Err(CoordinatorError::Setup {
+                        what: format!("provider {}: endpoint env://{var}", p.key),
+                        message: format!("{var} must hold an http(s) URL"),
+                    });
+                }
+                Some(url.to_string())
+            }
+            Endpoint::Url(_) | Endpoint::Unknown(_) => None,
+        };
+        let mut p = p.clone();
+        if let Some(url) = resolved {
+            p.endpoint = url;
         }
         out.push(p);
     }

@@ -5,6 +5,7 @@
 
 use crate::error::CoordinatorError;
 use crate::session::RunInputs;
+use openbench_common::spec::ProbeLocation;
 use openbench_proto::v1::probe_client::ProbeClient;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -46,7 +47,7 @@ impl TargetHost for RemoteProbes {
     ) -> BoxFuture<'a, Result<Targets, CoordinatorError>> {
         let mut probes = BTreeMap::new();
         for (region, probe) in inputs.spec.spec.region_probes() {
-            if probe == "local" {
+            if ProbeLocation::parse(&probe) == ProbeLocation::InProcess {
                 return Box::pin(std::future::ready(Err(CoordinatorError::Setup {
                     what: format!("region {region}: probe local"),
                     message: "no host to start an in-process probe was given".into(),

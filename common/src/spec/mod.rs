@@ -218,7 +218,47 @@ pub struct ProviderAdapter {
     pub price: Option<Price>,
 }
 
+/// Where a provider's endpoint points (parsed from its `endpoint` string, which stays a string
+/// in the spec so the adapters hash does not change).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint<'a> {
+    /// `https://…` or `http://…`: the chat completions URL itself.
+    Url(&'a str),
+    /// `sim://<profile>`: a profile of the embedded simulator.
+    Simulator {
+        /// Simulator profile.
+        profile: &'a str,
+    },
+    /// `env://<VAR>`: the URL is read from an environment variable (a user's own deployment).
+    FromEnv {
+        /// Variable name.
+        var: &'a str,
+    },
+    /// Anything else (refused by validation).
+    Unknown(&'a str),
+}
+
+impl<'a> Endpoint<'a> {
+    /// Parses an endpoint string.
+    pub fn parse(endpoint: &'a str) -> Endpoint<'a> {
+        if let Some(profile) = endpoint.strip_prefix("sim://") {
+            Endpoint::Simulator { profile }
+        } else if let Some(var) = endpoint.strip_prefix("env://") {
+            Endpoint::FromEnv { var }
+        } else if endpoint.starts_with("https://") || endpoint.starts_with("http://") {
+            Endpoint::Url(endpoint)
+        } else {
+            Endpoint::Unknown(endpoint)
+        }
+    }
+}
+
 impl ProviderAdapter {
+    /// What the endpoint points at.
+    pub fn endpoint_kind(&self) -> Endpoint<'_> {
+        Endpoint::parse(&self.endpoint)
+    }
+
     /// An adapter with no credentials, `max_tokens`, no extras and no prices: the starting point
     /// for ad-hoc targets (`probe once`, local servers, tests), refined field by field.
     pub fn open(key: &str, endpoint: &str, model: &str) -> ProviderAdapter {
@@ -257,6 +297,30 @@ pub struct Region {
     /// server's gRPC URL (`http://10.0.0.2:7070`).
     #[serde(default = "default_probe")]
     pub probe: String,
+}
+
+/// Where a region's probe runs (parsed from its `probe` string).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeLocation<'a> {
+    /// `local`: in this process, behind a loopback gRPC server.
+    InProcess,
+    /// A remote probe server's gRPC URL.
+    Remote(&'a str),
+    /// Anything else (refused by validation).
+    Unknown(&'a str),
+}
+
+impl<'a> ProbeLocation<'a> {
+    /// Parses a region's `probe` string.
+    pub fn parse(probe: &'a str) -> ProbeLocation<'a> {
+        if probe == "local" {
+            ProbeLocation::InProcess
+        } else if probe.starts_with("http://") || probe.starts_with("https://") {
+            ProbeLocation::Remote(probe)
+        } else {
+            ProbeLocation::Unknown(probe)
+        }
+    }
 }
 
 fn default_probe() -> String {
@@ -435,7 +499,7 @@ impl Spec {
         let mut names: BTreeSet<String> = BTreeSet::new();
         for p in &self.providers {
             names.extend(p.auth.env_names());
-            if let Some(var) = p.endpoint.strip_prefix("env://") {
+            if let Endpoint::FromEnv { var } = p.endpoint_kind() {
                 names.insert(var.to_string());
             }
         }

@@ -1,7 +1,7 @@
 //! The spec's rules: parsing (unknown fields denied) and validation that reports every problem
 //! at once, each naming its field path and the offending value.
 
-use super::{Spec, SpecError};
+use super::{Endpoint, ProbeLocation, Spec, SpecError};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -73,16 +73,13 @@ impl Spec {
                 problems.push(format!("{at}.key: {:?} is listed twice", p.key));
             }
             let e = &p.endpoint;
-            if !(e.starts_with("https://")
-                || e.starts_with("http://")
-                || e.starts_with("sim://")
-                || e.starts_with("env://"))
-            {
+            let kind = p.endpoint_kind();
+            if let Endpoint::Unknown(_) = kind {
                 problems.push(format!(
                     "{at}.endpoint: {e:?} must start with https://, http://, sim:// or env://"
                 ));
             }
-            if e.starts_with("sim://") && self.simulator.is_none() {
+            if matches!(kind, Endpoint::Simulator { .. }) && self.simulator.is_none() {
                 problems.push(format!(
                     "{at}.endpoint: {e:?} needs a `simulator:` section in the spec"
                 ));
@@ -118,7 +115,7 @@ impl Spec {
                     region.name
                 ));
             }
-            if region.probe != "local" && !region.probe.starts_with("http") {
+            if let ProbeLocation::Unknown(_) = ProbeLocation::parse(&region.probe) {
                 problems.push(format!(
                     "regions[{i}].probe: {:?} must be `local` or a gRPC URL",
                     region.probe

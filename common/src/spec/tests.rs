@@ -83,3 +83,29 @@ fn every_problem_is_reported_at_once() {
     assert!(err.contains("providers[0] (zai).endpoint"), "{err}");
     assert!(err.contains("extra_body.model"), "{err}");
 }
+
+#[test]
+fn endpoints_and_probe_locations_parse_into_their_kinds() {
+    assert_eq!(
+        Endpoint::parse("sim://zai"),
+        Endpoint::Simulator { profile: "zai" }
+    );
+    assert_eq!(
+        Endpoint::parse("env://MY_URL"),
+        Endpoint::FromEnv { var: "MY_URL" }
+    );
+    assert_eq!(
+        Endpoint::parse("https://x/v1/chat/completions"),
+        Endpoint::Url("https://x/v1/chat/completions")
+    );
+    assert_eq!(Endpoint::parse("ftp://x"), Endpoint::Unknown("ftp://x"));
+    assert_eq!(ProbeLocation::parse("local"), ProbeLocation::InProcess);
+    assert_eq!(
+        ProbeLocation::parse("http://10.0.0.2:7070"),
+        ProbeLocation::Remote("http://10.0.0.2:7070")
+    );
+    assert_eq!(
+        ProbeLocation::parse("Local"),
+        ProbeLocation::Unknown("Local")
+    );
+}
