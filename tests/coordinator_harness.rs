@@ -6,8 +6,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use openbench_common::credentials::Credentials;
-use openbench_common::plan::PlannedRequest;
 use openbench_common::record::{Execution, Outcome, TerminalRecord};
+use openbench_common::request::PlannedRequest;
 use openbench_common::spec::LoadedSpec;
 use openbench_common::workflow::{
     DatasetRelease, ReportOutcome, WorkItem, Workflow, WorkflowError,

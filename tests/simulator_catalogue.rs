@@ -7,8 +7,8 @@
 //! (`{"an`, `swer`, `":"s`, `imul`, `ated`, ` caf`, `é"}`): headers at 10 ms, the first piece
 //! at 40 ms, one piece every 5 ms (last at 70 ms), then a `stop` finish chunk and `[DONE]`.
 
-use openbench_common::plan::{self, ChatMessage, PlannedRequest, RequestIdentity};
 use openbench_common::record::{Classification, ErrorType, Execution, Outcome};
+use openbench_common::request::{self, ChatMessage, PlannedRequest, RequestIdentity};
 use openbench_common::spec::{ProviderAdapter, RequestContract};
 use openbench_probe::{Credentials, Executor};
 use openbench_simulator::{CATALOGUE, SimConfig, start};
@@ -71,11 +71,11 @@ async fn run(
         // 15 + 19 = 34 characters: the simulator reports ceil(34 / 4) = 9 prompt tokens.
         messages: vec![
             ChatMessage {
-                role: plan::Role::System,
+                role: request::Role::System,
                 content: "Answer in JSON.".into(),
             },
             ChatMessage {
-                role: plan::Role::User,
+                role: request::Role::User,
                 content: "What is the answer?".into(),
             },
         ],

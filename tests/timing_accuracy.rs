@@ -10,8 +10,8 @@
 //! events. Under heavier load the OS can deschedule a thread for several milliseconds; the test
 //! then retries (up to four attempts) and prints every attempt's figures.
 
-use openbench_common::plan::{ChatMessage, PlannedRequest, RequestIdentity, Role};
 use openbench_common::record::{Classification, Execution, Outcome};
+use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Role};
 use openbench_common::spec::{ProviderAdapter, RequestContract};
 use openbench_common::stats::nearest_rank;
 use openbench_probe::{Credentials, Executor};

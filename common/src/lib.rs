@@ -7,14 +7,17 @@
 pub mod clock;
 pub mod credentials;
 pub mod hash;
-pub mod plan;
 pub mod record;
+pub mod request;
 pub mod rundir;
 pub mod spec;
 pub mod stats;
 pub mod tokenizer;
 pub mod workflow;
 
+/// Planned requests and their ids under the name earlier code imports ("plan" now names only
+/// the plan file, `rundir::Plan`).
+pub use request as plan;
 /// The run directory's layout, schema and primitives under the name earlier code imports.
 pub use rundir as layout;
 

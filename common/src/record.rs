@@ -258,7 +258,7 @@ pub struct TerminalRecord {
 
 impl TerminalRecord {
     /// Copies a request's identity onto its record: the one place the fields are copied.
-    pub fn set_identity(&mut self, id: &crate::plan::RequestIdentity) {
+    pub fn set_identity(&mut self, id: &crate::request::RequestIdentity) {
         self.run_id.clone_from(&id.run_id);
         self.round_id.clone_from(&id.round_id);
         self.request_id.clone_from(&id.request_id);

@@ -6,8 +6,8 @@
 //! when every lane is terminal. A probe that does not answer within deadline + grace yields a
 //! harness record, never a provider failure.
 
-use openbench_common::plan::PlannedRequest;
 use openbench_common::record::{ErrorType, Execution, Outcome, TerminalRecord};
+use openbench_common::request::PlannedRequest;
 use openbench_common::rundir::{Checkpoint, PlannedLane, PlannedRound, RoundLine, RunWriter};
 use openbench_proto::v1::ExecuteRequest;
 use openbench_proto::v1::probe_client::ProbeClient;

@@ -4,7 +4,7 @@
 //! `artifacts/smoke-plan-attempt-N.json`.
 
 use crate::selection::Selection;
-use openbench_common::plan::{
+use openbench_common::request::{
     ChatMessage, PlannedRequest, RequestIdentity, Role, request_id, round_id,
 };
 use openbench_common::rundir::{Lane, PLAN_VERSION, Plan, PlanKind, PlannedLane, PlannedRound};

@@ -1,5 +1,5 @@
 use super::*;
-use openbench_common::plan::Role;
+use openbench_common::request::Role;
 use openbench_common::spec::MaxTokensField;
 
 fn contract() -> RequestContract {

@@ -10,7 +10,7 @@ use crate::credentials::Credentials;
 use crate::error::ProbeError;
 use crate::executor::Executor;
 use openbench_common::hash::{canonical_json, sha256_hex};
-use openbench_common::plan::{PlannedRequest, RequestIdentity};
+use openbench_common::request::{PlannedRequest, RequestIdentity};
 use openbench_common::spec::{ProviderAdapter, RequestContract};
 use openbench_proto::v1::probe_server::{Probe, ProbeServer};
 use openbench_proto::v1::{DescribeRequest, DescribeResponse, ExecuteRequest, ExecuteResponse};

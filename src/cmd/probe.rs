@@ -2,8 +2,8 @@
 //! or a probe server for a remote region (`probe serve`).
 
 use anyhow::{Context, bail};
-use openbench_common::plan::{ChatMessage, PlannedRequest, RequestIdentity, Role};
 use openbench_common::record::Execution;
+use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Role};
 use openbench_common::spec::{Auth, LoadedSpec, MaxTokensField, ProviderAdapter, RequestContract};
 use openbench_probe::server::{ProbeConfig, serve_on};
 use openbench_probe::{Credentials, Executor};

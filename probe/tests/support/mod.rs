@@ -2,7 +2,7 @@
 //! sleeps: recorded-format fixtures of real providers' streams, written byte for byte.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use openbench_common::plan::{ChatMessage, PlannedRequest, RequestIdentity, Role};
+use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Role};
 use openbench_common::spec::{Auth, ProviderAdapter, RequestContract};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,4 +1,5 @@
-//! Planned requests: what the coordinator asks a probe to execute, and the ids that name them.
+//! Planned requests: what the coordinator asks a probe to execute, who each request is, and
+//! the ids that name them.
 
 use crate::hash::short_id;
 use serde::{Deserialize, Serialize};
