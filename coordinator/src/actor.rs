@@ -246,7 +246,7 @@ fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prep
         launch_order.push(lane.lane.clone());
         let client = args.clients.get(&lane.region).cloned();
         let model = args.models.get(&lane.provider).cloned().unwrap_or_default();
-        let wait = Duration::from_millis(request.deadline_ms + args.grace_ms);
+        let wait = harness_wait(request.deadline_ms, args.grace_ms);
         let ready = ready.clone();
         let me = myself.clone();
         let round_index = job.round.round_index;
@@ -516,6 +516,12 @@ async fn execute(
     }
 }
 
+/// How long the coordinator waits for a probe's answer before recording a harness failure:
+/// deadline + grace, saturating (both are bounded by the spec, but a sum must never wrap).
+pub fn harness_wait(deadline_ms: u64, grace_ms: u64) -> Duration {
+    Duration::from_millis(deadline_ms.saturating_add(grace_ms))
+}
+
 /// A harness-failure record for a planned request.
 pub fn harness(
     request: &PlannedRequest,
@@ -531,5 +537,19 @@ pub fn harness(
     Execution {
         record,
         events: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn harness_wait_is_deadline_plus_grace_and_never_wraps() {
+        assert_eq!(harness_wait(600, 200), Duration::from_millis(800));
+        assert_eq!(
+            harness_wait(u64::MAX, 5_000),
+            Duration::from_millis(u64::MAX)
+        );
     }
 }

@@ -11,7 +11,7 @@ use crate::error::ProbeError;
 use crate::executor::Executor;
 use openbench_common::hash::{canonical_json, sha256_hex};
 use openbench_common::request::{PlannedRequest, RequestIdentity};
-use openbench_common::spec::{ProviderAdapter, RequestContract};
+use openbench_common::spec::{MAX_TIMEOUT_MS, ProviderAdapter, RequestContract};
 use openbench_proto::v1::probe_server::{Probe, ProbeServer};
 use openbench_proto::v1::{DescribeRequest, DescribeResponse, ExecuteRequest, ExecuteResponse};
 use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
@@ -157,6 +157,12 @@ impl Probe for ProbeService {
                 ))
             })?;
         let id = &planned.identity;
+        if planned.deadline_ms > MAX_TIMEOUT_MS {
+            return Err(Status::invalid_argument(format!(
+                "request {}: deadline_ms {} is above {MAX_TIMEOUT_MS}",
+                id.request_id, planned.deadline_ms
+            )));
+        }
         let actor = self.actors.get(&id.provider).ok_or_else(|| {
             Status::not_found(format!(
                 "request {}: probe in region {} serves no provider {:?} (it serves: {})",

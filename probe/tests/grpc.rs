@@ -103,6 +103,15 @@ async fn execute_describe_unknown_busy_and_cancelled() {
     assert!(err.message().contains("\"fireworks\""), "{}", err.message());
     assert!(err.message().contains("together"), "{}", err.message());
 
+    // A deadline above the spec's bound is refused before anything is sent.
+    let err = client.execute(call("together", 600_001)).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    assert!(
+        err.message().contains("deadline_ms 600001 is above 600000"),
+        "{}",
+        err.message()
+    );
+
     // Busy: a second call while the first runs is refused.
     let mut first_client = client.clone();
     let first = tokio::spawn(async move { first_client.execute(call("together", 5_000)).await });

@@ -218,6 +218,30 @@ pub struct ProviderAdapter {
     pub price: Option<Price>,
 }
 
+/// The longest request deadline a spec (or a planned request) may ask for: 10 minutes. Larger
+/// values are mistakes, and bounding them keeps deadline arithmetic far from overflow.
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// The longest harness grace a spec may ask for (beyond the deadline): 10 minutes.
+pub const MAX_GRACE_MS: u64 = 600_000;
+/// Body fields the fixed request contract owns (METHODOLOGY §1): an adapter's `extra_body` may not
+/// set them, or providers would be compared under different contracts.
+pub const CONTRACT_BODY_FIELDS: [&str; 14] = [
+    "model",
+    "messages",
+    "stream",
+    "temperature",
+    "top_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "max_tokens",
+    "max_completion_tokens",
+    "response_format",
+    "reasoning_effort",
+    "stream_options",
+    "stop",
+    "seed",
+];
+
 /// Where a provider's endpoint points (parsed from its `endpoint` string, which stays a string
 /// in the spec so the adapters hash does not change).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

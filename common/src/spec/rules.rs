@@ -1,7 +1,9 @@
 //! The spec's rules: parsing (unknown fields denied) and validation that reports every problem
 //! at once, each naming its field path and the offending value.
 
-use super::{Endpoint, ProbeLocation, Spec, SpecError};
+use super::{
+    CONTRACT_BODY_FIELDS, Endpoint, MAX_GRACE_MS, MAX_TIMEOUT_MS, ProbeLocation, Spec, SpecError,
+};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -49,8 +51,17 @@ impl Spec {
         if r.max_output_tokens == 0 {
             problems.push("request.max_output_tokens: must be at least 1".to_string());
         }
-        if r.timeout_ms == 0 {
-            problems.push("request.timeout_ms: must be at least 1".to_string());
+        if r.timeout_ms == 0 || r.timeout_ms > MAX_TIMEOUT_MS {
+            problems.push(format!(
+                "request.timeout_ms: {} is outside 1..={MAX_TIMEOUT_MS}",
+                r.timeout_ms
+            ));
+        }
+        if r.harness_grace_ms > MAX_GRACE_MS {
+            problems.push(format!(
+                "request.harness_grace_ms: {} is above {MAX_GRACE_MS}",
+                r.harness_grace_ms
+            ));
         }
         if self.providers.is_empty() {
             problems.push("providers: must list at least one provider".to_string());
@@ -92,7 +103,7 @@ impl Spec {
                     problems.push(format!("{at}.auth: env name {name:?} must be [A-Za-z0-9_]"));
                 }
             }
-            for reserved in ["model", "messages", "stream"] {
+            for reserved in CONTRACT_BODY_FIELDS {
                 if p.extra_body.contains_key(reserved) {
                     problems.push(format!(
                         "{at}.extra_body.{reserved}: the contract owns this field"

@@ -109,3 +109,71 @@ fn endpoints_and_probe_locations_parse_into_their_kinds() {
         ProbeLocation::Unknown("Local")
     );
 }
+
+fn problems_of(text: &str) -> String {
+    Spec::parse(Path::new("s.yaml"), text.as_bytes())
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default()
+}
+
+#[test]
+fn extra_body_may_not_set_any_contract_field() {
+    // Written out by hand (not taken from CONTRACT_BODY_FIELDS) so a field dropped from the
+    // list fails here.
+    for field in [
+        "temperature",
+        "top_p",
+        "presence_penalty",
+        "frequency_penalty",
+        "max_tokens",
+        "max_completion_tokens",
+        "response_format",
+        "reasoning_effort",
+        "stream_options",
+        "stop",
+        "seed",
+        "model",
+        "messages",
+        "stream",
+    ] {
+        let text = MINIMAL.replace(
+            "extra_body: {thinking",
+            &format!("extra_body: {{{field}: 1, thinking"),
+        );
+        let err = problems_of(&text);
+        assert!(err.contains("1 problem(s)"), "{field}: {err}");
+        assert!(
+            err.contains(&format!("extra_body.{field}: the contract owns this field")),
+            "{field}: {err}"
+        );
+    }
+    assert!(problems_of(MINIMAL).is_empty());
+}
+
+#[test]
+fn timeouts_and_grace_have_upper_bounds() {
+    let at_bound = MINIMAL.replace(
+        "timeout_ms: 20000",
+        "timeout_ms: 600000\n  harness_grace_ms: 600000",
+    );
+    assert!(
+        problems_of(&at_bound).is_empty(),
+        "{}",
+        problems_of(&at_bound)
+    );
+    let above = MINIMAL.replace(
+        "timeout_ms: 20000",
+        "timeout_ms: 600001\n  harness_grace_ms: 18446744073709551615",
+    );
+    let err = problems_of(&above);
+    assert!(err.contains("2 problem(s)"), "{err}");
+    assert!(
+        err.contains("request.timeout_ms: 600001 is outside 1..=600000"),
+        "{err}"
+    );
+    assert!(
+        err.contains("request.harness_grace_ms: 18446744073709551615 is above 600000"),
+        "{err}"
+    );
+}
