@@ -328,7 +328,7 @@ async fn lane_done(myself: &ActorRef<CoordMsg>, state: &mut CoordState, result: 
     if current.round.round_index != result.round_index {
         return;
     }
-    let harness = result.execution.record.outcome == Outcome::HarnessError;
+    let harness = !result.execution.record.outcome.is_committed();
     if let Err(e) = state.args.writer.append_execution(&result.execution) {
         fail(myself, state, e.to_string());
         return;
