@@ -2,8 +2,9 @@
 //! arguments and calls into the library crates; errors become messages here and nowhere else.
 
 mod cmd;
-mod registry;
 mod telemetry;
+
+use openbench_inference::registry;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -6,7 +6,7 @@
 mod coordinator_support;
 
 use coordinator_support::*;
-use openbench_common::layout;
+use openbench_common::rundir as layout;
 use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

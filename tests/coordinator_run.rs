@@ -6,8 +6,8 @@
 mod coordinator_support;
 
 use coordinator_support::*;
-use openbench_common::layout;
-use openbench_coordinator::{RunDir, RunOptions, RunStatus, run_full, run_smoke};
+use openbench_common::rundir as layout;
+use openbench_coordinator::{RunDir, RunStatus, run_full, run_smoke};
 use std::collections::{BTreeMap, BTreeSet};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -17,20 +17,20 @@ async fn full_simulated_run_writes_one_record_per_lane_and_round() {
     let providers: Vec<Prov> = PROFILES.iter().map(|p| Prov::sim(p)).collect();
     let spec = write_spec(tmp.path(), &data, &providers, 4, 0.01, 400);
     let inputs = inputs(&spec);
-    let run = RunDir::create(&inputs, Some("T-1")).unwrap();
+    let run = RunDir::create(&inputs, Some("T-1"), "test").unwrap();
     // A smoke first, in the same run directory (its own files), then the full run.
-    let smoke = run_smoke(&inputs, &run, &RunOptions::default())
-        .await
-        .unwrap();
+    let smoke = run_smoke(&inputs, &run, &options(&inputs)).await.unwrap();
     assert!(smoke.finished);
     assert_eq!(records(&run.dir.join(layout::smoke_results(1))).len(), 30);
-    let outcome = run_full(&inputs, &run, "T-1", &RunOptions::default())
+    let outcome = run_full(&inputs, &run, "T-1", &options(&inputs))
         .await
         .unwrap();
     assert_eq!(outcome.session.rounds_executed, 12);
     assert_eq!(outcome.session.records_written, 120);
 
-    let dir = &run.dir;
+    // Let go of the run directory so the resumes below may take its writer lock.
+    let dir = &run.dir.clone();
+    drop(run);
     let plan = planned(&dir.join(layout::FULL_PLAN));
     assert_eq!(plan.len(), 120);
     let recs = records(&dir.join(layout::FULL_RESULTS));
@@ -96,7 +96,7 @@ async fn full_simulated_run_writes_one_record_per_lane_and_round() {
     }
 
     // Lock, selection, manifest.
-    let lock: openbench_common::layout::RunLock =
+    let lock: openbench_common::rundir::RunLock =
         serde_json::from_slice(&std::fs::read(dir.join(layout::RUN_LOCK)).unwrap()).unwrap();
     assert_eq!(lock.code_sha256, "test-code-digest");
     assert_eq!(lock.approval_id.as_deref(), Some("T-1"));
@@ -145,9 +145,9 @@ async fn full_simulated_run_writes_one_record_per_lane_and_round() {
     // Resuming a finished run executes nothing; a different approval id is refused.
     let again = run_full(
         &inputs,
-        &RunDir::open(&inputs, dir).unwrap(),
+        &RunDir::open(&inputs, dir, "test").unwrap(),
         "T-1",
-        &RunOptions::default(),
+        &options(&inputs),
     )
     .await
     .unwrap();
@@ -156,9 +156,9 @@ async fn full_simulated_run_writes_one_record_per_lane_and_round() {
     assert_eq!(records(&dir.join(layout::FULL_RESULTS)).len(), 120);
     let err = run_full(
         &inputs,
-        &RunDir::open(&inputs, dir).unwrap(),
+        &RunDir::open(&inputs, dir, "test").unwrap(),
         "OTHER",
-        &RunOptions::default(),
+        &options(&inputs),
     )
     .await
     .unwrap_err()
@@ -187,8 +187,8 @@ async fn a_slow_lane_holds_the_next_round() {
     ];
     let spec = write_spec(tmp.path(), &data, &providers, 2, 0.01, 5_000);
     let inputs = inputs(&spec);
-    let run = RunDir::create(&inputs, None).unwrap();
-    let outcome = run_full(&inputs, &run, "B", &RunOptions::default())
+    let run = RunDir::create(&inputs, None, "test").unwrap();
+    let outcome = run_full(&inputs, &run, "B", &options(&inputs))
         .await
         .unwrap();
     assert_eq!(outcome.status, RunStatus::Complete);
@@ -234,11 +234,20 @@ async fn resume_refuses_changed_spec_adapters_dataset_or_code() {
     let data = sample_dataset(tmp.path(), "data", 20260902);
     let spec = write_spec(tmp.path(), &data, &[Prov::sim("plain")], 1, 0.01, 1000);
     let original = std::fs::read_to_string(&spec).unwrap();
-    let run = RunDir::create(&inputs(&spec), None).unwrap();
-    RunDir::open(&inputs(&spec), &run.dir).unwrap();
+    let run_dir = RunDir::create(&inputs(&spec), None, "test").unwrap().dir;
+    let held = RunDir::open(&inputs(&spec), &run_dir, "smoke").unwrap();
+    // A second writer is refused at once, naming the holder; it may open once the first lets go.
+    let err = RunDir::open(&inputs(&spec), &run_dir, "run")
+        .unwrap_err()
+        .to_string();
+    let holder = format!("pid {} (smoke)", std::process::id());
+    assert!(err.contains(&holder), "{err}");
+    drop(held);
 
     let refuse = |inputs: &openbench_coordinator::RunInputs| {
-        RunDir::open(inputs, &run.dir).unwrap_err().to_string()
+        RunDir::open(inputs, &run_dir, "test")
+            .unwrap_err()
+            .to_string()
     };
 
     std::fs::write(&spec, format!("{original}# a comment\n")).unwrap();
@@ -272,6 +281,42 @@ async fn resume_refuses_changed_spec_adapters_dataset_or_code() {
         err.contains("dataset changed") && !err.contains("spec"),
         "{err}"
     );
+}
+
+/// While one process writes a run directory, `report`, `smoke` and `run` on it are refused before
+/// executing anything, naming the holder's pid; once it lets go, they proceed.
+#[test]
+fn a_second_writer_process_is_refused_naming_the_holder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = sample_dataset(tmp.path(), "data", 20260902);
+    let spec = write_spec(tmp.path(), &data, &[Prov::sim("plain")], 1, 0.01, 1000);
+    let spec = spec.to_str().unwrap();
+    let o = run_bin(tmp.path(), &["init", "--spec", spec], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dir = printed_run_dir(&o.stdout);
+    let d = dir.to_str().unwrap();
+
+    let held = layout::WriterLock::acquire(&dir, "held by the test").unwrap();
+    let holder = format!("pid {} (held by the test)", std::process::id());
+    let full = ["--full", "--approve-full", "--approval-id", "W-1"];
+    let commands: [Vec<&str>; 3] = [
+        vec!["report", "--run-dir", d],
+        vec!["smoke", "--spec", spec, "--run-dir", d],
+        [vec!["run", "--spec", spec, "--run-dir", d], full.to_vec()].concat(),
+    ];
+    for args in &commands {
+        let o = run_bin(tmp.path(), args, &[]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?} was not refused");
+        assert!(err.contains(&holder), "{args:?}: {err}");
+        for results in [layout::smoke_results(1), layout::FULL_RESULTS.to_string()] {
+            assert!(!dir.join(&results).exists(), "{args:?} wrote {results}");
+        }
+    }
+    drop(held);
+    let o = run_bin(tmp.path(), &["smoke", "--spec", spec, "--run-dir", d], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(records(&dir.join(layout::smoke_results(1))).len(), 3);
 }
 
 #[test]
@@ -398,10 +443,8 @@ async fn smoke_retries_once_and_the_retry_is_a_fresh_draw() {
     let providers = vec![broken, Prov::sim("nebius")];
     let spec = write_spec(tmp.path(), &data, &providers, 2, 0.01, 400);
     let inputs = inputs(&spec);
-    let run = RunDir::create(&inputs, None).unwrap();
-    let smoke = run_smoke(&inputs, &run, &RunOptions::default())
-        .await
-        .unwrap();
+    let run = RunDir::create(&inputs, None, "test").unwrap();
+    let smoke = run_smoke(&inputs, &run, &options(&inputs)).await.unwrap();
     assert!(smoke.finished);
     assert!(!smoke.passed);
     assert_eq!(
@@ -445,8 +488,8 @@ async fn two_regions_make_two_lanes_per_provider_with_their_own_ids() {
     text.push_str("regions:\n  - name: west\n    probe: local\n  - name: east\n    probe: local\n");
     std::fs::write(&spec, text).unwrap();
     let inputs = inputs(&spec);
-    let run = RunDir::create(&inputs, Some("R-2")).unwrap();
-    let outcome = run_full(&inputs, &run, "R-2", &RunOptions::default())
+    let run = RunDir::create(&inputs, Some("R-2"), "test").unwrap();
+    let outcome = run_full(&inputs, &run, "R-2", &options(&inputs))
         .await
         .unwrap();
     assert_eq!(outcome.status, RunStatus::Complete);

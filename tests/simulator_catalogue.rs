@@ -7,8 +7,8 @@
 //! (`{"an`, `swer`, `":"s`, `imul`, `ated`, ` caf`, `é"}`): headers at 10 ms, the first piece
 //! at 40 ms, one piece every 5 ms (last at 70 ms), then a `stop` finish chunk and `[DONE]`.
 
-use openbench_common::plan::{ChatMessage, PlannedRequest};
 use openbench_common::record::{Classification, ErrorType, Execution, Outcome};
+use openbench_common::request::{self, ChatMessage, PlannedRequest, RequestIdentity};
 use openbench_common::spec::{ProviderAdapter, RequestContract};
 use openbench_probe::{Credentials, Executor};
 use openbench_simulator::{CATALOGUE, SimConfig, start};
@@ -58,24 +58,26 @@ async fn run(
     let contract = RequestContract::reference(20_000);
     let executor = Executor::new(adapter, contract, &Credentials::empty()).unwrap();
     let request = PlannedRequest {
-        run_id: "run-catalogue".into(),
-        round_id: "round-0".into(),
-        request_id: "req-0".into(),
-        round_index: 0,
-        attempt: 0,
-        task_family: "meeting-notes-lookup".into(),
-        item_id: "item-0".into(),
-        provider: "sim".into(),
-        region: "local".into(),
-        lane: "sim".into(),
+        identity: RequestIdentity {
+            run_id: "run-catalogue".into(),
+            round_id: "round-0".into(),
+            request_id: "req-0".into(),
+            round_index: 0,
+            attempt: 0,
+            task_family: "meeting-notes-lookup".into(),
+            item_id: "item-0".into(),
+            provider: "sim".into(),
+            region: "local".into(),
+            lane: "sim".into(),
+        },
         // 15 + 19 = 34 characters: the simulator reports ceil(34 / 4) = 9 prompt tokens.
         messages: vec![
             ChatMessage {
-                role: "system".into(),
+                role: request::Role::System,
                 content: "Answer in JSON.".into(),
             },
             ChatMessage {
-                role: "user".into(),
+                role: request::Role::User,
                 content: "What is the answer?".into(),
             },
         ],

@@ -24,8 +24,8 @@
 //! The lead's and the spread's p50/p99/max are printed, not asserted: strict timing figures
 //! belong to the benchmark (`bench fidelity`), where the build and the machine are controlled.
 
-use openbench_common::plan::{ChatMessage, PlannedRequest};
 use openbench_common::record::{Classification, Execution, Outcome};
+use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Role};
 use openbench_common::spec::{ProviderAdapter, RequestContract};
 use openbench_common::stats::nearest_rank;
 use openbench_probe::{Credentials, Executor};
@@ -69,18 +69,20 @@ fn executor(endpoint: String, id: &str, r: usize) -> Executor {
 
 async fn execute(executor: Executor, r: usize) -> Execution {
     let request = PlannedRequest {
-        run_id: "run-timing".into(),
-        round_id: format!("round-{r}"),
-        request_id: format!("req-{r}"),
-        round_index: r as u64,
-        attempt: 0,
-        task_family: "ticket-triage".into(),
-        item_id: format!("item-{r}"),
-        provider: "sim".into(),
-        region: "local".into(),
-        lane: "sim".into(),
+        identity: RequestIdentity {
+            run_id: "run-timing".into(),
+            round_id: format!("round-{r}"),
+            request_id: format!("req-{r}"),
+            round_index: r as u64,
+            attempt: 0,
+            task_family: "ticket-triage".into(),
+            item_id: format!("item-{r}"),
+            provider: "sim".into(),
+            region: "local".into(),
+            lane: "sim".into(),
+        },
         messages: vec![ChatMessage {
-            role: "user".into(),
+            role: Role::User,
             content: format!("question {r}"),
         }],
         deadline_ms: 20_000,

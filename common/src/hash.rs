@@ -3,14 +3,38 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// Lower-case hex sha256 of some bytes.
-pub fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {
-    let digest = Sha256::digest(bytes.as_ref());
-    let mut out = String::with_capacity(64);
-    for byte in digest {
-        out.push_str(&format!("{byte:02x}"));
+/// Lower-case hex of some bytes: the one hex encoder of the workspace.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
     }
     out
+}
+
+/// Lower-case hex sha256 of some bytes.
+pub fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {
+    hex(&Sha256::digest(bytes.as_ref()))
+}
+
+/// Lower-case hex sha256 and size of a file, streamed (files may be gigabytes).
+pub fn sha256_file(path: &std::path::Path) -> std::io::Result<(String, u64)> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        hasher.update(&buf[..n]);
+    }
+    Ok((hex(&hasher.finalize()), total))
 }
 
 /// Canonical JSON: object keys sorted (by UTF-16-free byte order of the key), no spaces,

@@ -5,18 +5,21 @@
 //! a probe in one region reads back identically in the coordinator and the report.
 
 pub mod clock;
+pub mod credentials;
 pub mod hash;
-pub mod layout;
-pub mod plan;
 pub mod record;
+pub mod request;
+pub mod rundir;
 pub mod spec;
 pub mod stats;
 pub mod tokenizer;
 pub mod workflow;
 
-/// Benchmark slug of the reference workflow (METHODOLOGY §7).
-pub const BENCHMARK_SLUG: &str = "inference-micro-single-task";
-/// Schedule version of the paired round-robin plan (METHODOLOGY §7).
-pub const SCHEDULE_VERSION: &str = "micro-single-task-paired-round-robin-sha256-v1";
+/// Planned requests and their ids under the name earlier code imports ("plan" now names only
+/// the plan file, `rundir::Plan`).
+pub use request as plan;
+/// The run directory's layout, schema and primitives under the name earlier code imports.
+pub use rundir as layout;
+
 /// Version of this program, recorded in locks, manifests and probe descriptions.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -29,6 +29,12 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// True when the outcome is the provider's answer (anything but `harness_error`): the record
+    /// commits its request, and a resume never re-executes it.
+    pub fn is_committed(self) -> bool {
+        self != Outcome::HarnessError
+    }
+
     /// True for the outcomes that count as the provider's operational failure.
     pub fn is_operational_failure(self) -> bool {
         matches!(
@@ -251,6 +257,20 @@ pub struct TerminalRecord {
 }
 
 impl TerminalRecord {
+    /// Copies a request's identity onto its record: the one place the fields are copied.
+    pub fn set_identity(&mut self, id: &crate::request::RequestIdentity) {
+        self.run_id.clone_from(&id.run_id);
+        self.round_id.clone_from(&id.round_id);
+        self.request_id.clone_from(&id.request_id);
+        self.round_index = id.round_index;
+        self.attempt = id.attempt;
+        self.task_family.clone_from(&id.task_family);
+        self.item_id.clone_from(&id.item_id);
+        self.provider.clone_from(&id.provider);
+        self.region.clone_from(&id.region);
+        self.lane.clone_from(&id.lane);
+    }
+
     /// An empty record for a request that has not produced anything yet.
     pub fn new(started_at: String, outcome: Outcome) -> Self {
         TerminalRecord {

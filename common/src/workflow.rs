@@ -69,14 +69,10 @@ pub trait Workflow: Send + Sync {
     fn name(&self) -> &'static str;
     /// One line for `list-workflows`.
     fn description(&self) -> &'static str;
-    /// The bundled spec files, relative to the repository root.
-    fn bundled_specs(&self) -> Vec<PathBuf>;
     /// Loads and validates a dataset release, refusing one whose hashes disagree with its manifest.
     fn load_dataset(&self, dir: &Path, manifest: &str) -> Result<DatasetRelease, WorkflowError>;
     /// True when a completed record's answer is schema-valid for its family (the smoke criterion).
     fn answer_is_schema_valid(&self, record: &TerminalRecord) -> bool;
-    /// Canned answers for the simulator, from the release's gold.
-    fn canned_answers(&self, dataset: &DatasetRelease) -> Result<Vec<CannedAnswer>, WorkflowError>;
     /// Recomputes every derived artifact of a run from its raw records and writes the reports.
     fn report(&self, run_dir: &Path) -> Result<ReportOutcome, WorkflowError>;
 }

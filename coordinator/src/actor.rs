@@ -6,10 +6,9 @@
 //! when every lane is terminal. A probe that does not answer within deadline + grace yields a
 //! harness record, never a provider failure.
 
-use crate::schedule::{PlannedLane, PlannedRound};
-use crate::writer::{Checkpoint, RoundLine, RunWriter};
-use openbench_common::plan::PlannedRequest;
 use openbench_common::record::{ErrorType, Execution, Outcome, TerminalRecord};
+use openbench_common::request::PlannedRequest;
+use openbench_common::rundir::{Checkpoint, PlannedLane, PlannedRound, RoundLine, RunWriter};
 use openbench_proto::v1::ExecuteRequest;
 use openbench_proto::v1::probe_client::ProbeClient;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -247,7 +246,7 @@ fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prep
         launch_order.push(lane.lane.clone());
         let client = args.clients.get(&lane.region).cloned();
         let model = args.models.get(&lane.provider).cloned().unwrap_or_default();
-        let wait = Duration::from_millis(request.deadline_ms + args.grace_ms);
+        let wait = harness_wait(request.deadline_ms, args.grace_ms);
         let ready = ready.clone();
         let me = myself.clone();
         let round_index = job.round.round_index;
@@ -329,7 +328,7 @@ async fn lane_done(myself: &ActorRef<CoordMsg>, state: &mut CoordState, result: 
     if current.round.round_index != result.round_index {
         return;
     }
-    let harness = result.execution.record.outcome == Outcome::HarnessError;
+    let harness = !result.execution.record.outcome.is_committed();
     if let Err(e) = state.args.writer.append_execution(&result.execution) {
         fail(myself, state, e.to_string());
         return;
@@ -444,7 +443,7 @@ async fn execute(
             request,
             model,
             started_at,
-            format!("no probe for region {}", request.region),
+            format!("no probe for region {}", request.identity.region),
         );
     };
     let json = match serde_json::to_string(request) {
@@ -461,20 +460,14 @@ async fn execute(
     let span = tracing::info_span!(
         "probe_call",
         otel.name = "openbench.probe_call",
-        request_id = %request.request_id,
-        provider = %request.provider,
-        lane = %request.lane,
-        round_index = request.round_index,
+        request_id = %request.identity.request_id,
+        provider = %request.identity.provider,
+        lane = %request.identity.lane,
+        round_index = request.identity.round_index,
         outcome = tracing::field::Empty,
     );
     let call = ExecuteRequest {
-        run_id: request.run_id.clone(),
-        round_id: request.round_id.clone(),
-        request_id: request.request_id.clone(),
-        provider: request.provider.clone(),
-        lane: request.lane.clone(),
         planned_request_json: json,
-        deadline_ms: request.deadline_ms,
         trace_context: crate::trace::trace_context(&span),
     };
     let response = match tokio::time::timeout(wait, client.execute(call))
@@ -488,7 +481,7 @@ async fn execute(
                 started_at,
                 format!(
                     "probe for region {} did not answer within {} ms",
-                    request.region,
+                    request.identity.region,
                     wait.as_millis()
                 ),
             );
@@ -500,7 +493,7 @@ async fn execute(
                 started_at,
                 format!(
                     "probe for region {} failed: {} {}",
-                    request.region,
+                    request.identity.region,
                     status.code(),
                     status.message()
                 ),
@@ -510,7 +503,7 @@ async fn execute(
     };
     match serde_json::from_str::<Execution>(&response.execution_json) {
         Ok(mut execution) => {
-            stamp_identity(&mut execution.record, request);
+            execution.record.set_identity(&request.identity);
             span.record("outcome", format!("{:?}", execution.record.outcome));
             execution
         }
@@ -523,18 +516,10 @@ async fn execute(
     }
 }
 
-/// Forces the record's identity fields to the plan's, so a probe cannot mislabel a request.
-fn stamp_identity(record: &mut TerminalRecord, request: &PlannedRequest) {
-    record.run_id = request.run_id.clone();
-    record.round_id = request.round_id.clone();
-    record.request_id = request.request_id.clone();
-    record.round_index = request.round_index;
-    record.attempt = request.attempt;
-    record.task_family = request.task_family.clone();
-    record.item_id = request.item_id.clone();
-    record.provider = request.provider.clone();
-    record.region = request.region.clone();
-    record.lane = request.lane.clone();
+/// How long the coordinator waits for a probe's answer before recording a harness failure:
+/// deadline + grace, saturating (both are bounded by the spec, but a sum must never wrap).
+pub fn harness_wait(deadline_ms: u64, grace_ms: u64) -> Duration {
+    Duration::from_millis(deadline_ms.saturating_add(grace_ms))
 }
 
 /// A harness-failure record for a planned request.
@@ -545,12 +530,26 @@ pub fn harness(
     message: String,
 ) -> Execution {
     let mut record = TerminalRecord::new(started_at, Outcome::HarnessError);
-    stamp_identity(&mut record, request);
+    record.set_identity(&request.identity);
     record.requested_model = model.to_string();
     record.error_type = Some(ErrorType::Harness);
     record.error_message = Some(message);
     Execution {
         record,
         events: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn harness_wait_is_deadline_plus_grace_and_never_wraps() {
+        assert_eq!(harness_wait(600, 200), Duration::from_millis(800));
+        assert_eq!(
+            harness_wait(u64::MAX, 5_000),
+            Duration::from_millis(u64::MAX)
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! Coordinator errors, each naming the file, field, provider or input it concerns.
 
-use crate::rundir::RunDirError;
 use crate::selection::SelectionError;
+use openbench_common::rundir::RunDirError;
 use std::path::PathBuf;
 
 /// Everything that can stop a run from starting or continuing.

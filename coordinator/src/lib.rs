@@ -3,27 +3,26 @@
 //! gRPC, crash-safe and resumable.
 //!
 //! Read top-down: [`selection`] (with [`mt`], CPython's generator) and [`schedule`] are pure;
-//! [`session`] loads inputs and opens or creates a locked run directory ([`lock`], [`manifest`],
-//! [`rundir`], [`writer`]); [`runner`] runs a full plan or a smoke, driving the [`actor`] with
-//! probes started by [`infra`]; [`watch`] reads a run back for the live view.
+//! [`session`] loads inputs and opens or creates a locked run directory ([`lock`]; every file
+//! goes through `openbench_common::rundir`); [`runner`] runs a full plan or a smoke, driving the
+//! [`actor`] with gRPC clients from [`infra`] (what serves the probes and any `sim://` endpoint
+//! is the binary's [`TargetHost`]); [`watch`] reads a run back for the live view.
 
 pub mod actor;
 pub mod error;
 pub mod infra;
 pub mod lock;
-pub mod manifest;
 pub mod mt;
-pub mod rundir;
 pub mod runner;
 pub mod schedule;
 pub mod selection;
 pub mod session;
 pub mod trace;
 pub mod watch;
-pub mod writer;
 
 pub use actor::{Progress, ProgressFn, SessionReport, SessionStatus};
 pub use error::CoordinatorError;
-pub use manifest::{RunManifest, RunStatus};
+pub use infra::{BoxFuture, RemoteProbes, TargetHost, Targets};
+pub use openbench_common::rundir::{RunManifest, RunStatus};
 pub use runner::{FullOutcome, RunOptions, SmokeOutcome, StopRequest, run_full, run_smoke};
 pub use session::{RunDir, RunInputs, locked_spec_path, prepare_inputs};

@@ -2,10 +2,9 @@
 //! written once by `init` or the first run, and checked on every resume.
 
 use openbench_common::hash::{canonical_json, sha256_hex};
-use openbench_common::layout::{LockedProvider, RunLock};
+use openbench_common::rundir::{LockedProvider, RunLock};
 use openbench_common::spec::LoadedSpec;
 use openbench_common::workflow::DatasetRelease;
-use std::collections::BTreeMap;
 
 /// Version of the lock layout this crate writes.
 pub const LOCK_VERSION: u32 = 1;
@@ -118,6 +117,5 @@ pub fn build_lock(
         timeout_ms: s.request.timeout_ms,
         approval_id,
         created_at: openbench_common::clock::now_rfc3339(),
-        extra: BTreeMap::new(),
     }
 }

@@ -8,16 +8,18 @@ use crate::actor::{
     CoordArgs, CoordMsg, Coordinator, Progress, ProgressFn, RoundJob, SessionReport, SessionStatus,
 };
 use crate::error::CoordinatorError;
-use crate::infra::{Infra, needs_simulator};
-use crate::manifest::{RunManifest, RunStatus, SmokeAttempt};
-use crate::rundir::{effective_records, read_records_lenient, repair_jsonl, write_json_once};
-use crate::schedule::{Plan, build_plan, find_item, planned_request};
+use crate::infra::{Infra, RemoteProbes, TargetHost};
+use crate::schedule::{build_plan, find_item, planned_request};
 use crate::session::{RunDir, RunInputs};
-use crate::writer::{RunFiles, RunWriter, repair};
 use openbench_common::record::{Outcome, TerminalRecord};
+use openbench_common::rundir::{
+    Plan, RunFiles, RunManifest, RunMode, RunStatus, RunWriter, SmokeAttempt, counting_records,
+    repair, repair_jsonl, write_json_once,
+};
 use ractor::Actor;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
+use std::sync::Arc;
 use tokio::sync::{oneshot, watch};
 
 /// A request to stop, sent by a signal handler.
@@ -39,6 +41,9 @@ pub struct RunOptions {
     pub progress: Option<ProgressFn>,
     /// Stop requests (from Ctrl-C / SIGTERM handlers).
     pub stop: Option<watch::Receiver<StopRequest>>,
+    /// What serves the probes and `sim://` endpoints (the binary's host); without one, every
+    /// region must name a remote probe URL.
+    pub targets: Option<Arc<dyn TargetHost>>,
 }
 
 /// What a full-run session ended with.
@@ -102,8 +107,8 @@ pub async fn run_full(
     );
     let files = RunFiles::new(&run.dir, 0);
     write_json_once(&files.plan, &plan)?;
-    if manifest.mode != "full" {
-        manifest.mode = "full".into();
+    if manifest.mode != RunMode::Full {
+        manifest.mode = RunMode::Full;
         manifest.period_start = None;
         manifest.period_end = None;
         manifest.sessions = 0;
@@ -135,8 +140,8 @@ pub async fn run_smoke(
     run.selection.require(items)?;
     let mut manifest = RunManifest::load(&run.dir)
         .unwrap_or_else(|_| RunManifest::new(run.run_id(), &run.lock.workflow));
-    if manifest.mode != "smoke" {
-        manifest.mode = "smoke".into();
+    if manifest.mode != RunMode::Smoke {
+        manifest.mode = RunMode::Smoke;
         manifest.period_start = None;
         manifest.period_end = None;
         manifest.sessions = 0;
@@ -192,7 +197,7 @@ fn final_status(
         SessionStatus::Complete => {
             let committed = records
                 .values()
-                .filter(|r| r.outcome != Outcome::HarnessError)
+                .filter(|r| r.outcome.is_committed())
                 .count();
             if committed == plan.request_count() {
                 RunStatus::Complete
@@ -255,19 +260,15 @@ async fn execute_plan(
     manifest: &mut RunManifest,
 ) -> Result<(SessionReport, BTreeMap<String, TerminalRecord>), CoordinatorError> {
     repair_jsonl(&files.results)?;
-    let records = effective_records(read_records_lenient(&files.results)?);
+    let records = counting_records(&files.results)?;
     let committed: BTreeSet<String> = records
         .values()
-        .filter(|r| r.outcome != Outcome::HarnessError)
+        .filter(|r| r.outcome.is_committed())
         .map(|r| r.request_id.clone())
         .collect();
     repair(files, &committed)?;
     let jobs = jobs(inputs, run, plan, &committed)?;
-    let rounds_done = plan
-        .rounds
-        .iter()
-        .filter(|r| r.requests.iter().all(|l| committed.contains(&l.request_id)))
-        .count();
+    let rounds_done = plan.rounds_done(|id| committed.contains(id));
     let progress = Progress {
         rounds_done,
         rounds_total: plan.rounds.len(),
@@ -295,40 +296,18 @@ async fn execute_plan(
     manifest.count(records.values());
     manifest.save(&run.dir)?;
 
-    let answers = if needs_simulator(&inputs.spec) {
-        inputs
-            .workflow
-            .canned_answers(&inputs.dataset)
-            .map_err(|e| CoordinatorError::Workflow(format!("canned answers: {e}")))?
-    } else {
-        Vec::new()
+    let host: &dyn TargetHost = match &options.targets {
+        Some(host) => host.as_ref(),
+        None => &RemoteProbes,
     };
-    let infra = Infra::start(
-        &inputs.spec,
-        plan.attempt,
-        answers,
-        &inputs.credentials,
-        &inputs.code_sha256,
-    )
-    .await?;
+    let infra = Infra::start(inputs, plan.attempt, host).await?;
     let session = drive(inputs, files, jobs, &infra, progress, options).await;
     infra.shutdown().await;
     let session = session?;
 
-    let records = effective_records(read_records_lenient(&files.results)?);
-    let committed = records
-        .values()
-        .filter(|r| r.outcome != Outcome::HarnessError);
-    let committed: BTreeSet<&str> = committed.map(|r| r.request_id.as_str()).collect();
-    manifest.rounds_done = plan
-        .rounds
-        .iter()
-        .filter(|r| {
-            r.requests
-                .iter()
-                .all(|l| committed.contains(l.request_id.as_str()))
-        })
-        .count();
+    let records = counting_records(&files.results)?;
+    manifest.rounds_done =
+        plan.rounds_done(|id| records.get(id).is_some_and(|r| r.outcome.is_committed()));
     manifest.count(records.values());
     Ok((session, records))
 }

@@ -4,25 +4,13 @@
 //! `artifacts/smoke-plan-attempt-N.json`.
 
 use crate::selection::Selection;
-use openbench_common::plan::{ChatMessage, PlannedRequest, request_id, round_id};
+use openbench_common::request::{
+    ChatMessage, PlannedRequest, RequestIdentity, Role, request_id, round_id,
+};
+use openbench_common::rundir::{Lane, PLAN_VERSION, Plan, PlanKind, PlannedLane, PlannedRound};
 use openbench_common::spec::Spec;
 use openbench_common::workflow::{DatasetRelease, WorkItem};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-/// Version of the plan file layout.
-pub const PLAN_VERSION: u32 = 1;
-
-/// A lane: one provider probed from one region.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Lane {
-    /// `provider`, or `provider@region` when the spec lists several regions.
-    pub label: String,
-    /// Provider key.
-    pub provider: String,
-    /// Region label.
-    pub region: String,
-}
 
 /// The spec's lanes in base order: providers in spec order, each in every region.
 pub fn lanes(spec: &Spec) -> Vec<Lane> {
@@ -55,68 +43,6 @@ pub fn rotated<T: Clone>(base: &[T], round_index: u64) -> Vec<T> {
     let mut out = base.to_vec();
     out.rotate_left(shift);
     out
-}
-
-/// One lane's request inside a planned round.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlannedLane {
-    /// Lane label.
-    pub lane: String,
-    /// Provider key.
-    pub provider: String,
-    /// Region label.
-    pub region: String,
-    /// `req-…` id.
-    pub request_id: String,
-}
-
-/// One round of the plan; `requests` are in launch order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlannedRound {
-    /// 0-based round index.
-    pub round_index: u64,
-    /// `round-…` id.
-    pub round_id: String,
-    /// Task family.
-    pub task_family: String,
-    /// Item id.
-    pub item_id: String,
-    /// Item hash (sha256 of the row's canonical JSON).
-    pub item_hash: String,
-    /// The lanes in launch order with their request ids.
-    pub requests: Vec<PlannedLane>,
-}
-
-/// The immutable plan file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Plan {
-    /// [`PLAN_VERSION`].
-    pub plan_version: u32,
-    /// `full` or `smoke`.
-    pub kind: String,
-    /// 0 for a full run; 1 or 2 for a smoke attempt.
-    pub attempt: u32,
-    /// Benchmark slug.
-    pub benchmark_slug: String,
-    /// Schedule version feeding the ids.
-    pub schedule_version: String,
-    /// Release hash of the dataset.
-    pub dataset_release_hash: String,
-    /// Families in round order.
-    pub families: Vec<String>,
-    /// Lanes in base order.
-    pub lanes: Vec<Lane>,
-    /// Items per family in this plan.
-    pub items_per_family: usize,
-    /// Every round in order.
-    pub rounds: Vec<PlannedRound>,
-}
-
-impl Plan {
-    /// Total planned requests (rounds × lanes).
-    pub fn request_count(&self) -> usize {
-        self.rounds.iter().map(|r| r.requests.len()).sum()
-    }
 }
 
 /// Builds the plan of `items_per_family` items per family (a prefix of the selection).
@@ -175,7 +101,11 @@ pub fn build_plan(
     }
     Plan {
         plan_version: PLAN_VERSION,
-        kind: if attempt == 0 { "full" } else { "smoke" }.to_string(),
+        kind: if attempt == 0 {
+            PlanKind::Full
+        } else {
+            PlanKind::Smoke
+        },
         attempt,
         benchmark_slug: spec.benchmark.slug.clone(),
         schedule_version: version.clone(),
@@ -221,23 +151,25 @@ pub fn planned_request(
     deadline_ms: u64,
 ) -> PlannedRequest {
     PlannedRequest {
-        run_id: run_id.to_string(),
-        round_id: round.round_id.clone(),
-        request_id: lane.request_id.clone(),
-        round_index: round.round_index,
-        attempt: plan.attempt,
-        task_family: round.task_family.clone(),
-        item_id: round.item_id.clone(),
-        provider: lane.provider.clone(),
-        region: lane.region.clone(),
-        lane: lane.lane.clone(),
+        identity: RequestIdentity {
+            run_id: run_id.to_string(),
+            round_id: round.round_id.clone(),
+            request_id: lane.request_id.clone(),
+            round_index: round.round_index,
+            attempt: plan.attempt,
+            task_family: round.task_family.clone(),
+            item_id: round.item_id.clone(),
+            provider: lane.provider.clone(),
+            region: lane.region.clone(),
+            lane: lane.lane.clone(),
+        },
         messages: vec![
             ChatMessage {
-                role: "system".into(),
+                role: Role::System,
                 content: item.system.clone(),
             },
             ChatMessage {
-                role: "user".into(),
+                role: Role::User,
                 content: item.user.clone(),
             },
         ],

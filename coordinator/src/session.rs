@@ -3,13 +3,14 @@
 
 use crate::error::CoordinatorError;
 use crate::lock::{InputHashes, build_lock};
-use crate::manifest::RunManifest;
-use crate::rundir::{json_bytes, read_json, write_json_once, write_once};
 use crate::selection::{Selection, select};
-use openbench_common::layout::{self, RunLock};
+use openbench_common::credentials::Credentials;
+use openbench_common::rundir::{
+    self as layout, RunDirError, RunLock, RunManifest, WriterLock, json_bytes, read_json,
+    write_json_once, write_once,
+};
 use openbench_common::spec::LoadedSpec;
 use openbench_common::workflow::{DatasetRelease, Workflow};
-use openbench_probe::Credentials;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -75,7 +76,7 @@ pub fn locked_spec_path(run_dir: &Path) -> Result<PathBuf, CoordinatorError> {
     Ok(PathBuf::from(lock.spec_path))
 }
 
-/// An open, locked run directory.
+/// An open, locked run directory, held by this process alone for as long as any clone lives.
 #[derive(Debug, Clone)]
 pub struct RunDir {
     /// The directory.
@@ -84,20 +85,24 @@ pub struct RunDir {
     pub lock: RunLock,
     /// Its selection.
     pub selection: Selection,
+    /// The advisory writer lock: a second writer on this directory is refused while it is held.
+    pub writer: Arc<WriterLock>,
 }
 
 impl RunDir {
     /// Creates `<run_root>/<workflow>/run-YYYYMMDD-HHMMSS` (suffixed `-2`, `-3`… if taken) and
-    /// writes the lock, the selection and an `initialized` manifest.
+    /// writes the lock, the selection and an `initialized` manifest. `command` names the holder
+    /// of the writer lock (`run`, `smoke`, `init`).
     pub fn create(
         inputs: &RunInputs,
         approval_id: Option<&str>,
+        command: &str,
     ) -> Result<RunDir, CoordinatorError> {
         let parent = inputs
             .spec
             .run_root()
             .join(&inputs.spec.spec.benchmark.workflow);
-        std::fs::create_dir_all(&parent).map_err(|source| crate::rundir::RunDirError::Io {
+        std::fs::create_dir_all(&parent).map_err(|source| RunDirError::Io {
             path: parent.clone(),
             source,
         })?;
@@ -114,10 +119,11 @@ impl RunDir {
                 Ok(()) => break dir,
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
                 Err(source) => {
-                    return Err(crate::rundir::RunDirError::Io { path: dir, source }.into());
+                    return Err(RunDirError::Io { path: dir, source }.into());
                 }
             }
         };
+        let writer = Arc::new(WriterLock::acquire(&dir, command)?);
         let run_id = dir
             .file_name()
             .map(|s| s.to_string_lossy().into_owned())
@@ -139,11 +145,13 @@ impl RunDir {
             dir,
             lock,
             selection,
+            writer,
         })
     }
 
-    /// Opens an existing run for a resume: refuses when any locked hash changed, naming which.
-    pub fn open(inputs: &RunInputs, dir: &Path) -> Result<RunDir, CoordinatorError> {
+    /// Opens an existing run for a resume: refuses at once when another process writes it, and
+    /// when any locked hash changed, naming which.
+    pub fn open(inputs: &RunInputs, dir: &Path, command: &str) -> Result<RunDir, CoordinatorError> {
         let lock_path = layout::path(dir, layout::RUN_LOCK);
         if !lock_path.exists() {
             return Err(CoordinatorError::Resume {
@@ -151,6 +159,7 @@ impl RunDir {
                 message: format!("no {} here: not a run directory", layout::RUN_LOCK),
             });
         }
+        let writer = Arc::new(WriterLock::acquire(dir, command)?);
         let lock: RunLock = read_json(&lock_path)?;
         if lock.workflow != inputs.spec.spec.benchmark.workflow {
             return Err(CoordinatorError::Resume {
@@ -174,6 +183,7 @@ impl RunDir {
             dir: dir.to_path_buf(),
             lock,
             selection,
+            writer,
         })
     }
 
@@ -182,10 +192,11 @@ impl RunDir {
         inputs: &RunInputs,
         dir: Option<&Path>,
         approval_id: Option<&str>,
+        command: &str,
     ) -> Result<RunDir, CoordinatorError> {
         match dir {
-            Some(dir) => RunDir::open(inputs, dir),
-            None => RunDir::create(inputs, approval_id),
+            Some(dir) => RunDir::open(inputs, dir, command),
+            None => RunDir::create(inputs, approval_id, command),
         }
     }
 

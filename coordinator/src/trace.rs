@@ -54,9 +54,9 @@ mod tests {
             let sc = span.context().span().span_context().clone();
             assert_eq!(parts[1], sc.trace_id().to_string());
             assert_eq!(parts[2], sc.span_id().to_string());
-            // The probe side parses it back to the same ids.
-            let parsed = openbench_probe::server::parse_traceparent(&tp);
-            assert_eq!(parsed.map(|p| p.trace_id()), Some(sc.trace_id()));
+            // Sampled (the SDK's default sampler records every span); that the probe parses
+            // this back into the same ids is `tests/otlp_traces.rs`, end to end.
+            assert_eq!(parts[3], "01");
         });
     }
 }

@@ -1,12 +1,11 @@
 //! Reading a run back for `watch`: a snapshot built only from the files, so it works on a run
 //! still being written by another process (half lines are ignored) and on a finished one.
 
-use crate::manifest::RunManifest;
-use crate::rundir::{RunDirError, effective_records, read_json, read_records_lenient};
-use crate::schedule::Plan;
-use crate::writer::{RoundLine, RunFiles};
-use openbench_common::layout::{self, RunLock};
 use openbench_common::record::Outcome;
+use openbench_common::rundir::{
+    self as layout, Plan, RoundLine, RunDirError, RunFiles, RunLock, RunManifest, RunMode,
+    RunStatus, counting_records, read_json,
+};
 use openbench_common::stats::nearest_rank;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -36,10 +35,10 @@ pub struct LaneSnapshot {
 pub struct Snapshot {
     /// Run id.
     pub run_id: String,
-    /// `init`, `smoke` or `full`.
-    pub mode: String,
-    /// Manifest status.
-    pub status: String,
+    /// What last ran (`init` when the manifest is missing).
+    pub mode: RunMode,
+    /// Manifest status (`None` when the manifest is missing or unreadable).
+    pub status: Option<RunStatus>,
     /// Smoke attempt shown (0 for a full run).
     pub attempt: u32,
     /// Rounds whose every lane is committed.
@@ -64,20 +63,10 @@ pub struct Snapshot {
 pub fn snapshot(run_dir: &Path) -> Result<Snapshot, RunDirError> {
     let lock: RunLock = read_json(&layout::path(run_dir, layout::RUN_LOCK))?;
     let manifest = RunManifest::load(run_dir).ok();
-    let mode = manifest
-        .as_ref()
-        .map(|m| m.mode.clone())
-        .unwrap_or_else(|| "init".into());
-    let status = manifest
-        .as_ref()
-        .and_then(|m| serde_json::to_value(m.status).ok())
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_else(|| "unknown".into());
-    let attempt = match mode.as_str() {
-        "smoke" => (1..=2)
-            .rev()
-            .find(|a| RunFiles::new(run_dir, *a).plan.exists())
-            .unwrap_or(1),
+    let mode = manifest.as_ref().map_or(RunMode::Init, |m| m.mode);
+    let status = manifest.as_ref().map(|m| m.status);
+    let attempt = match mode {
+        RunMode::Smoke => layout::smoke_attempts(run_dir).last().copied().unwrap_or(1),
         _ => 0,
     };
     let files = RunFiles::new(run_dir, attempt);
@@ -86,7 +75,7 @@ pub fn snapshot(run_dir: &Path) -> Result<Snapshot, RunDirError> {
     } else {
         None
     };
-    let records = effective_records(read_records_lenient(&files.results)?);
+    let records = counting_records(&files.results)?;
     let rounds: Vec<RoundLine> = read_lines_lenient(&files.rounds);
 
     let lane_labels: Vec<String> = match &plan {
@@ -122,16 +111,7 @@ pub fn snapshot(run_dir: &Path) -> Result<Snapshot, RunDirError> {
     }
     let (rounds_done, rounds_total, requests_total) = match &plan {
         Some(p) => (
-            p.rounds
-                .iter()
-                .filter(|round| {
-                    round.requests.iter().all(|l| {
-                        records
-                            .get(&l.request_id)
-                            .is_some_and(|r| r.outcome != Outcome::HarnessError)
-                    })
-                })
-                .count(),
+            p.rounds_done(|id| records.get(id).is_some_and(|r| r.outcome.is_committed())),
             p.rounds.len(),
             p.request_count(),
         ),
@@ -203,10 +183,11 @@ fn read_lines_lenient<T: serde::de::DeserializeOwned>(path: &Path) -> Vec<T> {
 /// The live terminal view of a snapshot.
 pub fn render(s: &Snapshot) -> String {
     let mut out = String::new();
-    let what = if s.attempt > 0 {
-        format!("smoke attempt {}", s.attempt)
-    } else {
-        s.mode.clone()
+    let what = match s.mode {
+        _ if s.attempt > 0 => format!("smoke attempt {}", s.attempt),
+        RunMode::Init => "init".to_string(),
+        RunMode::Smoke => "smoke".to_string(),
+        RunMode::Full => "full".to_string(),
     };
     let eta = s
         .eta_s
@@ -215,7 +196,7 @@ pub fn render(s: &Snapshot) -> String {
     out.push_str(&format!(
         "run {}  [{what}, {}]\nrounds {}/{}  requests {}/{}  failures {}  harness {}  ETA {eta}\n\n",
         s.run_id,
-        s.status,
+        s.status.map_or("unknown", RunStatus::as_str),
         s.rounds_done,
         s.rounds_total,
         s.requests_done,

@@ -5,8 +5,8 @@
 //! can never cut a measurement short (the task runs to its end regardless).
 
 use crate::executor::Executor;
-use openbench_common::plan::PlannedRequest;
 use openbench_common::record::Execution;
+use openbench_common::request::PlannedRequest;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::Instrument;
 

@@ -5,7 +5,7 @@
 
 use crate::credentials::Credentials;
 use crate::error::ProbeError;
-use openbench_common::plan::ChatMessage;
+use openbench_common::request::ChatMessage;
 use openbench_common::spec::{Auth, ProviderAdapter, RequestContract};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};

@@ -1,4 +1,5 @@
 use super::*;
+use openbench_common::request::Role;
 use openbench_common::spec::MaxTokensField;
 
 fn contract() -> RequestContract {
@@ -8,11 +9,11 @@ fn contract() -> RequestContract {
 fn messages() -> Vec<ChatMessage> {
     vec![
         ChatMessage {
-            role: "system".into(),
+            role: Role::System,
             content: "S".into(),
         },
         ChatMessage {
-            role: "user".into(),
+            role: Role::User,
             content: "U".into(),
         },
     ]

@@ -4,20 +4,6 @@
 /// What can go wrong while setting a probe up (never while measuring).
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
-    /// Credential environment variables that are neither in the environment nor in `.env`.
-    #[error("missing credential variable(s): {}", names.join(", "))]
-    MissingCredentials {
-        /// The variable names (never their values).
-        names: Vec<String>,
-    },
-    /// The `.env` file exists but could not be read.
-    #[error("cannot read {path}: {message}")]
-    DotEnv {
-        /// Path of the file.
-        path: String,
-        /// What went wrong.
-        message: String,
-    },
     /// A provider's adapter cannot be turned into requests.
     #[error("provider {provider}: {message}")]
     Adapter {

@@ -13,8 +13,8 @@ use crate::error::ProbeError;
 use crate::record::{Ending, Exchange, StreamState, finalize};
 use crate::redact::Redactor;
 use crate::sse::{SseDecoder, SseFrame};
-use openbench_common::plan::PlannedRequest;
 use openbench_common::record::{Classification, ErrorType, Execution, Outcome, TerminalRecord};
+use openbench_common::request::PlannedRequest;
 use openbench_common::spec::{ProviderAdapter, RequestContract};
 use reqwest::header::HeaderMap;
 use std::sync::Arc;
@@ -117,16 +117,7 @@ impl Executor {
             inner.contract.timeout_ms
         };
         let mut record = TerminalRecord::new(String::new(), Outcome::Completed);
-        record.run_id.clone_from(&req.run_id);
-        record.round_id.clone_from(&req.round_id);
-        record.request_id.clone_from(&req.request_id);
-        record.round_index = req.round_index;
-        record.attempt = req.attempt;
-        record.task_family.clone_from(&req.task_family);
-        record.item_id.clone_from(&req.item_id);
-        record.provider.clone_from(&req.provider);
-        record.region.clone_from(&req.region);
-        record.lane.clone_from(&req.lane);
+        record.set_identity(&req.identity);
         record.requested_model.clone_from(&inner.adapter.model);
 
         let body = build_body(&inner.adapter, &inner.contract, &req.messages);
@@ -141,7 +132,7 @@ impl Executor {
                     .build()
                     .map_err(|e| error_chain(&e.without_url()))
             });
-        let mut state = StreamState::new(&req.request_id);
+        let mut state = StreamState::new(&req.identity.request_id);
         let mut exchange = Exchange::default();
         let ending = match request {
             Err(message) => {

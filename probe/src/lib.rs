@@ -9,7 +9,6 @@
 mod actor;
 pub mod body;
 pub mod classify;
-pub mod credentials;
 pub mod error;
 pub mod executor;
 pub mod record;
@@ -17,6 +16,6 @@ pub mod redact;
 pub mod server;
 pub mod sse;
 
-pub use credentials::Credentials;
 pub use error::ProbeError;
 pub use executor::Executor;
+pub use openbench_common::credentials::{self, Credentials};

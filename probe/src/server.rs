@@ -10,8 +10,8 @@ use crate::credentials::Credentials;
 use crate::error::ProbeError;
 use crate::executor::Executor;
 use openbench_common::hash::{canonical_json, sha256_hex};
-use openbench_common::plan::PlannedRequest;
-use openbench_common::spec::{ProviderAdapter, RequestContract};
+use openbench_common::request::{PlannedRequest, RequestIdentity};
+use openbench_common::spec::{MAX_TIMEOUT_MS, ProviderAdapter, RequestContract};
 use openbench_proto::v1::probe_server::{Probe, ProbeServer};
 use openbench_proto::v1::{DescribeRequest, DescribeResponse, ExecuteRequest, ExecuteResponse};
 use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
@@ -150,31 +150,30 @@ impl Probe for ProbeService {
         request: Request<ExecuteRequest>,
     ) -> Result<Response<ExecuteResponse>, Status> {
         let call = request.into_inner();
-        let actor = self.actors.get(&call.provider).ok_or_else(|| {
+        let planned: PlannedRequest =
+            serde_json::from_str(&call.planned_request_json).map_err(|e| {
+                Status::invalid_argument(format!(
+                    "planned_request_json is not a PlannedRequest: {e}"
+                ))
+            })?;
+        let id = &planned.identity;
+        if planned.deadline_ms > MAX_TIMEOUT_MS {
+            return Err(Status::invalid_argument(format!(
+                "request {}: deadline_ms {} is above {MAX_TIMEOUT_MS}",
+                id.request_id, planned.deadline_ms
+            )));
+        }
+        let actor = self.actors.get(&id.provider).ok_or_else(|| {
             Status::not_found(format!(
-                "probe in region {} serves no provider {:?} (it serves: {})",
+                "request {}: probe in region {} serves no provider {:?} (it serves: {})",
+                id.request_id,
                 self.region,
-                call.provider,
+                id.provider,
                 self.providers.join(", ")
             ))
         })?;
-        let mut planned: PlannedRequest = serde_json::from_str(&call.planned_request_json)
-            .map_err(|e| {
-                Status::invalid_argument(format!(
-                    "request {}: planned_request_json is not a PlannedRequest: {e}",
-                    call.request_id
-                ))
-            })?;
-        if planned.provider != call.provider {
-            return Err(Status::invalid_argument(format!(
-                "request {}: planned provider {:?} differs from the call's provider {:?}",
-                call.request_id, planned.provider, call.provider
-            )));
-        }
-        if planned.deadline_ms == 0 {
-            planned.deadline_ms = call.deadline_ms;
-        }
-        let span = request_span(&call);
+        let span = request_span(&call, id);
+        let (provider, request_id) = (id.provider.clone(), id.request_id.clone());
         let reply = actor
             .call(
                 |port| ProviderMsg::Execute(Box::new(planned), span, port),
@@ -186,20 +185,19 @@ impl Probe for ProbeService {
             Ok(CallResult::Success(Err(Busy))) => {
                 return Err(Status::failed_precondition(format!(
                     "provider {} is busy with another request in region {} (one at a time)",
-                    call.provider, self.region
+                    provider, self.region
                 )));
             }
             Ok(CallResult::Timeout) | Ok(CallResult::SenderError) | Err(_) => {
                 return Err(Status::internal(format!(
                     "provider {}: its probe actor did not answer request {}",
-                    call.provider, call.request_id
+                    provider, request_id
                 )));
             }
         };
         let execution_json = serde_json::to_string(&execution).map_err(|e| {
             Status::internal(format!(
-                "request {}: cannot encode the record: {e}",
-                call.request_id
+                "request {request_id}: cannot encode the record: {e}"
             ))
         })?;
         Ok(Response::new(ExecuteResponse { execution_json }))
@@ -219,7 +217,7 @@ impl Probe for ProbeService {
 }
 
 /// The probe span of one request, a child of the caller's span when `traceparent` is valid.
-fn request_span(call: &ExecuteRequest) -> tracing::Span {
+fn request_span(call: &ExecuteRequest, id: &RequestIdentity) -> tracing::Span {
     let parent = call
         .trace_context
         .get("traceparent")
@@ -230,9 +228,9 @@ fn request_span(call: &ExecuteRequest) -> tracing::Span {
         .unwrap_or_default();
     let span = tracing::info_span!(
         "probe.execute",
-        request_id = %call.request_id,
-        provider = %call.provider,
-        lane = %call.lane,
+        request_id = %id.request_id,
+        provider = %id.provider,
+        lane = %id.lane,
         trace_id = %trace_id,
     );
     if let Some(parent) = parent {

@@ -35,13 +35,7 @@ fn stream(gate: &Arc<Semaphore>, gap_ms: u64) -> Vec<Step> {
 fn call(provider: &str, deadline_ms: u64) -> ExecuteRequest {
     let planned = planned(provider, deadline_ms);
     ExecuteRequest {
-        run_id: planned.run_id.clone(),
-        round_id: planned.round_id.clone(),
-        request_id: planned.request_id.clone(),
-        provider: provider.into(),
-        lane: provider.into(),
         planned_request_json: serde_json::to_string(&planned).unwrap(),
-        deadline_ms,
         trace_context: [(
             "traceparent".to_string(),
             "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_string(),
@@ -119,6 +113,15 @@ async fn execute_describe_unknown_busy_and_cancelled() {
     assert_eq!(err.code(), tonic::Code::NotFound);
     assert!(err.message().contains("\"fireworks\""), "{}", err.message());
     assert!(err.message().contains("together"), "{}", err.message());
+
+    // A deadline above the spec's bound is refused before anything is sent.
+    let err = client.execute(call("together", 600_001)).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    assert!(
+        err.message().contains("deadline_ms 600001 is above 600000"),
+        "{}",
+        err.message()
+    );
 
     // Busy: a second call while the first runs (held at the gate) is refused.
     let mut first_client = client.clone();

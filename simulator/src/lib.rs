@@ -4,13 +4,14 @@
 //!
 //! - [`profile`]: ten provider profiles fitted to the seed snapshot, plus a `plain` reference.
 //! - [`quirk`]: the fault and quirk catalogue, selectable per request.
-//! - [`plan`]: a pure function from (profile, request, seeded draws) to every byte and its time.
-//! - [`server`]: an axum server that replays plans against the clock, one flushed write per
+//! - [`draft`]: a pure function from (profile, request, seeded draws) to the events of a response
+//!   and their times; [`render`] turns a draft into a [`render::Replay`] (every byte and when).
+//! - [`server`]: an axum server that replays them against the clock, one flushed write per
 //!   chunk, and records write times for exact-schedule requests.
 
 pub mod answer;
 pub mod coalesce;
-pub mod plan;
+pub mod draft;
 pub mod profile;
 pub mod quirk;
 pub mod render;

@@ -2,9 +2,13 @@
 //! (batching, byte-by-byte writes, a UTF-8 character split across writes).
 
 use crate::answer::AnswerKind;
-use crate::plan::{Draft, Event, Outline, Payload};
+use crate::draft::{Draft, Event, Outline, Payload, draft};
+use crate::profile::Profile;
 use crate::quirk::Quirk;
+use crate::request::SimRequest;
+use crate::rng::Draws;
 use crate::sse::{Chunker, Framing, Label};
+use openbench_common::workflow::CannedAnswer;
 use serde_json::{Value, json};
 
 /// Simulated milliseconds a hanging response lasts (`no-headers`, `keep-alive-drip`).
@@ -17,7 +21,7 @@ pub const SPLIT_GAP_MS: f64 = 1.0;
 /// One network write.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Write {
-    /// Target time from request receipt, ms (simulated unless the plan is exact).
+    /// Target time from request receipt, ms (simulated unless the replay is exact).
     pub at_ms: f64,
     /// Real ms that must pass since the previous write, whatever `at_ms` says.
     pub min_gap_ms: f64,
@@ -50,9 +54,9 @@ pub enum Shape {
     },
 }
 
-/// Everything the server needs to answer one request.
+/// Everything the server needs to answer one request: the bytes and when to write them.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
+pub struct Replay {
     /// `sim-…` request id header.
     pub request_id: String,
     /// Time of the response headers from request receipt, ms.
@@ -65,8 +69,18 @@ pub struct Plan {
     pub answer_kind: AnswerKind,
 }
 
+/// Drafts and renders the response to one request.
+pub fn respond(
+    profile: &Profile,
+    request: &SimRequest,
+    answers: &[CannedAnswer],
+    draws: &mut Draws,
+) -> Replay {
+    render(&draft(profile, request, answers, draws))
+}
+
 /// Renders a draft into writes.
-pub fn render(draft: &Draft) -> Plan {
+pub fn render(draft: &Draft) -> Replay {
     let shape = match &draft.outline {
         Outline::HttpError(q) => http_error(*q),
         Outline::Hang => Shape::Hang,
@@ -79,7 +93,7 @@ pub fn render(draft: &Draft) -> Plan {
             drip: false,
         },
     };
-    Plan {
+    Replay {
         request_id: format!("sim-{}", draft.id_hex),
         headers_at_ms: if matches!(shape, Shape::Hang) {
             HANG_MS

@@ -46,7 +46,7 @@ impl Draws {
 
     /// Lower-case hex of the first 12 seed bytes: a stable per-request id.
     pub fn id_hex(&self) -> String {
-        self.seed[..12].iter().map(|b| format!("{b:02x}")).collect()
+        openbench_common::hash::hex(&self.seed[..12])
     }
 
     /// Uniform in [0, 1) with 53 bits.

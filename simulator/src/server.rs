@@ -2,8 +2,7 @@
 //! write log of exact-schedule requests, and graceful shutdown.
 
 use crate::coalesce::coalesce;
-use crate::plan;
-use crate::render::{DRIP_EVERY_MS, HANG_MS, Plan, Shape, Write};
+use crate::render::{self, DRIP_EVERY_MS, HANG_MS, Replay, Shape, Write};
 use crate::request::SimRequest;
 use crate::rng::Draws;
 use crate::sse::{Framing, Label};
@@ -249,7 +248,7 @@ async fn respond(
     let log_key = text("x-sim-id").map(str::to_string);
     let occurrence = shared.occurrence(profile_name, &body);
     let mut draws = Draws::for_occurrence(shared.config.seed, profile_name, &body, occurrence);
-    let plan = plan::plan(profile, &request, &shared.config.answers, &mut draws);
+    let plan = render::respond(profile, &request, &shared.config.answers, &mut draws);
     let scale = if plan.exact {
         1.0
     } else {
@@ -260,7 +259,7 @@ async fn respond(
     if !sleep_until(at(plan.headers_at_ms), &cancel).await {
         return StatusCode::SERVICE_UNAVAILABLE.into_response();
     }
-    let Plan {
+    let Replay {
         request_id, shape, ..
     } = plan;
     let mut response = match shape {

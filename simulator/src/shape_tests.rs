@@ -1,8 +1,8 @@
 //! Profile determinism and statistical shape, checked on plans (no sleeping).
 
-use crate::plan::{Draft, Outline, Payload, draft, plan};
+use crate::draft::{Draft, Outline, Payload, draft};
 use crate::profile::{self, Profile};
-use crate::render::{Plan, Shape};
+use crate::render::{Replay, Shape, respond};
 use crate::request::SimRequest;
 use crate::rng::Draws;
 use crate::sse::Label;
@@ -15,10 +15,10 @@ fn body(i: usize) -> Vec<u8> {
     .into_bytes()
 }
 
-fn plan_for(profile: &Profile, seed: u64, body: &[u8], quirk: Option<&str>) -> Plan {
+fn plan_for(profile: &Profile, seed: u64, body: &[u8], quirk: Option<&str>) -> Replay {
     let request = SimRequest::parse(body, quirk, None).unwrap();
     let mut draws = Draws::for_request(seed, profile.name(), body);
-    plan(profile, &request, &[], &mut draws)
+    respond(profile, &request, &[], &mut draws)
 }
 
 fn draft_for(profile: &Profile, seed: u64, body: &[u8], quirk: Option<&str>) -> Draft {
@@ -27,7 +27,7 @@ fn draft_for(profile: &Profile, seed: u64, body: &[u8], quirk: Option<&str>) -> 
     draft(profile, &request, &[], &mut draws)
 }
 
-fn stream_bytes(plan: &Plan) -> Vec<u8> {
+fn stream_bytes(plan: &Replay) -> Vec<u8> {
     match &plan.shape {
         Shape::Stream { writes, .. } => writes.iter().flat_map(|w| w.bytes.clone()).collect(),
         Shape::Error { body, .. } => body.clone().into_bytes(),

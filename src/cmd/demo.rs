@@ -4,7 +4,7 @@
 //! no network.
 
 use crate::cmd::runs::{finish_full, full_run_session, load_inputs};
-use openbench_common::layout;
+use openbench_common::rundir as layout;
 use openbench_coordinator::RunDir;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -32,7 +32,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     };
     let started = Instant::now();
     let inputs = load_inputs("micro-single-task", &spec)?;
-    let run = RunDir::open_or_create(&inputs, args.run_dir.as_deref(), Some("demo"))?;
+    let run = RunDir::open_or_create(&inputs, args.run_dir.as_deref(), Some("demo"), "demo")?;
     println!("run directory: {}", run.dir.display());
     println!(
         "demo: {} simulated providers × {} rounds, time-scaled ×{} (spec {})",

@@ -8,3 +8,24 @@ pub mod runs;
 pub mod score;
 pub mod sim;
 pub mod watch;
+
+use anyhow::Context;
+
+/// Resolves on Ctrl-C or, on Unix, SIGTERM; an error when a handler cannot be installed. The one
+/// signal wait of every long-running command (`run`, `smoke`, `sim serve`, `probe serve`).
+pub async fn wait_for_signal() -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("installing the SIGTERM handler")?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C")?,
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for Ctrl-C")?;
+    Ok(())
+}

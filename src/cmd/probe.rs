@@ -2,8 +2,8 @@
 //! or a probe server for a remote region (`probe serve`).
 
 use anyhow::{Context, bail};
-use openbench_common::plan::{ChatMessage, PlannedRequest};
 use openbench_common::record::Execution;
+use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Role};
 use openbench_common::spec::{Auth, LoadedSpec, MaxTokensField, ProviderAdapter, RequestContract};
 use openbench_probe::server::{ProbeConfig, serve_on};
 use openbench_probe::{Credentials, Executor};
@@ -154,23 +154,20 @@ async fn once(args: OnceArgs) -> anyhow::Result<ExitCode> {
         &credentials,
     )?;
     let request = PlannedRequest {
-        run_id: String::new(),
-        round_id: String::new(),
-        request_id: "once".into(),
-        round_index: 0,
-        attempt: 0,
-        task_family: String::new(),
-        item_id: String::new(),
-        provider: "once".into(),
-        region: "local".into(),
-        lane: "once".into(),
+        identity: RequestIdentity {
+            request_id: "once".into(),
+            provider: "once".into(),
+            region: "local".into(),
+            lane: "once".into(),
+            ..RequestIdentity::default()
+        },
         messages: vec![
             ChatMessage {
-                role: "system".into(),
+                role: Role::System,
                 content: args.system.clone(),
             },
             ChatMessage {
-                role: "user".into(),
+                role: Role::User,
                 content: args.user.clone(),
             },
         ],
@@ -269,24 +266,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         keys.join(", "),
         handle.addr()
     );
-    wait_for_signal().await;
+    super::wait_for_signal().await?;
     eprintln!("probe: shutting down");
     handle.shutdown().await?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Waits for SIGINT or SIGTERM.
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
 }

@@ -1,5 +1,6 @@
 //! `report`: recompute every derived artifact and `report.md` of a run from its raw records.
 
+use openbench_common::rundir::{self, RunLock, WriterLock, read_json};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -11,13 +12,12 @@ pub struct ReportArgs {
     run_dir: PathBuf,
 }
 
-/// Runs `report`: reads the run's workflow from its lock, recomputes, prints the summary table.
+/// Runs `report`: takes the run directory's writer lock (refused at once while a `run`, `smoke`
+/// or another `report` holds it), reads the run's workflow from its lock, recomputes, prints the
+/// summary table.
 pub async fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let lock_path = args.run_dir.join(openbench_common::layout::RUN_LOCK);
-    let bytes =
-        std::fs::read(&lock_path).map_err(|e| anyhow::anyhow!("{}: {e}", lock_path.display()))?;
-    let lock: openbench_common::layout::RunLock = serde_json::from_slice(&bytes)
-        .map_err(|e| anyhow::anyhow!("{}: not a run lock: {e}", lock_path.display()))?;
+    let lock: RunLock = read_json(&rundir::path(&args.run_dir, rundir::RUN_LOCK))?;
+    let _writer = WriterLock::acquire(&args.run_dir, "report")?;
     let workflow = crate::registry::find(&lock.workflow)?;
     let run_dir = args.run_dir.clone();
     let outcome = tokio::task::spawn_blocking(move || workflow.report(&run_dir)).await??;

@@ -7,6 +7,7 @@ use openbench_coordinator::{
     FullOutcome, Progress, RunDir, RunInputs, RunOptions, RunStatus, StopRequest, locked_spec_path,
     prepare_inputs, run_full, run_smoke,
 };
+use openbench_inference::targets::LocalTargets;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -99,7 +100,7 @@ pub fn load_inputs(workflow: &str, spec: &Path) -> anyhow::Result<RunInputs> {
 pub async fn init(args: InitArgs) -> anyhow::Result<ExitCode> {
     let spec = spec_path(&args.workflow, args.spec, None)?;
     let inputs = load_inputs(&args.workflow, &spec)?;
-    let run = RunDir::create(&inputs, None)?;
+    let run = RunDir::create(&inputs, None, "init")?;
     println!("run directory: {}", run.dir.display());
     let names: Vec<&str> = inputs.credentials.names().collect();
     if names.is_empty() {
@@ -128,9 +129,9 @@ pub async fn init(args: InitArgs) -> anyhow::Result<ExitCode> {
 pub async fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
     let spec = spec_path(&args.workflow, args.spec, args.run_dir.as_deref())?;
     let inputs = load_inputs(&args.workflow, &spec)?;
-    let run = RunDir::open_or_create(&inputs, args.run_dir.as_deref(), None)?;
+    let run = RunDir::open_or_create(&inputs, args.run_dir.as_deref(), None, "smoke")?;
     println!("run directory: {}", run.dir.display());
-    let (options, bar) = session_options("smoke");
+    let (options, bar) = session_options("smoke", &inputs)?;
     let outcome = run_smoke(&inputs, &run, &options).await;
     bar.finish_and_clear();
     let outcome = outcome?;
@@ -178,7 +179,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let spec = spec_path(&args.workflow, args.spec, args.run_dir.as_deref())?;
     let inputs = load_inputs(&args.workflow, &spec)?;
-    let run = RunDir::open_or_create(&inputs, args.run_dir.as_deref(), Some(&approval))?;
+    let run = RunDir::open_or_create(&inputs, args.run_dir.as_deref(), Some(&approval), "run")?;
     println!("run directory: {}", run.dir.display());
     let outcome = full_run_session(&inputs, &run, &approval).await?;
     let resume = format!(
@@ -197,7 +198,7 @@ pub async fn full_run_session(
     run: &RunDir,
     approval_id: &str,
 ) -> anyhow::Result<FullOutcome> {
-    let (options, bar) = session_options("full run");
+    let (options, bar) = session_options("full run", inputs)?;
     let outcome = run_full(inputs, run, approval_id, &options).await;
     bar.finish_and_clear();
     Ok(outcome?)
@@ -248,9 +249,11 @@ pub async fn print_report(workflow: Arc<dyn Workflow>, run_dir: &Path) {
     }
 }
 
-/// A progress bar fed by the coordinator, and a stop channel fed by Ctrl-C and SIGTERM: the first
-/// signal stops after the current round, the second abandons it.
-fn session_options(label: &str) -> (RunOptions, ProgressBar) {
+/// A progress bar fed by the coordinator, a stop channel fed by Ctrl-C and SIGTERM (the first
+/// signal stops after the current round, the second abandons it) and this machine's targets (the
+/// simulator and local probes).
+fn session_options(label: &str, inputs: &RunInputs) -> anyhow::Result<(RunOptions, ProgressBar)> {
+    let targets = LocalTargets::for_inputs(inputs)?;
     let bar = ProgressBar::new(0);
     let style = ProgressStyle::with_template(
         "{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} requests {msg} (eta {eta})",
@@ -276,7 +279,7 @@ fn session_options(label: &str) -> (RunOptions, ProgressBar) {
     let notice = bar.clone();
     tokio::spawn(async move {
         let mut count = 0;
-        while wait_for_signal().await {
+        while super::wait_for_signal().await.is_ok() {
             count += 1;
             if count == 1 {
                 notice.println("stopping after the current round (Ctrl-C again to abandon it)");
@@ -291,25 +294,7 @@ fn session_options(label: &str) -> (RunOptions, ProgressBar) {
     let options = RunOptions {
         progress: Some(progress),
         stop: Some(rx),
+        targets: Some(Arc::new(targets)),
     };
-    (options, bar)
-}
-
-/// Resolves on Ctrl-C or SIGTERM; false when no handler could be installed.
-async fn wait_for_signal() -> bool {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let Ok(mut term) = signal(SignalKind::terminate()) else {
-            return tokio::signal::ctrl_c().await.is_ok();
-        };
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r.is_ok(),
-            r = term.recv() => r.is_some(),
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        tokio::signal::ctrl_c().await.is_ok()
-    }
+    Ok((options, bar))
 }

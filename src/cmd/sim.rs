@@ -70,8 +70,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             let release = workflow
                 .load_dataset(dir, "manifest.json")
                 .with_context(|| format!("loading dataset {}", dir.display()))?;
-            workflow
-                .canned_answers(&release)
+            crate::registry::canned_answers(workflow.name(), &release)
                 .with_context(|| format!("canned answers from {}", dir.display()))?
         }
         None => Vec::new(),
@@ -99,7 +98,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         println!("  {:<10} {}", p.name(), server.profile_endpoint(p.name()));
     }
     println!("quirks: header `x-sim-quirk: a,b` or model suffix `model+a+b` (see `sim quirks`)");
-    wait_for_signal().await?;
+    super::wait_for_signal().await?;
     eprintln!("shutting down");
     if tokio::time::timeout(Duration::from_secs(5), server.stopped())
         .await
@@ -108,24 +107,6 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         eprintln!("simulator did not close every connection within 5 s");
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Waits for Ctrl-C or, on Unix, SIGTERM.
-async fn wait_for_signal() -> anyhow::Result<()> {
-    #[cfg(unix)]
-    {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("installing the SIGTERM handler")?;
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C")?,
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    tokio::signal::ctrl_c()
-        .await
-        .context("waiting for Ctrl-C")?;
-    Ok(())
 }
 
 /// The profile table: seed targets and modelling choices.

@@ -3,6 +3,7 @@
 //! snapshot and exits.
 
 use anyhow::Context;
+use openbench_common::rundir::RunStatus;
 use openbench_coordinator::watch::{render, snapshot};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,9 +15,6 @@ pub struct WatchArgs {
     /// The run directory.
     #[arg(long)]
     run_dir: PathBuf,
-    /// Workflow name (accepted for symmetry with the other commands).
-    #[arg(long)]
-    workflow: Option<String>,
     /// Print one JSON snapshot and exit.
     #[arg(long)]
     once: bool,
@@ -40,9 +38,10 @@ pub async fn run(args: WatchArgs) -> anyhow::Result<ExitCode> {
         let snap = read()?;
         // Clear the screen and home the cursor, then draw.
         print!("\x1b[2J\x1b[H{}", render(&snap));
-        let running = matches!(snap.status.as_str(), "running" | "initialized");
+        let running = snap.status.is_some_and(RunStatus::is_live);
         if !running {
-            println!("\nrun is {}; watch ends.", snap.status);
+            let status = snap.status.map_or("unknown", RunStatus::as_str);
+            println!("\nrun is {status}; watch ends.");
             return Ok(ExitCode::SUCCESS);
         }
         tokio::time::sleep(Duration::from_millis(args.interval_ms.max(100))).await;

@@ -213,3 +213,13 @@ pub fn printed_run_dir(stdout: &[u8]) -> PathBuf {
         .unwrap_or_else(|| panic!("no run directory in output: {text}"));
     PathBuf::from(line.trim())
 }
+
+/// Session options whose targets are this machine's (the simulator and local probes), with the
+/// simulator's canned answers from the workflow, as the binary builds them.
+pub fn options(inputs: &RunInputs) -> openbench_coordinator::RunOptions {
+    let targets = openbench_inference::targets::LocalTargets::for_inputs(inputs).unwrap();
+    openbench_coordinator::RunOptions {
+        targets: Some(std::sync::Arc::new(targets)),
+        ..Default::default()
+    }
+}

@@ -4,8 +4,8 @@
 //! arrive, so tests synchronise on events, not on sleeps.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use openbench_common::plan::{ChatMessage, PlannedRequest};
 use openbench_common::record::Execution;
+use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Role};
 use openbench_common::spec::{Auth, ProviderAdapter, RequestContract};
 use openbench_probe::{Credentials, Executor};
 use std::net::SocketAddr;
@@ -223,23 +223,25 @@ pub const SECRET: &str = "sk-test-SECRET-0123456789";
 /// A planned request for `provider` with a deadline.
 pub fn planned(provider: &str, deadline_ms: u64) -> PlannedRequest {
     PlannedRequest {
-        run_id: "run-1".into(),
-        round_id: "round-1".into(),
-        request_id: "req-1".into(),
-        round_index: 3,
-        attempt: 0,
-        task_family: "ticket-triage".into(),
-        item_id: "tt-0001".into(),
-        provider: provider.into(),
-        region: "local".into(),
-        lane: provider.into(),
+        identity: RequestIdentity {
+            run_id: "run-1".into(),
+            round_id: "round-1".into(),
+            request_id: "req-1".into(),
+            round_index: 3,
+            attempt: 0,
+            task_family: "ticket-triage".into(),
+            item_id: "tt-0001".into(),
+            provider: provider.into(),
+            region: "local".into(),
+            lane: provider.into(),
+        },
         messages: vec![
             ChatMessage {
-                role: "system".into(),
+                role: Role::System,
                 content: "Answer in JSON.".into(),
             },
             ChatMessage {
-                role: "user".into(),
+                role: Role::User,
                 content: "Triage this ticket.".into(),
             },
         ],

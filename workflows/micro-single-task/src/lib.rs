@@ -1,22 +1,19 @@
 //! The micro-single-task workflow: one latency-sensitive user, small structured tasks, paired
 //! rounds. The dataset (`dataset`), exact scoring (`scoring`), metrics (`metrics`), paired
-//! comparisons (`paired`), the record reader (`records`) and the reports (`report`) live here;
-//! the generic runner only sees the [`Workflow`] impl.
+//! comparisons (`paired`) and the reports (`report`) live here; records are read through
+//! `openbench_common::rundir`. The generic runner only sees the [`Workflow`] impl.
 
 pub mod dataset;
 pub mod html;
 pub mod metrics;
 pub mod paired;
-pub mod records;
 pub mod report;
 pub mod scoring;
 
-use openbench_common::layout::RunLock;
 use openbench_common::record::{Outcome, TerminalRecord};
-use openbench_common::workflow::{
-    CannedAnswer, DatasetRelease, ReportOutcome, Workflow, WorkflowError,
-};
-use std::path::{Path, PathBuf};
+use openbench_common::rundir::RunLock;
+use openbench_common::workflow::{DatasetRelease, ReportOutcome, Workflow, WorkflowError};
+use std::path::Path;
 
 /// The micro-single-task workflow.
 pub struct MicroSingleTask;
@@ -28,16 +25,10 @@ impl Workflow for MicroSingleTask {
     fn description(&self) -> &'static str {
         "one latency-sensitive user, small structured tasks, paired rounds"
     }
-    fn bundled_specs(&self) -> Vec<PathBuf> {
-        Vec::new()
-    }
     fn load_dataset(&self, dir: &Path, manifest: &str) -> Result<DatasetRelease, WorkflowError> {
         dataset::load_release(dir, manifest)
             .map(|release| release.to_dataset_release())
             .map_err(|e| WorkflowError(e.to_string()))
-    }
-    fn canned_answers(&self, dataset: &DatasetRelease) -> Result<Vec<CannedAnswer>, WorkflowError> {
-        dataset::canned::canned_answers(dataset).map_err(|e| WorkflowError(e.to_string()))
     }
     fn answer_is_schema_valid(&self, record: &TerminalRecord) -> bool {
         record.outcome == Outcome::Completed

@@ -6,7 +6,7 @@ use openbench_common::workflow::Workflow;
 use openbench_micro_single_task::MicroSingleTask;
 use openbench_micro_single_task::dataset::generate::{self, DEFAULT_SEED, token_band};
 use openbench_micro_single_task::dataset::{
-    Family, Gold, extract, load_release, release_hash, validate_strict,
+    Family, Gold, canned, extract, load_release, release_hash, validate_strict,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -300,7 +300,7 @@ fn workflow_load_dataset_and_canned_answers() {
         "5fb4d81c5d6407f514ae29925769263d11679dce0a8901d4519c47457ce328a9"
     );
 
-    let canned = wf.canned_answers(&release).unwrap();
+    let canned = canned::canned_answers(&release).unwrap();
     assert_eq!(canned.len(), 29);
     for answer in &canned {
         let correct: Value = serde_json::from_str(&answer.correct).unwrap();
@@ -320,11 +320,11 @@ fn workflow_load_dataset_and_canned_answers() {
     write_sample(tmp.path(), |_, t| t);
     let mut loaded = wf.load_dataset(tmp.path(), "manifest.json").unwrap();
     std::fs::write(tmp.path().join("ticket-triage.jsonl"), "{}\n").unwrap();
-    let err = wf.canned_answers(&loaded).unwrap_err().to_string();
+    let err = canned::canned_answers(&loaded).unwrap_err().to_string();
     assert!(
         err.contains("ticket-triage.jsonl") && err.contains("sha256"),
         "{err}"
     );
     loaded.file_hashes.clear();
-    assert!(wf.canned_answers(&loaded).unwrap().is_empty());
+    assert!(canned::canned_answers(&loaded).unwrap().is_empty());
 }

@@ -5,10 +5,10 @@
 
 use openbench_common::layout::{LockedProvider, RunLock};
 use openbench_common::record::{Outcome, TerminalRecord};
+use openbench_common::rundir::{Lane, Plan, PlanKind, PlannedLane, PlannedRound};
 use openbench_micro_single_task::metrics::observe::{
     self, FailureInfo, LaneKey, LaneTable, Observation,
 };
-use openbench_micro_single_task::metrics::plan::{PlanLane, PlanRequest, PlanRound, PlanView};
 use openbench_micro_single_task::metrics::summary::{sorted_percentile, summarize};
 use openbench_micro_single_task::metrics::{self, MetricsInput, ProviderMetrics};
 use openbench_micro_single_task::paired::{self, PairedLane};
@@ -230,7 +230,6 @@ fn lock() -> RunLock {
         timeout_ms: 20_000,
         approval_id: None,
         created_at: String::new(),
-        extra: BTreeMap::new(),
     }
 }
 
@@ -243,18 +242,32 @@ fn lane_p(observations: &[Observation]) -> ProviderMetrics {
         provider: "p".into(),
         region: String::new(),
     });
-    let plan = PlanView {
-        lanes: vec![PlanLane {
+    let plan = Plan {
+        plan_version: 1,
+        kind: PlanKind::Full,
+        attempt: 0,
+        benchmark_slug: String::new(),
+        schedule_version: String::new(),
+        dataset_release_hash: String::new(),
+        families: vec![],
+        lanes: vec![Lane {
             label: "p".into(),
             provider: "p".into(),
             region: String::new(),
         }],
+        items_per_family: observations.len(),
         rounds: observations
             .iter()
-            .map(|o| PlanRound {
+            .map(|o| PlannedRound {
                 round_index: o.round_index,
-                requests: vec![PlanRequest {
+                round_id: String::new(),
+                task_family: String::new(),
+                item_id: String::new(),
+                item_hash: String::new(),
+                requests: vec![PlannedLane {
                     lane: "p".into(),
+                    provider: "p".into(),
+                    region: String::new(),
                     request_id: o.request_id.clone(),
                 }],
             })

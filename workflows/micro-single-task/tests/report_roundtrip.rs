@@ -2,14 +2,14 @@
 //! A small recorded run (3 providers × 3 families × 2 items, hand-chosen timings) reported twice:
 //! byte-identical artifacts, and metrics equal to values computed by hand below.
 
-use openbench_common::layout::{self, LockedProvider, RunLock};
 use openbench_common::record::{ErrorType, Outcome, TerminalRecord, Usage};
+use openbench_common::rundir::{self as layout, LockedProvider, RunLock};
 use openbench_micro_single_task::metrics::RunMetrics;
 use openbench_micro_single_task::paired::PairedComparisons;
 use openbench_micro_single_task::report::{self, GoldTable};
 use openbench_micro_single_task::scoring::{Family, GoldRef};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
@@ -121,13 +121,15 @@ fn lock() -> RunLock {
         timeout_ms: 20_000,
         approval_id: None,
         created_at: "2026-01-01T00:00:00Z".into(),
-        extra: BTreeMap::new(),
     }
 }
 
 fn plan() -> Value {
     json!({
         "plan_version": 1, "kind": "full", "attempt": 0,
+        "benchmark_slug": "test", "schedule_version": "v1", "dataset_release_hash": "00",
+        "families": ["meeting-notes-lookup", "ticket-triage", "contract-terms-extraction"],
+        "items_per_family": 2,
         "lanes": PROVIDERS.iter().map(|(k, _)| json!({"label": k, "provider": k, "region": "local"})).collect::<Vec<_>>(),
         "rounds": ROUNDS.iter().enumerate().map(|(r, (family, item))| json!({
             "round_index": r, "round_id": format!("round-{r}"), "task_family": family,

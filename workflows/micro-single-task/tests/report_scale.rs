@@ -3,11 +3,13 @@
 //! openbench-micro-single-task --test report_scale -- --ignored --nocapture`, with
 //! `D2_BENCH_RECORDS=1000000` for the million-record figure (default 6,000).
 
-use openbench_common::layout::{self, LockedProvider, RunLock};
 use openbench_common::record::{Outcome, TerminalRecord};
+use openbench_common::rundir::{
+    self as layout, Lane, LockedProvider, Plan, PlanKind, PlannedLane, PlannedRound, RunLock,
+};
 use openbench_micro_single_task::report::{self, GoldTable};
 use openbench_micro_single_task::scoring::GoldRef;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 use std::time::Instant;
 
@@ -63,7 +65,6 @@ fn report_timing_on_a_synthetic_run() {
         timeout_ms: 20_000,
         approval_id: None,
         created_at: String::new(),
-        extra: BTreeMap::new(),
     };
     std::fs::write(
         run.join(layout::RUN_LOCK),
@@ -87,19 +88,27 @@ fn report_timing_on_a_synthetic_run() {
             },
         );
     }
-    let mut plan = BufWriter::new(std::fs::File::create(run.join(layout::FULL_PLAN)).unwrap());
     let mut results =
         BufWriter::new(std::fs::File::create(run.join(layout::FULL_RESULTS)).unwrap());
-    write!(plan, "{{\"lanes\":[").unwrap();
-    for (i, p) in providers.iter().enumerate() {
-        let sep = if i > 0 { "," } else { "" };
-        write!(
-            plan,
-            "{sep}{{\"label\":\"{p}\",\"provider\":\"{p}\",\"region\":\"local\"}}"
-        )
-        .unwrap();
-    }
-    write!(plan, "],\"rounds\":[").unwrap();
+    let mut plan = Plan {
+        plan_version: 1,
+        kind: PlanKind::Full,
+        attempt: 0,
+        benchmark_slug: "scale".into(),
+        schedule_version: "v1".into(),
+        dataset_release_hash: "00".into(),
+        families: FAMILIES[..2].iter().map(|f| f.to_string()).collect(),
+        lanes: providers
+            .iter()
+            .map(|p| Lane {
+                label: p.clone(),
+                provider: p.clone(),
+                region: "local".into(),
+            })
+            .collect(),
+        items_per_family: 200,
+        rounds: Vec::new(),
+    };
     for r in 0..rounds {
         // Only two families here: the contract gold is not needed to time the pipeline.
         let (family, item, answer) = if r % 2 == 0 {
@@ -115,12 +124,22 @@ fn report_timing_on_a_synthetic_run() {
                 "{\"category\":\"bug\",\"priority\":\"p2\"}".to_string(),
             )
         };
-        let sep = if r > 0 { "," } else { "" };
-        write!(plan, "{sep}{{\"round_index\":{r},\"requests\":[").unwrap();
+        let mut round = PlannedRound {
+            round_index: r,
+            round_id: format!("round-{r}"),
+            task_family: family.into(),
+            item_id: item.clone(),
+            item_hash: "00".into(),
+            requests: Vec::new(),
+        };
         for (i, p) in providers.iter().enumerate() {
             let id = format!("req-{p}-{r}");
-            let sep = if i > 0 { "," } else { "" };
-            write!(plan, "{sep}{{\"lane\":\"{p}\",\"request_id\":\"{id}\"}}").unwrap();
+            round.requests.push(PlannedLane {
+                lane: p.clone(),
+                provider: p.clone(),
+                region: "local".into(),
+                request_id: id.clone(),
+            });
             let mut rec = TerminalRecord::new("2026-01-01T00:00:00Z".into(), Outcome::Completed);
             rec.request_id = id;
             rec.round_index = r;
@@ -141,12 +160,11 @@ fn report_timing_on_a_synthetic_run() {
             serde_json::to_writer(&mut results, &rec).unwrap();
             results.write_all(b"\n").unwrap();
         }
-        write!(plan, "]}}").unwrap();
+        plan.rounds.push(round);
     }
-    write!(plan, "]}}").unwrap();
-    plan.flush().unwrap();
+    layout::write_json_once(&run.join(layout::FULL_PLAN), &plan).unwrap();
     results.flush().unwrap();
-    drop((plan, results));
+    drop(results);
     let gold = GoldTable(gold);
     let start = Instant::now();
     let (table, _) = report::write_all(run, &lock, &gold).unwrap();

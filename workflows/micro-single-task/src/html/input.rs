@@ -3,21 +3,11 @@
 //! observations (for the raw samples behind the CDFs and head-to-head shares).
 
 use super::{
-    FamilyFigures, Figures, HtmlError, HtmlReportInput, LaneWins, PairMedian, PairedReport,
-    ProviderReport, Sample,
+    FamilyFigures, Figures, HtmlReportInput, LaneWins, PairMedian, PairedReport, ProviderReport,
+    Sample,
 };
 use crate::metrics::{LaneTable, Observation, Summary};
-use crate::report::ReportError;
 use crate::report::markdown::ReportContext;
-
-impl From<HtmlError> for ReportError {
-    fn from(e: HtmlError) -> Self {
-        ReportError::File {
-            path: e.path,
-            message: e.source.to_string(),
-        }
-    }
-}
 
 impl From<&Summary> for Figures {
     fn from(s: &Summary) -> Self {

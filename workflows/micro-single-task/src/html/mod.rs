@@ -13,18 +13,8 @@ mod input;
 mod plot;
 mod sections;
 
-use openbench_common::layout;
+use openbench_common::rundir::{self as layout, RunDirError};
 use std::path::{Path, PathBuf};
-
-/// A failure writing `report.html`, naming the file.
-#[derive(Debug, thiserror::Error)]
-#[error("{path}: {source}")]
-pub struct HtmlError {
-    /// The file.
-    pub path: PathBuf,
-    /// What went wrong.
-    pub source: std::io::Error,
-}
 
 /// Headline figures of one provider (pooled) or one (provider, family) cell; `None` for an empty
 /// population. Latencies in ms, rates in [0, 1].
@@ -210,18 +200,9 @@ pub fn render_html(input: &HtmlReportInput) -> String {
 
 /// Renders the page and writes it to `run_dir/report.html` (through a temporary file and a
 /// rename); returns the path written.
-pub fn write_html(run_dir: &Path, input: &HtmlReportInput) -> Result<PathBuf, HtmlError> {
+pub fn write_html(run_dir: &Path, input: &HtmlReportInput) -> Result<PathBuf, RunDirError> {
     let path = layout::path(run_dir, layout::REPORT_HTML);
-    let tmp = path.with_extension("html.tmp");
-    let html = render_html(input);
-    std::fs::write(&tmp, html.as_bytes()).map_err(|source| HtmlError {
-        path: tmp.clone(),
-        source,
-    })?;
-    std::fs::rename(&tmp, &path).map_err(|source| HtmlError {
-        path: path.clone(),
-        source,
-    })?;
+    layout::write_atomic(&path, render_html(input).as_bytes())?;
     Ok(path)
 }
 

@@ -244,7 +244,9 @@ fn write_html_writes_report_html_in_the_run_dir() {
     assert_eq!(path, dir.path().join("report.html"));
     let written = std::fs::read_to_string(&path).expect("read");
     assert_eq!(written, render_html(&fixture()));
-    let missing = dir.path().join("no-such-dir");
-    let e = write_html(&missing, &fixture()).expect_err("missing dir");
-    assert!(e.to_string().contains("no-such-dir"), "{e}");
+    // A run directory that cannot hold files (here: it is a file): the error names it.
+    let not_a_dir = dir.path().join("not-a-dir");
+    std::fs::write(&not_a_dir, b"").expect("write a plain file");
+    let e = write_html(&not_a_dir, &fixture()).expect_err("a file is not a run directory");
+    assert!(e.to_string().contains("not-a-dir"), "{e}");
 }

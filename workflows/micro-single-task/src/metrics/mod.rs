@@ -6,15 +6,13 @@
 //! lane with an unresolved harness failure is incomplete.
 
 pub mod observe;
-pub mod plan;
 pub mod summary;
 
 pub use observe::{LaneKey, LaneTable, Observation};
 pub use summary::{FailureBreakdown, Prices, Summary, UsageSummary};
 
 use crate::scoring::Family;
-use openbench_common::layout::RunLock;
-use plan::PlanView;
+use openbench_common::rundir::{Plan, RunLock};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 
@@ -135,14 +133,14 @@ pub struct MetricsInput<'a> {
     /// Final records, in a deterministic order.
     pub observations: &'a [Observation],
     /// The plan, when present.
-    pub plan: Option<&'a PlanView>,
+    pub plan: Option<&'a Plan>,
     /// Records file name.
     pub records_file: &'a str,
 }
 
 /// Lanes to report: the plan's (base order), else the lock's providers × regions, plus any seen
 /// only in records.
-pub fn all_lanes(lock: &RunLock, plan: Option<&PlanView>, seen: &LaneTable) -> Vec<LaneKey> {
+pub fn all_lanes(lock: &RunLock, plan: Option<&Plan>, seen: &LaneTable) -> Vec<LaneKey> {
     let mut out: Vec<LaneKey> = match plan {
         Some(p) => p
             .lanes
@@ -273,7 +271,7 @@ struct LaneInput<'a> {
     prices: Option<Prices>,
     families: &'a [Family],
     obs: &'a [&'a Observation],
-    plan: Option<&'a PlanView>,
+    plan: Option<&'a Plan>,
     submitted_ids: &'a HashSet<&'a str>,
 }
 

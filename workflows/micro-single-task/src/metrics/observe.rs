@@ -115,7 +115,7 @@ impl Observation {
     }
     /// True for a harness record (not submitted).
     pub fn is_harness(&self) -> bool {
-        self.outcome == Outcome::HarnessError
+        !self.outcome.is_committed()
     }
 }
 

@@ -4,7 +4,7 @@ use super::format::{MISSING, cell, grouped, one, pct, usd};
 use crate::metrics::{ProviderMetrics, RunMetrics};
 use crate::paired::PairedComparisons;
 use crate::scoring::gold::CONTRACT_FIELDS;
-use openbench_common::layout::RunLock;
+use openbench_common::rundir::RunLock;
 use std::fmt::Write;
 
 /// One file listed under "Artifact status".

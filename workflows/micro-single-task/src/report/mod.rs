@@ -5,16 +5,18 @@
 pub mod format;
 pub mod markdown;
 
-use crate::metrics::{self, MetricsInput, Observation, RunMetrics, observe, plan};
+use crate::metrics::{self, MetricsInput, Observation, RunMetrics, observe};
 use crate::paired::{self, PairedComparisons, PairedLane};
-use crate::records::{self, RecordsError};
 use crate::scoring::{Evaluation, GoldRef, Scored};
 use markdown::{ArtifactStatus, ReportContext};
-use openbench_common::layout::{self, RunLock};
+use openbench_common::rundir::{
+    self as layout, Plan, PlanFileNames, ReadStats, RunDirError, RunLock, RunManifest,
+    read_counting, read_json, write_atomic_with,
+};
 use serde::Serialize;
 use serde_json::json;
 use std::collections::HashMap;
-use std::io::{BufWriter, Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// A failure while reporting, naming the file or record.
@@ -28,9 +30,9 @@ pub enum ReportError {
         /// What went wrong.
         message: String,
     },
-    /// Reading records failed.
+    /// A run-directory file could not be read or written.
     #[error(transparent)]
-    Records(#[from] RecordsError),
+    RunDir(#[from] RunDirError),
     /// Records that cannot be scored (unknown item, unknown family).
     #[error("{path}: {count} record(s) cannot be scored; first: {first}")]
     Unscorable {
@@ -61,7 +63,7 @@ pub struct Computed {
     /// Earliest and latest record start.
     pub record_period: Option<(String, String)>,
     /// Read counts.
-    pub stats: records::ReadStats,
+    pub stats: ReadStats,
 }
 
 fn file_error(path: &Path, e: impl std::fmt::Display) -> ReportError {
@@ -73,14 +75,21 @@ fn file_error(path: &Path, e: impl std::fmt::Display) -> ReportError {
 
 /// Reads the run lock.
 pub fn read_lock(run_dir: &Path) -> Result<RunLock, ReportError> {
-    let path = layout::path(run_dir, layout::RUN_LOCK);
-    let bytes = std::fs::read(&path).map_err(|e| file_error(&path, e))?;
-    serde_json::from_slice(&bytes).map_err(|e| file_error(&path, format!("not a run lock: {e}")))
+    Ok(read_json(&layout::path(run_dir, layout::RUN_LOCK))?)
+}
+
+/// The layout names of the plan whose records a report reads: the full run's, else the latest
+/// smoke attempt's.
+pub fn reported_files(run_dir: &Path) -> Result<PlanFileNames, ReportError> {
+    let attempt = layout::reported_attempt(run_dir)
+        .ok_or_else(|| RunDirError::NoResults(run_dir.to_path_buf()))?;
+    Ok(PlanFileNames::of_attempt(attempt))
 }
 
 /// Reads, scores and aggregates a run's records.
 pub fn compute(run_dir: &Path, lock: &RunLock, gold: &GoldTable) -> Result<Computed, ReportError> {
-    let (records_name, attempt) = records::results_file(run_dir)?;
+    let names = reported_files(run_dir)?;
+    let records_name = names.results;
     let records_path = layout::path(run_dir, &records_name);
     let mut lanes = metrics::LaneTable::default();
     let mut period: Option<(String, String)> = None;
@@ -91,7 +100,7 @@ pub fn compute(run_dir: &Path, lock: &RunLock, gold: &GoldTable) -> Result<Compu
             .find(|p| p.key == provider)
             .map(|p| p.model.clone())
     };
-    let read = records::read_final(&records_path, |record| {
+    let read = read_counting(&records_path, false, |record| {
         let start = record.started_at.clone();
         period = Some(match period.take() {
             None => (start.clone(), start),
@@ -131,13 +140,9 @@ pub fn compute(run_dir: &Path, lock: &RunLock, gold: &GoldTable) -> Result<Compu
                 &b.request_id,
             ))
     });
-    let plan_name = match attempt {
-        None => layout::FULL_PLAN.to_string(),
-        Some(n) => layout::smoke_plan(n),
-    };
-    let plan_path = layout::path(run_dir, &plan_name);
-    let plan = if plan_path.is_file() {
-        Some(plan::read_plan(&plan_path).map_err(|e| file_error(&plan_path, e))?)
+    let plan_path = layout::path(run_dir, &names.plan);
+    let plan: Option<Plan> = if plan_path.is_file() {
+        Some(read_json(&plan_path)?)
     } else {
         None
     };
@@ -199,21 +204,12 @@ pub fn evaluation(o: &Observation, lanes: &metrics::LaneTable) -> Evaluation {
     e
 }
 
-/// Writes `bytes` to `path` through a temporary file and a rename.
+/// Replaces `path` atomically with what `write` streams (see `rundir::write_atomic_with`).
 fn write_atomic(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<(), ReportError> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| file_error(parent, e))?;
-    }
-    let tmp = path.with_extension("tmp-report");
-    let file = std::fs::File::create(&tmp).map_err(|e| file_error(&tmp, e))?;
-    let mut w = BufWriter::with_capacity(1 << 20, file);
-    write(&mut w).map_err(|e| file_error(&tmp, e))?;
-    w.flush().map_err(|e| file_error(&tmp, e))?;
-    drop(w);
-    std::fs::rename(&tmp, path).map_err(|e| file_error(path, e))
+    Ok(write_atomic_with(path, write)?)
 }
 
 fn pretty(value: &impl Serialize) -> std::io::Result<Vec<u8>> {
@@ -224,52 +220,19 @@ fn pretty(value: &impl Serialize) -> std::io::Result<Vec<u8>> {
 
 /// sha256 and size of a file, streaming; `None` when absent.
 pub fn file_status(path: &Path) -> Option<(String, u64)> {
-    use sha2::{Digest, Sha256};
-    let mut file = std::fs::File::open(path).ok()?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut total = 0u64;
-    loop {
-        let n = file.read(&mut buf).ok()?;
-        if n == 0 {
-            break;
-        }
-        total += n as u64;
-        hasher.update(&buf[..n]);
-    }
-    let digest = hasher.finalize();
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    Some((hex, total))
+    openbench_common::hash::sha256_file(path).ok()
 }
 
-/// The run period: the run manifest's `started_at`/`finished_at` (or `period.start/end`), else
-/// the earliest and latest record start.
+/// The run period: the run manifest's `period_start`/`period_end`, else the earliest and latest
+/// record start.
 fn period(run_dir: &Path, computed: &Computed) -> Option<(String, String, &'static str)> {
-    let path = layout::path(run_dir, layout::RUN_MANIFEST);
-    let manifest: Option<serde_json::Value> = std::fs::read(&path)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
-    if let Some(m) = manifest {
-        let get = |keys: &[&str]| {
-            keys.iter()
-                .find_map(|k| m.pointer(k).and_then(|v| v.as_str()).map(str::to_string))
-        };
-        let start = get(&[
-            "/period_start",
-            "/started_at",
-            "/period/start",
-            "/period/started_at",
-        ]);
-        let end = get(&[
-            "/period_end",
-            "/finished_at",
-            "/completed_at",
-            "/period/end",
-            "/period/finished_at",
-        ]);
-        if let (Some(s), Some(e)) = (start, end) {
-            return Some((s, e, "run manifest"));
-        }
+    if let Ok(RunManifest {
+        period_start: Some(start),
+        period_end: Some(end),
+        ..
+    }) = RunManifest::load(run_dir)
+    {
+        return Some((start, end, "run manifest"));
     }
     computed
         .record_period
@@ -329,17 +292,13 @@ pub fn write_all(
         write_atomic(&path, |w| w.write_all(&bytes))?;
         written.push(path);
     }
-    let (records_name, attempt) = records::results_file(run_dir)?;
-    let plan_name = match attempt {
-        None => layout::FULL_PLAN.to_string(),
-        Some(n) => layout::smoke_plan(n),
-    };
+    let reported = reported_files(run_dir)?;
     let names = [
         layout::RUN_LOCK.to_string(),
         layout::SELECTION.to_string(),
-        plan_name,
+        reported.plan,
         layout::RUN_MANIFEST.to_string(),
-        records_name,
+        reported.results,
         layout::STREAM_EVENTS.to_string(),
         layout::RECONSTRUCTED.to_string(),
         layout::ROUNDS.to_string(),

@@ -8,6 +8,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+mod rules;
+#[cfg(test)]
+mod tests;
+
 /// A problem with a spec file.
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
@@ -214,7 +218,71 @@ pub struct ProviderAdapter {
     pub price: Option<Price>,
 }
 
+/// The longest request deadline a spec (or a planned request) may ask for: 10 minutes. Larger
+/// values are mistakes, and bounding them keeps deadline arithmetic far from overflow.
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// The longest harness grace a spec may ask for (beyond the deadline): 10 minutes.
+pub const MAX_GRACE_MS: u64 = 600_000;
+/// Body fields the fixed request contract owns (METHODOLOGY §1): an adapter's `extra_body` may not
+/// set them, or providers would be compared under different contracts.
+pub const CONTRACT_BODY_FIELDS: [&str; 14] = [
+    "model",
+    "messages",
+    "stream",
+    "temperature",
+    "top_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "max_tokens",
+    "max_completion_tokens",
+    "response_format",
+    "reasoning_effort",
+    "stream_options",
+    "stop",
+    "seed",
+];
+
+/// Where a provider's endpoint points (parsed from its `endpoint` string, which stays a string
+/// in the spec so the adapters hash does not change).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint<'a> {
+    /// `https://…` or `http://…`: the chat completions URL itself.
+    Url(&'a str),
+    /// `sim://<profile>`: a profile of the embedded simulator.
+    Simulator {
+        /// Simulator profile.
+        profile: &'a str,
+    },
+    /// `env://<VAR>`: the URL is read from an environment variable (a user's own deployment).
+    FromEnv {
+        /// Variable name.
+        var: &'a str,
+    },
+    /// Anything else (refused by validation).
+    Unknown(&'a str),
+}
+
+impl<'a> Endpoint<'a> {
+    /// Parses an endpoint string.
+    pub fn parse(endpoint: &'a str) -> Endpoint<'a> {
+        if let Some(profile) = endpoint.strip_prefix("sim://") {
+            Endpoint::Simulator { profile }
+        } else if let Some(var) = endpoint.strip_prefix("env://") {
+            Endpoint::FromEnv { var }
+        } else if endpoint.starts_with("https://") || endpoint.starts_with("http://") {
+            Endpoint::Url(endpoint)
+        } else {
+            Endpoint::Unknown(endpoint)
+        }
+    }
+}
+
 impl ProviderAdapter {
+    /// What the endpoint points at.
+    pub fn endpoint_kind(&self) -> Endpoint<'_> {
+        Endpoint::parse(&self.endpoint)
+    }
+
     /// An adapter with no credentials, `max_tokens`, no extras and no prices: the starting point
     /// for ad-hoc targets (`probe once`, local servers, tests), refined field by field.
     pub fn open(key: &str, endpoint: &str, model: &str) -> ProviderAdapter {
@@ -253,6 +321,30 @@ pub struct Region {
     /// server's gRPC URL (`http://10.0.0.2:7070`).
     #[serde(default = "default_probe")]
     pub probe: String,
+}
+
+/// Where a region's probe runs (parsed from its `probe` string).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeLocation<'a> {
+    /// `local`: in this process, behind a loopback gRPC server.
+    InProcess,
+    /// A remote probe server's gRPC URL.
+    Remote(&'a str),
+    /// Anything else (refused by validation).
+    Unknown(&'a str),
+}
+
+impl<'a> ProbeLocation<'a> {
+    /// Parses a region's `probe` string.
+    pub fn parse(probe: &'a str) -> ProbeLocation<'a> {
+        if probe == "local" {
+            ProbeLocation::InProcess
+        } else if probe.starts_with("http://") || probe.starts_with("https://") {
+            ProbeLocation::Remote(probe)
+        } else {
+            ProbeLocation::Unknown(probe)
+        }
+    }
 }
 
 fn default_probe() -> String {
@@ -404,145 +496,6 @@ fn normalize_lexically(path: &Path) -> PathBuf {
 }
 
 impl Spec {
-    /// Parses YAML bytes and validates them; `path` only names the file in errors.
-    pub fn parse(path: &Path, bytes: &[u8]) -> Result<Spec, SpecError> {
-        let text = std::str::from_utf8(bytes).map_err(|e| SpecError::Parse {
-            path: path.to_path_buf(),
-            message: format!("not UTF-8: {e}"),
-        })?;
-        let spec: Spec = serde_saphyr::from_str(text).map_err(|e| SpecError::Parse {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
-        let problems = spec.problems();
-        if problems.is_empty() {
-            Ok(spec)
-        } else {
-            Err(SpecError::Invalid {
-                path: path.to_path_buf(),
-                problems,
-            })
-        }
-    }
-
-    /// Every rule the spec breaks, each naming its field and value.
-    pub fn problems(&self) -> Vec<String> {
-        let mut problems = Vec::new();
-        let r = &self.request;
-        if self.benchmark.slug.trim().is_empty() {
-            problems.push("benchmark.slug: must not be empty".to_string());
-        }
-        if self.benchmark.families.is_empty() {
-            problems.push("benchmark.families: must list at least one family".to_string());
-        }
-        if !(0.0..=2.0).contains(&r.temperature) {
-            problems.push(format!(
-                "request.temperature: {} is outside 0..=2",
-                r.temperature
-            ));
-        }
-        if !(r.top_p > 0.0 && r.top_p <= 1.0) {
-            problems.push(format!("request.top_p: {} is outside (0, 1]", r.top_p));
-        }
-        if r.max_output_tokens == 0 {
-            problems.push("request.max_output_tokens: must be at least 1".to_string());
-        }
-        if r.timeout_ms == 0 {
-            problems.push("request.timeout_ms: must be at least 1".to_string());
-        }
-        if self.providers.is_empty() {
-            problems.push("providers: must list at least one provider".to_string());
-        }
-        let mut keys = BTreeSet::new();
-        for (i, p) in self.providers.iter().enumerate() {
-            let at = format!("providers[{i}] ({})", p.key);
-            if p.key.is_empty()
-                || !p
-                    .key
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-            {
-                problems.push(format!(
-                    "{at}.key: {:?} must be non-empty [A-Za-z0-9_-]",
-                    p.key
-                ));
-            }
-            if !keys.insert(p.key.clone()) {
-                problems.push(format!("{at}.key: {:?} is listed twice", p.key));
-            }
-            let e = &p.endpoint;
-            if !(e.starts_with("https://")
-                || e.starts_with("http://")
-                || e.starts_with("sim://")
-                || e.starts_with("env://"))
-            {
-                problems.push(format!(
-                    "{at}.endpoint: {e:?} must start with https://, http://, sim:// or env://"
-                ));
-            }
-            if e.starts_with("sim://") && self.simulator.is_none() {
-                problems.push(format!(
-                    "{at}.endpoint: {e:?} needs a `simulator:` section in the spec"
-                ));
-            }
-            if p.model.trim().is_empty() {
-                problems.push(format!("{at}.model: must not be empty"));
-            }
-            for name in p.auth.env_names() {
-                if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                    problems.push(format!("{at}.auth: env name {name:?} must be [A-Za-z0-9_]"));
-                }
-            }
-            for reserved in ["model", "messages", "stream"] {
-                if p.extra_body.contains_key(reserved) {
-                    problems.push(format!(
-                        "{at}.extra_body.{reserved}: the contract owns this field"
-                    ));
-                }
-            }
-            for header in p.extra_headers.keys() {
-                if header.eq_ignore_ascii_case("authorization") {
-                    problems.push(format!(
-                        "{at}.extra_headers.{header}: credentials belong in `auth`, never in the spec"
-                    ));
-                }
-            }
-        }
-        let mut regions = BTreeSet::new();
-        for (i, region) in self.regions.iter().enumerate() {
-            if region.name.is_empty() || !regions.insert(region.name.clone()) {
-                problems.push(format!(
-                    "regions[{i}].name: {:?} is empty or repeated",
-                    region.name
-                ));
-            }
-            if region.probe != "local" && !region.probe.starts_with("http") {
-                problems.push(format!(
-                    "regions[{i}].probe: {:?} must be `local` or a gRPC URL",
-                    region.probe
-                ));
-            }
-        }
-        if self.plans.full_items_per_family == 0 || self.plans.smoke_items_per_family == 0 {
-            problems.push("plans: items per family must be at least 1".to_string());
-        }
-        if !(1..=2).contains(&self.plans.smoke_max_attempts) {
-            problems.push(format!(
-                "plans.smoke_max_attempts: {} must be 1 or 2",
-                self.plans.smoke_max_attempts
-            ));
-        }
-        if let Some(sim) = &self.simulator
-            && !(sim.time_scale > 0.0 && sim.time_scale <= 10.0)
-        {
-            problems.push(format!(
-                "simulator.time_scale: {} is outside (0, 10]",
-                sim.time_scale
-            ));
-        }
-        problems
-    }
-
     /// Region labels, `local` when the spec names none.
     pub fn region_names(&self) -> Vec<String> {
         if self.regions.is_empty() {
@@ -552,107 +505,28 @@ impl Spec {
         }
     }
 
+    /// (region label, probe) pairs: `local` or a probe URL; one `local` region when the spec
+    /// names none.
+    pub fn region_probes(&self) -> Vec<(String, String)> {
+        if self.regions.is_empty() {
+            vec![(String::from("local"), String::from("local"))]
+        } else {
+            self.regions
+                .iter()
+                .map(|r| (r.name.clone(), r.probe.clone()))
+                .collect()
+        }
+    }
+
     /// Every credential environment variable the providers need, sorted and unique.
     pub fn credential_names(&self) -> Vec<String> {
         let mut names: BTreeSet<String> = BTreeSet::new();
         for p in &self.providers {
             names.extend(p.auth.env_names());
-            if let Some(var) = p.endpoint.strip_prefix("env://") {
+            if let Endpoint::FromEnv { var } = p.endpoint_kind() {
                 names.insert(var.to_string());
             }
         }
         names.into_iter().collect()
-    }
-
-    /// The provider with this key.
-    pub fn provider(&self, key: &str) -> Option<&ProviderAdapter> {
-        self.providers.iter().find(|p| p.key == key)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const MINIMAL: &str = r#"
-benchmark:
-  slug: inference-micro-single-task
-  workflow: micro-single-task
-  schedule_version: micro-single-task-paired-round-robin-sha256-v1
-  families: [ticket-triage]
-request:
-  temperature: 0
-  top_p: 1
-  presence_penalty: 0
-  frequency_penalty: 0
-  max_output_tokens: 256
-  response_format: json_object
-  reasoning_effort: low
-  timeout_ms: 20000
-providers:
-  - key: zai
-    endpoint: https://api.z.ai/api/paas/v4/chat/completions
-    model: glm-5.3-flash
-    auth: {scheme: bearer, env: ZAI_API_KEY}
-    max_tokens_field: max_tokens
-    extra_body: {thinking: {type: enabled}}
-dataset:
-  source: ../data
-"#;
-
-    #[test]
-    fn parses_minimal_spec_with_defaults() {
-        let spec = Spec::parse(Path::new("s.yaml"), MINIMAL.as_bytes());
-        let spec = match spec {
-            Ok(s) => s,
-            Err(e) => panic!("{e}"),
-        };
-        assert_eq!(spec.plans.full_items_per_family, 200);
-        assert_eq!(spec.request.harness_grace_ms, 5000);
-        assert_eq!(spec.credential_names(), vec!["ZAI_API_KEY".to_string()]);
-        assert_eq!(spec.region_names(), vec!["local".to_string()]);
-    }
-
-    #[test]
-    fn resolves_relative_paths_lexically() {
-        let loaded = LoadedSpec {
-            spec: match Spec::parse(Path::new("s.yaml"), MINIMAL.as_bytes()) {
-                Ok(s) => s,
-                Err(e) => panic!("{e}"),
-            },
-            path: PathBuf::from("workflows/w/specs/s.yaml"),
-            bytes: Vec::new(),
-        };
-        assert_eq!(loaded.resolve("../../../runs"), PathBuf::from("runs"));
-        assert_eq!(loaded.resolve("../../../../x"), PathBuf::from("../x"));
-        assert_eq!(loaded.resolve("/abs/dir"), PathBuf::from("/abs/dir"));
-        assert_eq!(loaded.dataset_dir(), PathBuf::from("workflows/w/data"));
-    }
-
-    #[test]
-    fn unknown_field_is_named() {
-        let text = MINIMAL.replace("top_p: 1", "top_p: 1\n  topp: 1");
-        let err = Spec::parse(Path::new("s.yaml"), text.as_bytes())
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(err.contains("topp"), "{err}");
-        assert!(err.contains("s.yaml"), "{err}");
-    }
-
-    #[test]
-    fn every_problem_is_reported_at_once() {
-        let text = MINIMAL
-            .replace("top_p: 1", "top_p: 3")
-            .replace("https://api.z.ai", "ftp://api.z.ai")
-            .replace("extra_body: {thinking", "extra_body: {model: x, thinking");
-        let err = Spec::parse(Path::new("s.yaml"), text.as_bytes())
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(err.contains("3 problem(s)"), "{err}");
-        assert!(err.contains("request.top_p: 3"), "{err}");
-        assert!(err.contains("providers[0] (zai).endpoint"), "{err}");
-        assert!(err.contains("extra_body.model"), "{err}");
     }
 }

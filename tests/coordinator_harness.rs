@@ -5,14 +5,14 @@
 //! coordinator knows) that first stalls, then answers with a completed execution.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use openbench_common::plan::PlannedRequest;
+use openbench_common::credentials::Credentials;
 use openbench_common::record::{Execution, Outcome, TerminalRecord};
+use openbench_common::request::PlannedRequest;
 use openbench_common::spec::LoadedSpec;
 use openbench_common::workflow::{
-    CannedAnswer, DatasetRelease, ReportOutcome, WorkItem, Workflow, WorkflowError,
+    DatasetRelease, ReportOutcome, WorkItem, Workflow, WorkflowError,
 };
 use openbench_coordinator::{RunDir, RunInputs, RunOptions, RunStatus, run_full};
-use openbench_probe::Credentials;
 use openbench_proto::v1::probe_server::{Probe, ProbeServer};
 use openbench_proto::v1::{DescribeRequest, DescribeResponse, ExecuteRequest, ExecuteResponse};
 use std::collections::BTreeMap;
@@ -37,7 +37,7 @@ impl Probe for FakeProbe {
             serde_json::from_str(&request.into_inner().planned_request_json).unwrap();
         let mut record =
             TerminalRecord::new("2026-01-01T00:00:00.000000Z".into(), Outcome::Completed);
-        record.request_id = planned.request_id;
+        record.request_id = planned.identity.request_id;
         record.http_status = Some(200);
         record.answer_text = "{\"answer\":\"x\"}".into();
         let execution = Execution {
@@ -67,17 +67,11 @@ impl Workflow for Stub {
     fn description(&self) -> &'static str {
         "stub"
     }
-    fn bundled_specs(&self) -> Vec<PathBuf> {
-        Vec::new()
-    }
     fn load_dataset(&self, _dir: &Path, _manifest: &str) -> Result<DatasetRelease, WorkflowError> {
         Err(WorkflowError("unused".into()))
     }
     fn answer_is_schema_valid(&self, _record: &TerminalRecord) -> bool {
         true
-    }
-    fn canned_answers(&self, _d: &DatasetRelease) -> Result<Vec<CannedAnswer>, WorkflowError> {
-        Ok(Vec::new())
     }
     fn report(&self, _run_dir: &Path) -> Result<ReportOutcome, WorkflowError> {
         Err(WorkflowError("unused".into()))
@@ -148,7 +142,7 @@ run_root: runs
         credentials: Credentials::empty(),
         code_sha256: "c".into(),
     };
-    let run = RunDir::create(&inputs, None).unwrap();
+    let run = RunDir::create(&inputs, None, "test").unwrap();
     let started = std::time::Instant::now();
     let first = run_full(&inputs, &run, "H", &RunOptions::default())
         .await
@@ -158,7 +152,7 @@ run_root: runs
     assert_eq!(first.session.harness_errors, 8);
     assert_eq!(first.session.rounds_executed, 4);
     assert!(started.elapsed().as_millis() >= 4 * 200);
-    let results = run.dir.join(openbench_common::layout::FULL_RESULTS);
+    let results = run.dir.join(openbench_common::rundir::FULL_RESULTS);
     let text = std::fs::read_to_string(&results).unwrap();
     let recs: Vec<TerminalRecord> = text
         .lines()
@@ -177,7 +171,9 @@ run_root: runs
     assert_eq!(recs[0].region, "far");
 
     stall.store(false, Ordering::SeqCst);
-    let run = RunDir::open(&inputs, &run.dir).unwrap();
+    let dir = run.dir.clone();
+    drop(run);
+    let run = RunDir::open(&inputs, &dir, "test").unwrap();
     let second = run_full(&inputs, &run, "H", &RunOptions::default())
         .await
         .unwrap();

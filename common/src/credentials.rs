@@ -1,9 +1,36 @@
 //! Credentials: the secret values a probe reads from its own environment, never from the
-//! coordinator, never printed.
+//! coordinator, never printed. Shared by the probe (which sends them) and the binary and
+//! coordinator (which check up front that every declared one is present).
 
-use crate::error::ProbeError;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// A credential problem, naming variables and files, never values.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialsError {
+    /// Credential environment variables that are neither in the environment nor in `.env`.
+    #[error("missing credential variable(s): {}", names.join(", "))]
+    Missing {
+        /// The variable names (never their values).
+        names: Vec<String>,
+    },
+    /// The `.env` file exists but could not be read.
+    #[error("cannot read {path}: {source}")]
+    DotEnv {
+        /// Path of the file.
+        path: PathBuf,
+        /// What went wrong.
+        source: std::io::Error,
+    },
+    /// A line of the `.env` file is not `KEY=VALUE` (the line is not quoted: it may be a secret).
+    #[error("{path}: a line is not KEY=VALUE (error at character {index})")]
+    DotEnvLine {
+        /// Path of the file.
+        path: PathBuf,
+        /// Where dotenvy stopped parsing.
+        index: usize,
+    },
+}
 
 /// Secret values by environment variable name. `Debug` shows names only.
 #[derive(Clone, Default)]
@@ -43,12 +70,15 @@ impl Credentials {
     /// Reads every name from the process environment, then from `.env` in the current directory
     /// for names the environment lacks (`.env` never overrides the environment). The error names
     /// every missing variable, never a value.
-    pub fn from_env(names: &[String]) -> Result<Credentials, ProbeError> {
+    pub fn from_env(names: &[String]) -> Result<Credentials, CredentialsError> {
         Credentials::from_env_and_file(names, Path::new(".env"))
     }
 
     /// [`Credentials::from_env`] with an explicit `.env` path.
-    pub fn from_env_and_file(names: &[String], dotenv: &Path) -> Result<Credentials, ProbeError> {
+    pub fn from_env_and_file(
+        names: &[String],
+        dotenv: &Path,
+    ) -> Result<Credentials, CredentialsError> {
         let mut values = BTreeMap::new();
         let mut missing = Vec::new();
         let mut file: Option<BTreeMap<String, String>> = None;
@@ -70,7 +100,7 @@ impl Credentials {
         if missing.is_empty() {
             Ok(Credentials { values })
         } else {
-            Err(ProbeError::MissingCredentials { names: missing })
+            Err(CredentialsError::Missing { names: missing })
         }
     }
 
@@ -90,48 +120,41 @@ impl Credentials {
     }
 }
 
-/// Parses `KEY=VALUE` lines (optional `export `, `#` comments, one pair of matching quotes
-/// stripped). A missing file is empty.
-fn read_dotenv(path: &Path) -> Result<BTreeMap<String, String>, ProbeError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => {
-            return Err(ProbeError::DotEnv {
-                path: path.display().to_string(),
-                message: e.to_string(),
-            });
-        }
+/// Reads a `.env` file with `dotenvy` (the maintained parser of the format: `export`, comments,
+/// quotes, escapes and `${VAR}` substitution). A missing file is empty. A malformed line is
+/// named by number only: the line itself may hold a secret.
+fn read_dotenv(path: &Path) -> Result<BTreeMap<String, String>, CredentialsError> {
+    let io_error = |source| CredentialsError::DotEnv {
+        path: path.to_path_buf(),
+        source,
     };
-    Ok(parse_dotenv(&text))
-}
-
-fn parse_dotenv(text: &str) -> BTreeMap<String, String> {
+    let lines = match dotenvy::from_path_iter(path) {
+        Ok(lines) => lines,
+        Err(e) if e.not_found() => return Ok(BTreeMap::new()),
+        Err(dotenvy::Error::Io(source)) => return Err(io_error(source)),
+        Err(e) => return Err(io_error(std::io::Error::other(e.to_string()))),
+    };
     let mut out = BTreeMap::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
+    for item in lines {
+        match item {
+            Ok((key, value)) => {
+                out.insert(key, value);
+            }
+            Err(dotenvy::Error::LineParse(_, index)) => {
+                return Err(CredentialsError::DotEnvLine {
+                    path: path.to_path_buf(),
+                    index,
+                });
+            }
+            Err(dotenvy::Error::Io(source)) => return Err(io_error(source)),
+            Err(e) => return Err(io_error(std::io::Error::other(e.to_string()))),
         }
-        let line = line.strip_prefix("export ").unwrap_or(line);
-        let Some((key, value)) = line.split_once('=') else {
-            continue;
-        };
-        let value = value.trim();
-        let unquoted = [('"', '"'), ('\'', '\'')]
-            .iter()
-            .find_map(|(open, close)| {
-                value
-                    .strip_prefix(*open)
-                    .and_then(|v| v.strip_suffix(*close))
-            })
-            .unwrap_or(value);
-        out.insert(key.trim().to_string(), unquoted.to_string());
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -163,5 +186,17 @@ mod tests {
         let debug = format!("{c:?}");
         assert!(!debug.contains("from-file"), "{debug}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_malformed_dotenv_line_is_refused_without_quoting_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".env");
+        std::fs::write(&path, "OBP_TEST_OK=1\nsk-secret-0123 oops\n").unwrap();
+        let err = Credentials::from_env_and_file(&["OBP_TEST_NOT_SET_ANYWHERE".into()], &path)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(".env") && err.contains("KEY=VALUE"), "{err}");
+        assert!(!err.contains("sk-secret"), "{err}");
     }
 }

@@ -8,7 +8,6 @@
 use crate::answer::{self, AnswerKind};
 use crate::profile::Profile;
 use crate::quirk::Quirk;
-use crate::render::{self, Plan};
 use crate::request::SimRequest;
 use crate::rng::Draws;
 use openbench_common::workflow::CannedAnswer;
@@ -87,16 +86,6 @@ impl Draft {
     pub fn has(&self, quirk: Quirk) -> bool {
         self.quirks.contains(&quirk)
     }
-}
-
-/// Drafts and renders the response to one request.
-pub fn plan(
-    profile: &Profile,
-    request: &SimRequest,
-    answers: &[CannedAnswer],
-    draws: &mut Draws,
-) -> Plan {
-    render::render(&draft(profile, request, answers, draws))
 }
 
 /// Drafts the response to one request.

@@ -1,0 +1,178 @@
+//! Planned requests: what the coordinator asks a probe to execute, who each request is, and
+//! the ids that name them.
+
+use crate::hash::short_id;
+use serde::{Deserialize, Serialize};
+
+/// Who sends a chat message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The system prompt.
+    System,
+    /// The user prompt.
+    User,
+}
+
+/// One chat message of the fixed request contract (one system, one user).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// System or user.
+    pub role: Role,
+    /// The message text.
+    pub content: String,
+}
+
+/// A request the coordinator planned and a probe executes. Carries no credentials: each probe
+/// reads its own from its environment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedRequest {
+    /// Who the request is (its fields sit at the top level of the JSON).
+    #[serde(flatten)]
+    pub identity: RequestIdentity,
+    /// System then user message.
+    pub messages: Vec<ChatMessage>,
+    /// Absolute client deadline covering connect and the whole stream, ms.
+    pub deadline_ms: u64,
+}
+
+/// Who a request is: the one definition of the fields that follow a request from the plan to its
+/// terminal record (flattened into [`PlannedRequest`]; copied onto a record, field for field, by
+/// `TerminalRecord::set_identity`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct RequestIdentity {
+    /// Run this request belongs to.
+    pub run_id: String,
+    /// `round-…` id.
+    pub round_id: String,
+    /// `req-…` id.
+    pub request_id: String,
+    /// 0-based round index.
+    pub round_index: u64,
+    /// Attempt (0 for a full run; 1 or 2 for a smoke).
+    pub attempt: u32,
+    /// Task family.
+    pub task_family: String,
+    /// Dataset item id.
+    pub item_id: String,
+    /// Provider key from the spec.
+    pub provider: String,
+    /// Region label of the lane.
+    pub region: String,
+    /// Lane label.
+    pub lane: String,
+}
+
+/// `round-` + 24 hex of sha256(schedule_version, round_index, family, item_id, attempt).
+pub fn round_id(
+    schedule_version: &str,
+    round_index: u64,
+    family: &str,
+    item_id: &str,
+    attempt: u32,
+) -> String {
+    short_id(
+        "round-",
+        &[
+            schedule_version,
+            &round_index.to_string(),
+            family,
+            item_id,
+            &attempt.to_string(),
+        ],
+    )
+}
+
+/// `req-` + 24 hex of sha256(schedule_version, provider, round_index, family, item_id, attempt).
+pub fn request_id(
+    schedule_version: &str,
+    provider: &str,
+    round_index: u64,
+    family: &str,
+    item_id: &str,
+    attempt: u32,
+) -> String {
+    short_id(
+        "req-",
+        &[
+            schedule_version,
+            provider,
+            &round_index.to_string(),
+            family,
+            item_id,
+            &attempt.to_string(),
+        ],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_follow_methodology() {
+        // Python: hashlib.sha256("\0".join(["v1", "zai", "3", "ticket-triage", "tt-0007", "0"])
+        //                         .encode()).hexdigest()[:24]
+        assert_eq!(
+            request_id("v1", "zai", 3, "ticket-triage", "tt-0007", 0),
+            "req-bf5f1f4f7712be5af3e6e2df"
+        );
+        // Python: the same over ["v1", "3", "ticket-triage", "tt-0007", "1"]
+        assert_eq!(
+            round_id("v1", 3, "ticket-triage", "tt-0007", 1),
+            "round-5164f086b342aebdf806e8f6"
+        );
+    }
+
+    #[test]
+    fn identity_is_flat_on_the_wire_and_copied_whole_onto_the_record() {
+        let identity = RequestIdentity {
+            run_id: "run-1".into(),
+            round_id: "round-2".into(),
+            request_id: "req-3".into(),
+            round_index: 4,
+            attempt: 5,
+            task_family: "ticket-triage".into(),
+            item_id: "tt-6".into(),
+            provider: "zai".into(),
+            region: "eu".into(),
+            lane: "zai@eu".into(),
+        };
+        let planned = PlannedRequest {
+            identity: identity.clone(),
+            messages: vec![ChatMessage {
+                role: Role::User,
+                content: "q".into(),
+            }],
+            deadline_ms: 7,
+        };
+        let json = serde_json::to_string(&planned).unwrap_or_default();
+        assert_eq!(
+            json,
+            "{\"run_id\":\"run-1\",\"round_id\":\"round-2\",\"request_id\":\"req-3\",\
+             \"round_index\":4,\"attempt\":5,\"task_family\":\"ticket-triage\",\
+             \"item_id\":\"tt-6\",\"provider\":\"zai\",\"region\":\"eu\",\
+             \"lane\":\"zai@eu\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\
+             \"deadline_ms\":7}"
+        );
+        let back: Option<PlannedRequest> = serde_json::from_str(&json).ok();
+        assert_eq!(back.as_ref(), Some(&planned));
+
+        let mut record =
+            crate::record::TerminalRecord::new(String::new(), crate::record::Outcome::Completed);
+        record.set_identity(&identity);
+        let copied = RequestIdentity {
+            run_id: record.run_id.clone(),
+            round_id: record.round_id.clone(),
+            request_id: record.request_id.clone(),
+            round_index: record.round_index,
+            attempt: record.attempt,
+            task_family: record.task_family.clone(),
+            item_id: record.item_id.clone(),
+            provider: record.provider.clone(),
+            region: record.region.clone(),
+            lane: record.lane.clone(),
+        };
+        assert_eq!(copied, identity);
+    }
+}

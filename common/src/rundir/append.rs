@@ -1,0 +1,88 @@
+//! How one execution lands in a plan's raw files. The terminal record is the commit point: its
+//! events and answer are appended first, then the record is appended and fsynced. Resume repairs
+//! torn lines and drops events of uncommitted requests ([`repair`]).
+
+use super::RunDirError;
+use super::layout::RunFiles;
+use super::schema::{Checkpoint, Reconstructed, RoundLine};
+use super::write::{JsonlWriter, keep_committed_lines, push_line, repair_jsonl, write_json_atomic};
+use crate::record::{Execution, TerminalRecord};
+use std::collections::BTreeSet;
+
+/// Appends executions and round lines for one plan.
+pub struct RunWriter {
+    files: RunFiles,
+    results: JsonlWriter,
+    events: JsonlWriter,
+    reconstructed: JsonlWriter,
+    rounds: JsonlWriter,
+}
+
+impl RunWriter {
+    /// Opens every raw file of the plan for appending.
+    pub fn open(files: RunFiles) -> Result<RunWriter, RunDirError> {
+        Ok(RunWriter {
+            results: JsonlWriter::open(&files.results, true)?,
+            events: JsonlWriter::open(&files.events, false)?,
+            reconstructed: JsonlWriter::open(&files.reconstructed, false)?,
+            rounds: JsonlWriter::open(&files.rounds, true)?,
+            files,
+        })
+    }
+
+    /// Writes one execution: events and answer first, then the record (fsynced), the commit point.
+    pub fn append_execution(&mut self, execution: &Execution) -> Result<(), RunDirError> {
+        let record = &execution.record;
+        if record.outcome.is_committed() {
+            let mut buf = Vec::new();
+            for event in &execution.events {
+                push_line(&mut buf, &self.files.events, event)?;
+            }
+            if !buf.is_empty() {
+                self.events.append_raw(&buf)?;
+            }
+            self.reconstructed.append(&reconstructed(record))?;
+        }
+        self.results.append(record)
+    }
+
+    /// Appends a round line (fsynced).
+    pub fn append_round(&mut self, line: &RoundLine) -> Result<(), RunDirError> {
+        self.rounds.append(line)
+    }
+
+    /// Replaces the checkpoint atomically.
+    pub fn checkpoint(&self, checkpoint: &Checkpoint) -> Result<(), RunDirError> {
+        write_json_atomic(&self.files.checkpoint, checkpoint)
+    }
+}
+
+fn reconstructed(record: &TerminalRecord) -> Reconstructed {
+    Reconstructed {
+        request_id: record.request_id.clone(),
+        provider: record.provider.clone(),
+        lane: record.lane.clone(),
+        item_id: record.item_id.clone(),
+        task_family: record.task_family.clone(),
+        answer_text: record.answer_text.clone(),
+        reasoning_text: record.reasoning_text.clone(),
+        finish_reason: record.finish_reason.clone(),
+    }
+}
+
+/// Crash repair before a resume: drop half-written last lines of every raw file, then keep in the
+/// events and answers files only lines of requests in `committed` (at most one answer per
+/// request), so a request interrupted between its events and its record leaves nothing behind.
+pub fn repair(files: &RunFiles, committed: &BTreeSet<String>) -> Result<(), RunDirError> {
+    for path in [
+        &files.results,
+        &files.events,
+        &files.reconstructed,
+        &files.rounds,
+    ] {
+        repair_jsonl(path)?;
+    }
+    keep_committed_lines(&files.events, committed, false)?;
+    keep_committed_lines(&files.reconstructed, committed, true)?;
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! Reading and saving the run manifest: counts from the records that count, artifact hashes, and
+//! an atomic rewrite whenever the status changes.
+
+use super::RunDirError;
+use super::layout::{self, FULL_PLAN, RUN_LOCK, RUN_MANIFEST, SELECTION};
+use super::schema::{MANIFEST_VERSION, RunManifest, RunMode, RunStatus};
+use super::write::{read_json, write_json_atomic};
+use crate::hash::sha256_hex;
+use crate::record::TerminalRecord;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+impl RunManifest {
+    /// A fresh manifest for a run just locked.
+    pub fn new(run_id: &str, workflow: &str) -> RunManifest {
+        RunManifest {
+            manifest_version: MANIFEST_VERSION,
+            run_id: run_id.to_string(),
+            workflow: workflow.to_string(),
+            mode: RunMode::Init,
+            status: RunStatus::Initialized,
+            approval_id: None,
+            period_start: None,
+            period_end: None,
+            sessions: 0,
+            planned_requests: 0,
+            terminal_records: 0,
+            outcomes: BTreeMap::new(),
+            rounds_total: 0,
+            rounds_done: 0,
+            smoke: Vec::new(),
+            artifacts: BTreeMap::new(),
+            updated_at: crate::clock::now_rfc3339(),
+        }
+    }
+
+    /// Reads a run's manifest.
+    pub fn load(run_dir: &Path) -> Result<RunManifest, RunDirError> {
+        read_json(&layout::path(run_dir, RUN_MANIFEST))
+    }
+
+    /// Sets the counts from the records that count.
+    pub fn count<'a>(&mut self, records: impl Iterator<Item = &'a TerminalRecord>) {
+        self.outcomes.clear();
+        self.terminal_records = 0;
+        for r in records {
+            let name = serde_json::to_value(r.outcome)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            *self.outcomes.entry(name).or_default() += 1;
+            if r.outcome.is_committed() {
+                self.terminal_records += 1;
+            }
+        }
+    }
+
+    /// Hashes every immutable artifact present (lock, selection, every plan) and writes the
+    /// manifest atomically.
+    pub fn save(&mut self, run_dir: &Path) -> Result<(), RunDirError> {
+        self.updated_at = crate::clock::now_rfc3339();
+        let mut names = vec![
+            RUN_LOCK.to_string(),
+            SELECTION.to_string(),
+            FULL_PLAN.to_string(),
+        ];
+        names.extend(
+            layout::smoke_attempts(run_dir)
+                .into_iter()
+                .map(layout::smoke_plan),
+        );
+        for name in names {
+            if let Ok(bytes) = std::fs::read(layout::path(run_dir, &name)) {
+                self.artifacts.insert(name, sha256_hex(&bytes));
+            }
+        }
+        write_json_atomic(&layout::path(run_dir, RUN_MANIFEST), self)
+    }
+}

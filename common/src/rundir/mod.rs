@@ -1,0 +1,68 @@
+//! The run directory, with one owner: where every file lives ([`layout`]), what each file holds
+//! ([`schema`]), how files are written ([`write`], [`append`]), which records count
+//! ([`records`]) and who may write ([`writer_lock`]).
+//!
+//! The coordinator writes through this module; `watch`, `report` and the workflow read the same
+//! types. The on-disk format is the reference runner's; nothing here may change it.
+
+pub mod append;
+pub mod layout;
+pub mod manifest;
+pub mod records;
+pub mod schema;
+pub mod write;
+pub mod writer_lock;
+
+pub use append::{RunWriter, repair};
+pub use layout::*;
+pub use records::{CountingRecords, ReadStats, counting_records, read_counting};
+pub use schema::*;
+pub use write::{
+    JsonlWriter, json_bytes, keep_committed_lines, push_line, read_json, repair_jsonl, sync_dir,
+    write_atomic, write_atomic_with, write_json_atomic, write_json_once, write_once,
+};
+pub use writer_lock::WriterLock;
+
+use std::path::PathBuf;
+
+/// A run-directory problem, naming the file (and line, for JSON lines).
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    /// An I/O error on a file.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Underlying error.
+        source: std::io::Error,
+    },
+    /// A JSON (de)serialisation error.
+    #[error("{}{}: {source}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line, when reading JSON lines.
+        line: Option<u64>,
+        /// Parser error.
+        source: serde_json::Error,
+    },
+    /// An immutable artifact already exists with different content.
+    #[error("{path} is immutable and already holds different content; refusing to rewrite it")]
+    Immutable {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The run directory holds no results file.
+    #[error("{0}: no raw/results.jsonl nor raw/results-attempt-N.jsonl")]
+    NoResults(PathBuf),
+    /// Another process holds the run directory's writer lock.
+    #[error(
+        "{dir} is being written by another process ({holder}); refusing to open it a second time"
+    )]
+    Busy {
+        /// The run directory.
+        dir: PathBuf,
+        /// Who holds it, as recorded in the lock file (pid and command).
+        holder: String,
+    },
+}

@@ -1,0 +1,181 @@
+//! The one reader of "the records that count": per request id, the last record whose outcome is
+//! committed (not `harness_error`), or the last harness record when that is all there is.
+//!
+//! Streams the file one line at a time and hands each record to a conversion closure, so callers
+//! keep only a compact form in memory. A torn last line (a crash mid-write, or a run still being
+//! written by another process) is ignored; any other unreadable line is an error naming the file
+//! and line.
+
+use super::RunDirError;
+use super::write::io;
+use crate::record::TerminalRecord;
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+/// Counts from one read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Lines holding a record.
+    pub lines: u64,
+    /// Records superseded by a later record with the same request_id.
+    pub superseded: u64,
+    /// True when a half-written last line was ignored.
+    pub ignored_partial_last_line: bool,
+}
+
+/// The records that count, converted, in order of each request id's first appearance.
+#[derive(Debug)]
+pub struct CountingRecords<T> {
+    /// One converted record per request id.
+    pub items: Vec<T>,
+    /// Read counts.
+    pub stats: ReadStats,
+}
+
+/// Streams `path`, converting each record with `convert` and keeping the one that counts per
+/// request id. An absent file reads as empty when `absent_is_empty`, else it is an error.
+pub fn read_counting<T>(
+    path: &Path,
+    absent_is_empty: bool,
+    mut convert: impl FnMut(TerminalRecord) -> T,
+) -> Result<CountingRecords<T>, RunDirError> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if absent_is_empty && e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(CountingRecords {
+                items: Vec::new(),
+                stats: ReadStats::default(),
+            });
+        }
+        Err(e) => return Err(io(path)(e)),
+    };
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    // request id → (index into slots, whether the kept record is committed)
+    let mut index: HashMap<String, (usize, bool)> = HashMap::new();
+    let mut slots: Vec<T> = Vec::new();
+    let mut stats = ReadStats::default();
+    let mut line = String::new();
+    let mut line_no = 0u64;
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).map_err(io(path))? == 0 {
+            break;
+        }
+        line_no += 1;
+        if !line.ends_with('\n') {
+            // Torn: the writer's one `write_all` of line + newline had not finished.
+            stats.ignored_partial_last_line = true;
+            break;
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: TerminalRecord =
+            serde_json::from_str(&line).map_err(|source| RunDirError::Json {
+                path: path.to_path_buf(),
+                line: Some(line_no),
+                source,
+            })?;
+        stats.lines += 1;
+        let committed = record.outcome.is_committed();
+        match index.get_mut(&record.request_id) {
+            None => {
+                index.insert(record.request_id.clone(), (slots.len(), committed));
+                slots.push(convert(record));
+            }
+            Some((slot, kept_committed)) => {
+                stats.superseded += 1;
+                // A harness record never replaces a committed one.
+                if committed || !*kept_committed {
+                    *kept_committed = committed;
+                    slots[*slot] = convert(record);
+                }
+            }
+        }
+    }
+    Ok(CountingRecords {
+        items: slots,
+        stats,
+    })
+}
+
+/// The records that count of a results file (absent = none), by request id.
+pub fn counting_records(path: &Path) -> Result<BTreeMap<String, TerminalRecord>, RunDirError> {
+    let read = read_counting(path, true, |r| r)?;
+    Ok(read
+        .items
+        .into_iter()
+        .map(|r| (r.request_id.clone(), r))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Outcome;
+    use std::io::Write;
+
+    fn rec(id: &str, outcome: Outcome, e2e: f64) -> String {
+        let mut r = TerminalRecord::new("2026-01-01T00:00:00Z".into(), outcome);
+        r.request_id = id.into();
+        r.e2e_ms = Some(e2e);
+        serde_json::to_string(&r).unwrap_or_default()
+    }
+
+    #[test]
+    fn keeps_the_last_committed_record_per_request() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("results.jsonl");
+        let mut body = Vec::new();
+        for (id, outcome, e2e) in [
+            ("a", Outcome::HarnessError, 1.0),
+            ("b", Outcome::Completed, 2.0),
+            ("a", Outcome::Completed, 3.0),
+            ("b", Outcome::HarnessError, 4.0), // never replaces a committed one
+            ("c", Outcome::HarnessError, 5.0), // all there is: kept
+            ("c", Outcome::HarnessError, 6.0), // the last harness one wins
+        ] {
+            let _ = writeln!(body, "{}", rec(id, outcome, e2e));
+        }
+        // A torn last line that happens to hold a whole record: still not committed.
+        body.extend_from_slice(rec("d", Outcome::Completed, 7.0).as_bytes());
+        std::fs::write(&path, body).unwrap_or_else(|e| panic!("{e}"));
+        let read = read_counting(&path, false, |r| (r.request_id, r.outcome, r.e2e_ms));
+        let read = read.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            read.items,
+            vec![
+                ("a".to_string(), Outcome::Completed, Some(3.0)),
+                ("b".to_string(), Outcome::Completed, Some(2.0)),
+                ("c".to_string(), Outcome::HarnessError, Some(6.0)),
+            ]
+        );
+        assert!(read.stats.ignored_partial_last_line);
+        assert_eq!(read.stats.superseded, 3);
+        assert_eq!(read.stats.lines, 6);
+        let map = counting_records(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(map.keys().collect::<Vec<_>>(), ["a", "b", "c"]);
+        assert!(counting_records(&dir.path().join("absent")).is_ok_and(|m| m.is_empty()));
+        assert!(read_counting(&dir.path().join("absent"), false, |r| r).is_err());
+    }
+
+    #[test]
+    fn a_broken_middle_line_names_file_and_line() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("results.jsonl");
+        let body = format!(
+            "{}\n{{broken\n{}\n",
+            rec("a", Outcome::Completed, 1.0),
+            rec("b", Outcome::Completed, 1.0)
+        );
+        std::fs::write(&path, body).unwrap_or_else(|e| panic!("{e}"));
+        match read_counting(&path, false, |r| r.request_id) {
+            Err(RunDirError::Json { line, .. }) => assert_eq!(line, Some(2)),
+            other => panic!("expected a bad line, got {other:?}"),
+        }
+        let message = counting_records(&path).err().map(|e| e.to_string());
+        assert!(message.is_some_and(|m| m.contains("results.jsonl:2:")));
+    }
+}

@@ -1,0 +1,346 @@
+//! The typed content of every file in a run directory: the lock, the manifest, the plan, round
+//! lines, checkpoints and reconstructed answers (terminal records live in [`crate::record`]).
+//! Writers and readers share these types, so a field renamed here is renamed everywhere.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A provider as recorded in the lock (no credentials, ever).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LockedProvider {
+    /// Provider key.
+    pub key: String,
+    /// Display name for reports.
+    pub display_name: String,
+    /// Requested model id.
+    pub model: String,
+    /// USD per million input tokens, when the spec gives prices.
+    #[serde(default)]
+    pub input_price_per_mtok: Option<f64>,
+    /// USD per million output tokens, when the spec gives prices.
+    #[serde(default)]
+    pub output_price_per_mtok: Option<f64>,
+}
+
+/// The run lock (`run-lock.json`): hashes of every input, written once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunLock {
+    /// Layout version of this file.
+    pub lock_version: u32,
+    /// Run id (the run directory's name).
+    pub run_id: String,
+    /// Workflow name.
+    pub workflow: String,
+    /// Benchmark slug.
+    pub benchmark_slug: String,
+    /// Schedule version.
+    pub schedule_version: String,
+    /// Model label for reports.
+    pub model_label: String,
+    /// Task families in round order.
+    pub families: Vec<String>,
+    /// Spec path as given.
+    pub spec_path: String,
+    /// sha256 of the spec file bytes.
+    pub spec_sha256: String,
+    /// Dataset folder (absolute).
+    pub dataset_dir: String,
+    /// Manifest file name inside the dataset folder.
+    pub dataset_manifest: String,
+    /// Dataset release hash.
+    pub dataset_release_hash: String,
+    /// sha256 of the canonical JSON of the providers' adapter data.
+    pub adapters_sha256: String,
+    /// Tokenizer name.
+    pub tokenizer: String,
+    /// sha256 of the tokenizer ranks.
+    pub tokenizer_ranks_sha256: String,
+    /// Digest of the sources built into the binary.
+    pub code_sha256: String,
+    /// Program version.
+    pub program_version: String,
+    /// Providers in rotation base order.
+    pub providers: Vec<LockedProvider>,
+    /// Region labels.
+    pub regions: Vec<String>,
+    /// Simulator time scale when the run targets the embedded simulator.
+    #[serde(default)]
+    pub simulator_time_scale: Option<f64>,
+    /// Request deadline, ms.
+    pub timeout_ms: u64,
+    /// Approval id of a full run.
+    #[serde(default)]
+    pub approval_id: Option<String>,
+    /// When the lock was written, RFC 3339 UTC. (Locks written before this version also hold an
+    /// always-empty `extra` map; readers ignore it.)
+    pub created_at: String,
+}
+
+/// Version of the manifest layout.
+pub const MANIFEST_VERSION: u32 = 1;
+
+/// What last ran in a run directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunMode {
+    /// Locked by `init`; nothing executed yet.
+    Init,
+    /// A smoke (first item of each family, up to the spec's attempts).
+    Smoke,
+    /// The full plan.
+    Full,
+}
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Locked by `init`; nothing executed yet.
+    Initialized,
+    /// A process is executing it (or died doing so: resume it).
+    Running,
+    /// Every planned request has a terminal record.
+    Complete,
+    /// Every round ran, but some lane-rounds hit harness failures: resume re-executes them.
+    Incomplete,
+    /// Stopped by a signal; resumable.
+    Interrupted,
+    /// Stopped by an error; resumable once fixed.
+    Failed,
+}
+
+impl RunStatus {
+    /// True while a process may still be writing the run (`initialized` or `running`).
+    pub fn is_live(self) -> bool {
+        matches!(self, RunStatus::Initialized | RunStatus::Running)
+    }
+
+    /// The status as written in the manifest (`running`, `complete`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Initialized => "initialized",
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Incomplete => "incomplete",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Failed => "failed",
+        }
+    }
+}
+
+/// One smoke attempt's verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SmokeAttempt {
+    /// Attempt number (1-based).
+    pub attempt: u32,
+    /// True when every lane × family returned a 2xx, non-empty, schema-valid answer.
+    pub passed: bool,
+    /// One line per failing lane × family.
+    pub failures: Vec<String>,
+}
+
+/// The manifest file (`artifacts/run-manifest.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunManifest {
+    /// [`MANIFEST_VERSION`].
+    pub manifest_version: u32,
+    /// Run id.
+    pub run_id: String,
+    /// Workflow name.
+    pub workflow: String,
+    /// What last ran.
+    pub mode: RunMode,
+    /// Status of that mode.
+    pub status: RunStatus,
+    /// Approval id of the full run.
+    #[serde(default)]
+    pub approval_id: Option<String>,
+    /// First execution start, RFC 3339 UTC.
+    #[serde(default)]
+    pub period_start: Option<String>,
+    /// Completion time, RFC 3339 UTC.
+    #[serde(default)]
+    pub period_end: Option<String>,
+    /// Sessions that executed part of the run (1 + resumes).
+    #[serde(default)]
+    pub sessions: u32,
+    /// Requests in the plan of the current mode.
+    #[serde(default)]
+    pub planned_requests: usize,
+    /// Requests with a committed terminal record.
+    #[serde(default)]
+    pub terminal_records: usize,
+    /// Counting records by outcome.
+    #[serde(default)]
+    pub outcomes: BTreeMap<String, usize>,
+    /// Rounds in the plan.
+    #[serde(default)]
+    pub rounds_total: usize,
+    /// Rounds whose every lane is committed.
+    #[serde(default)]
+    pub rounds_done: usize,
+    /// Smoke attempts so far.
+    #[serde(default)]
+    pub smoke: Vec<SmokeAttempt>,
+    /// Artifact path → sha256 of its bytes.
+    #[serde(default)]
+    pub artifacts: BTreeMap<String, String>,
+    /// Last update, RFC 3339 UTC.
+    pub updated_at: String,
+}
+
+/// Version of the plan file layout.
+pub const PLAN_VERSION: u32 = 1;
+
+/// Which plan a plan file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanKind {
+    /// The full run (attempt 0).
+    Full,
+    /// A smoke attempt (attempt ≥ 1).
+    Smoke,
+}
+
+/// A lane: one provider probed from one region.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lane {
+    /// `provider`, or `provider@region` when the spec lists several regions.
+    pub label: String,
+    /// Provider key.
+    pub provider: String,
+    /// Region label.
+    pub region: String,
+}
+
+/// One lane's request inside a planned round.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedLane {
+    /// Lane label.
+    pub lane: String,
+    /// Provider key.
+    pub provider: String,
+    /// Region label.
+    pub region: String,
+    /// `req-…` id.
+    pub request_id: String,
+}
+
+/// One round of the plan; `requests` are in launch order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedRound {
+    /// 0-based round index.
+    pub round_index: u64,
+    /// `round-…` id.
+    pub round_id: String,
+    /// Task family.
+    pub task_family: String,
+    /// Item id.
+    pub item_id: String,
+    /// Item hash (sha256 of the row's canonical JSON).
+    pub item_hash: String,
+    /// The lanes in launch order with their request ids.
+    pub requests: Vec<PlannedLane>,
+}
+
+/// The immutable plan file (`artifacts/full-plan.json`, `artifacts/smoke-plan-attempt-N.json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// [`PLAN_VERSION`].
+    pub plan_version: u32,
+    /// Full or smoke.
+    pub kind: PlanKind,
+    /// 0 for a full run; N for smoke attempt N.
+    pub attempt: u32,
+    /// Benchmark slug.
+    pub benchmark_slug: String,
+    /// Schedule version feeding the ids.
+    pub schedule_version: String,
+    /// Release hash of the dataset.
+    pub dataset_release_hash: String,
+    /// Families in round order.
+    pub families: Vec<String>,
+    /// Lanes in base order.
+    pub lanes: Vec<Lane>,
+    /// Items per family in this plan.
+    pub items_per_family: usize,
+    /// Every round in order.
+    pub rounds: Vec<PlannedRound>,
+}
+
+impl Plan {
+    /// Total planned requests (rounds × lanes).
+    pub fn request_count(&self) -> usize {
+        self.rounds.iter().map(|r| r.requests.len()).sum()
+    }
+
+    /// Rounds whose every lane satisfies `committed` (a request id → committed test).
+    pub fn rounds_done(&self, committed: impl Fn(&str) -> bool) -> usize {
+        self.rounds
+            .iter()
+            .filter(|round| round.requests.iter().all(|l| committed(&l.request_id)))
+            .count()
+    }
+}
+
+/// One line of `raw/reconstructed-responses.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reconstructed {
+    /// Request id.
+    pub request_id: String,
+    /// Provider key.
+    pub provider: String,
+    /// Lane label.
+    pub lane: String,
+    /// Item id.
+    pub item_id: String,
+    /// Task family.
+    pub task_family: String,
+    /// Visible answer.
+    pub answer_text: String,
+    /// Reasoning text.
+    pub reasoning_text: String,
+    /// Final finish reason.
+    pub finish_reason: Option<String>,
+}
+
+/// One line of `raw/rounds.jsonl`: what the barrier saw for one round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundLine {
+    /// Round index.
+    pub round_index: u64,
+    /// Round id.
+    pub round_id: String,
+    /// Wall-clock release time, RFC 3339 UTC.
+    pub released_at: String,
+    /// Release time in ms since this session started.
+    pub released_offset_ms: f64,
+    /// max − min dispatch instant over the round's lanes, ms.
+    pub launch_skew_ms: f64,
+    /// Previous round's last terminal record → this release, ms (absent for a session's first
+    /// round).
+    pub coordinator_overhead_ms: Option<f64>,
+    /// Release → last terminal record of this round, ms.
+    pub round_ms: f64,
+    /// Lanes dispatched in this round (fewer than all on a resumed round).
+    pub lanes_dispatched: usize,
+    /// Lanes that ended with a harness failure.
+    pub harness_errors: usize,
+    /// Lane labels in launch order.
+    pub launch_order: Vec<String>,
+}
+
+/// The checkpoint written after every round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// Rounds whose every lane has a terminal record.
+    pub rounds_done: usize,
+    /// Rounds in the plan.
+    pub rounds_total: usize,
+    /// Last round finished in this session.
+    pub last_round_index: Option<u64>,
+    /// Requests with a committed (non-harness) terminal record.
+    pub requests_done: usize,
+    /// When written, RFC 3339 UTC.
+    pub updated_at: String,
+}

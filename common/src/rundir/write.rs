@@ -1,0 +1,334 @@
+//! Write primitives of the run directory: write-once artifacts, atomic replacement (file and
+//! directory fsynced), the fsynced JSON-lines appender, and crash repair of a torn last line.
+
+use super::RunDirError;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::collections::{BTreeSet, HashSet};
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+pub(super) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunDirError + '_ {
+    move |source| RunDirError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn json_error(path: &Path, source: serde_json::Error) -> RunDirError {
+    RunDirError::Json {
+        path: path.to_path_buf(),
+        line: None,
+        source,
+    }
+}
+
+/// Pretty JSON bytes of a value, with a trailing newline (the layout of every JSON artifact).
+pub fn json_bytes<T: Serialize>(path: &Path, value: &T) -> Result<Vec<u8>, RunDirError> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| json_error(path, e))?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// Writes an immutable artifact: absent → written (atomically, fsynced); identical → no-op;
+/// different → [`RunDirError::Immutable`].
+pub fn write_once(path: &Path, bytes: &[u8]) -> Result<(), RunDirError> {
+    match std::fs::read(path) {
+        Ok(existing) if existing == bytes => Ok(()),
+        Ok(_) => Err(RunDirError::Immutable {
+            path: path.to_path_buf(),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => write_atomic(path, bytes),
+        Err(source) => Err(RunDirError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Serialises `value` as pretty JSON and writes it once ([`write_once`]).
+pub fn write_json_once<T: Serialize>(path: &Path, value: &T) -> Result<(), RunDirError> {
+    write_once(path, &json_bytes(path, value)?)
+}
+
+/// Serialises `value` as pretty JSON and replaces `path` atomically ([`write_atomic`]).
+pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), RunDirError> {
+    write_atomic(path, &json_bytes(path, value)?)
+}
+
+/// Replaces a file atomically with `bytes` (see [`write_atomic_with`]).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RunDirError> {
+    write_atomic_with(path, |w| w.write_all(bytes))
+}
+
+/// Replaces a file atomically: streams `write` into a hidden sibling temp file, fsyncs it,
+/// renames it over `path` and fsyncs the directory, so a crash leaves the old file or the new one,
+/// never a mix. On any failure the temp file is removed and the old file is left as it was.
+pub fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), RunDirError> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let tmp = temp_sibling(path);
+    let written = write_and_sync(&tmp, write);
+    let renamed = written.and_then(|()| std::fs::rename(&tmp, path).map_err(io(path)));
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    renamed?;
+    sync_dir(&dir)
+}
+
+fn temp_sibling(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+fn write_and_sync(
+    tmp: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), RunDirError> {
+    let file = File::create(tmp).map_err(io(tmp))?;
+    let mut w = BufWriter::with_capacity(1 << 20, file);
+    write(&mut w).map_err(io(tmp))?;
+    let file = w.into_inner().map_err(|e| RunDirError::Io {
+        path: tmp.to_path_buf(),
+        source: e.into_error(),
+    })?;
+    file.sync_all().map_err(io(tmp))
+}
+
+/// Fsyncs a directory so a rename or a new file in it survives a crash.
+pub fn sync_dir(dir: &Path) -> Result<(), RunDirError> {
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
+}
+
+/// Reads and parses a JSON file; errors name the file.
+pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, RunDirError> {
+    let file = File::open(path).map_err(io(path))?;
+    serde_json::from_reader(BufReader::new(file)).map_err(|e| json_error(path, e))
+}
+
+/// Truncates a JSON-lines file back to its last newline, dropping a half-written last line left by
+/// a crash. Returns how many bytes were dropped (0 when the file is whole or absent).
+pub fn repair_jsonl(path: &Path) -> Result<u64, RunDirError> {
+    let mut file = match OpenOptions::new().read(true).write(true).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(source) => return Err(io(path)(source)),
+    };
+    let len = file.metadata().map_err(io(path))?.len();
+    let mut end = len;
+    let mut keep = 0u64;
+    let mut buf = vec![0u8; 64 * 1024];
+    while end > 0 {
+        let start = end.saturating_sub(buf.len() as u64);
+        let chunk = &mut buf[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start)).map_err(io(path))?;
+        file.read_exact(chunk).map_err(io(path))?;
+        if let Some(pos) = chunk.iter().rposition(|&b| b == b'\n') {
+            keep = start + pos as u64 + 1;
+            break;
+        }
+        end = start;
+    }
+    if keep == len {
+        return Ok(0);
+    }
+    file.set_len(keep).map_err(io(path))?;
+    file.sync_all().map_err(io(path))?;
+    Ok(len - keep)
+}
+
+/// An append-only JSON-lines file; every line is one `write` and optionally fsynced.
+pub struct JsonlWriter {
+    path: PathBuf,
+    file: File,
+    fsync: bool,
+}
+
+impl JsonlWriter {
+    /// Opens (creating) a file for appending.
+    pub fn open(path: &Path, fsync: bool) -> Result<JsonlWriter, RunDirError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io(dir))?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(io(path))?;
+        Ok(JsonlWriter {
+            path: path.to_path_buf(),
+            file,
+            fsync,
+        })
+    }
+
+    /// Appends one value as a line (one `write_all` call), fsyncing when configured.
+    pub fn append<T: Serialize>(&mut self, value: &T) -> Result<(), RunDirError> {
+        let mut bytes = Vec::new();
+        push_line(&mut bytes, &self.path, value)?;
+        self.append_raw(&bytes)
+    }
+
+    /// Appends already-serialised lines (several at once is fine).
+    pub fn append_raw(&mut self, bytes: &[u8]) -> Result<(), RunDirError> {
+        self.file.write_all(bytes).map_err(io(&self.path))?;
+        if self.fsync {
+            self.file.sync_data().map_err(io(&self.path))?;
+        }
+        Ok(())
+    }
+
+    /// The file this writer appends to.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Appends `value` as one JSON line to `buf`; errors name `path`.
+pub fn push_line<T: Serialize>(
+    buf: &mut Vec<u8>,
+    path: &Path,
+    value: &T,
+) -> Result<(), RunDirError> {
+    serde_json::to_writer(&mut *buf, value).map_err(|e| json_error(path, e))?;
+    buf.push(b'\n');
+    Ok(())
+}
+
+#[derive(serde::Deserialize)]
+struct IdOnly {
+    request_id: String,
+    #[serde(default)]
+    index: Option<u32>,
+}
+
+/// Rewrites a JSON-lines file keeping lines whose `request_id` is in `committed` (with `unique`,
+/// the first line per request; otherwise the first per (request, event index)), so a request
+/// interrupted between its events and its record leaves nothing behind. Untouched when nothing
+/// drops.
+pub fn keep_committed_lines(
+    path: &Path,
+    committed: &BTreeSet<String>,
+    unique: bool,
+) -> Result<(), RunDirError> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io(path)(e)),
+    };
+    let mut seen: HashSet<(String, Option<u32>)> = HashSet::new();
+    let mut kept: Vec<u8> = Vec::new();
+    let mut dropped = 0usize;
+    for line in BufReader::new(file).lines() {
+        let line = line.map_err(io(path))?;
+        let keep = match serde_json::from_str::<IdOnly>(&line) {
+            Ok(id) if committed.contains(&id.request_id) => {
+                seen.insert((id.request_id, if unique { None } else { id.index }))
+            }
+            _ => false,
+        };
+        if keep {
+            kept.extend_from_slice(line.as_bytes());
+            kept.push(b'\n');
+        } else {
+            dropped += 1;
+        }
+    }
+    if dropped == 0 {
+        return Ok(());
+    }
+    write_atomic(path, &kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tempdir() -> tempfile::TempDir {
+        tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"))
+    }
+
+    fn read(p: &Path) -> Vec<u8> {
+        std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    }
+
+    #[test]
+    fn write_once_refuses_different_content() {
+        let dir = tempdir();
+        let p = dir.path().join("artifacts/selection.json");
+        assert!(write_once(&p, b"one").is_ok());
+        assert!(write_once(&p, b"one").is_ok());
+        let err = write_once(&p, b"two").map(|()| String::new());
+        let err = err.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("selection.json"), "{err}");
+        assert_eq!(read(&p), b"one");
+    }
+
+    #[test]
+    fn atomic_replace_leaves_no_temp_file_and_keeps_the_old_file_on_failure() {
+        let dir = tempdir();
+        let p = dir.path().join("m.json");
+        assert!(write_atomic(&p, b"old").is_ok());
+        let failed = write_atomic_with(&p, |w| {
+            w.write_all(b"half")?;
+            Err(std::io::Error::other("disk full"))
+        });
+        let message = failed.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            message.contains("m.json") && message.contains("disk full"),
+            "{message}"
+        );
+        assert_eq!(read(&p), b"old");
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into())
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert_eq!(names, vec!["m.json".to_string()]);
+    }
+
+    #[test]
+    fn repair_drops_half_line_only() {
+        let dir = tempdir();
+        let p = dir.path().join("r.jsonl");
+        let write = |bytes: &[u8]| std::fs::write(&p, bytes).unwrap_or_else(|e| panic!("{e}"));
+        write(b"{\"a\":1}\n{\"a\":2}\n{\"a\":");
+        assert_eq!(repair_jsonl(&p).ok(), Some(5));
+        assert_eq!(read(&p), b"{\"a\":1}\n{\"a\":2}\n");
+        assert_eq!(repair_jsonl(&p).ok(), Some(0));
+        write(b"{\"a\":");
+        assert_eq!(repair_jsonl(&p).ok(), Some(5));
+        assert_eq!(read(&p), b"");
+        assert_eq!(repair_jsonl(&dir.path().join("absent")).ok(), Some(0));
+    }
+
+    #[test]
+    fn uncommitted_lines_are_dropped() {
+        let dir = tempdir();
+        let p = dir.path().join("events.jsonl");
+        let body = "{\"request_id\":\"a\",\"index\":0}\n{\"request_id\":\"b\",\"index\":0}\n\
+                    {\"request_id\":\"a\",\"index\":0}\n{\"request_id\":\"a\",\"index\":1}\n";
+        std::fs::write(&p, body).unwrap_or_else(|e| panic!("{e}"));
+        let committed: BTreeSet<String> = ["a".to_string()].into();
+        assert!(keep_committed_lines(&p, &committed, false).is_ok());
+        assert_eq!(
+            read(&p),
+            b"{\"request_id\":\"a\",\"index\":0}\n{\"request_id\":\"a\",\"index\":1}\n"
+        );
+        assert!(keep_committed_lines(&p, &committed, true).is_ok());
+        assert_eq!(read(&p), b"{\"request_id\":\"a\",\"index\":0}\n");
+    }
+}

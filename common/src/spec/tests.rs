@@ -1,0 +1,179 @@
+//! Spec parsing and validation.
+
+use super::*;
+
+const MINIMAL: &str = r#"
+benchmark:
+  slug: inference-micro-single-task
+  workflow: micro-single-task
+  schedule_version: micro-single-task-paired-round-robin-sha256-v1
+  families: [ticket-triage]
+request:
+  temperature: 0
+  top_p: 1
+  presence_penalty: 0
+  frequency_penalty: 0
+  max_output_tokens: 256
+  response_format: json_object
+  reasoning_effort: low
+  timeout_ms: 20000
+providers:
+  - key: zai
+    endpoint: https://api.z.ai/api/paas/v4/chat/completions
+    model: glm-5.3-flash
+    auth: {scheme: bearer, env: ZAI_API_KEY}
+    max_tokens_field: max_tokens
+    extra_body: {thinking: {type: enabled}}
+dataset:
+  source: ../data
+"#;
+
+#[test]
+fn parses_minimal_spec_with_defaults() {
+    let spec = Spec::parse(Path::new("s.yaml"), MINIMAL.as_bytes());
+    let spec = match spec {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(spec.plans.full_items_per_family, 200);
+    assert_eq!(spec.request.harness_grace_ms, 5000);
+    assert_eq!(spec.credential_names(), vec!["ZAI_API_KEY".to_string()]);
+    assert_eq!(spec.region_names(), vec!["local".to_string()]);
+}
+
+#[test]
+fn resolves_relative_paths_lexically() {
+    let loaded = LoadedSpec {
+        spec: match Spec::parse(Path::new("s.yaml"), MINIMAL.as_bytes()) {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        },
+        path: PathBuf::from("workflows/w/specs/s.yaml"),
+        bytes: Vec::new(),
+    };
+    assert_eq!(loaded.resolve("../../../runs"), PathBuf::from("runs"));
+    assert_eq!(loaded.resolve("../../../../x"), PathBuf::from("../x"));
+    assert_eq!(loaded.resolve("/abs/dir"), PathBuf::from("/abs/dir"));
+    assert_eq!(loaded.dataset_dir(), PathBuf::from("workflows/w/data"));
+}
+
+#[test]
+fn unknown_field_is_named() {
+    let text = MINIMAL.replace("top_p: 1", "top_p: 1\n  topp: 1");
+    let err = Spec::parse(Path::new("s.yaml"), text.as_bytes())
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("topp"), "{err}");
+    assert!(err.contains("s.yaml"), "{err}");
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let text = MINIMAL
+        .replace("top_p: 1", "top_p: 3")
+        .replace("https://api.z.ai", "ftp://api.z.ai")
+        .replace("extra_body: {thinking", "extra_body: {model: x, thinking");
+    let err = Spec::parse(Path::new("s.yaml"), text.as_bytes())
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("3 problem(s)"), "{err}");
+    assert!(err.contains("request.top_p: 3"), "{err}");
+    assert!(err.contains("providers[0] (zai).endpoint"), "{err}");
+    assert!(err.contains("extra_body.model"), "{err}");
+}
+
+#[test]
+fn endpoints_and_probe_locations_parse_into_their_kinds() {
+    assert_eq!(
+        Endpoint::parse("sim://zai"),
+        Endpoint::Simulator { profile: "zai" }
+    );
+    assert_eq!(
+        Endpoint::parse("env://MY_URL"),
+        Endpoint::FromEnv { var: "MY_URL" }
+    );
+    assert_eq!(
+        Endpoint::parse("https://x/v1/chat/completions"),
+        Endpoint::Url("https://x/v1/chat/completions")
+    );
+    assert_eq!(Endpoint::parse("ftp://x"), Endpoint::Unknown("ftp://x"));
+    assert_eq!(ProbeLocation::parse("local"), ProbeLocation::InProcess);
+    assert_eq!(
+        ProbeLocation::parse("http://10.0.0.2:7070"),
+        ProbeLocation::Remote("http://10.0.0.2:7070")
+    );
+    assert_eq!(
+        ProbeLocation::parse("Local"),
+        ProbeLocation::Unknown("Local")
+    );
+}
+
+fn problems_of(text: &str) -> String {
+    Spec::parse(Path::new("s.yaml"), text.as_bytes())
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default()
+}
+
+#[test]
+fn extra_body_may_not_set_any_contract_field() {
+    // Written out by hand (not taken from CONTRACT_BODY_FIELDS) so a field dropped from the
+    // list fails here.
+    for field in [
+        "temperature",
+        "top_p",
+        "presence_penalty",
+        "frequency_penalty",
+        "max_tokens",
+        "max_completion_tokens",
+        "response_format",
+        "reasoning_effort",
+        "stream_options",
+        "stop",
+        "seed",
+        "model",
+        "messages",
+        "stream",
+    ] {
+        let text = MINIMAL.replace(
+            "extra_body: {thinking",
+            &format!("extra_body: {{{field}: 1, thinking"),
+        );
+        let err = problems_of(&text);
+        assert!(err.contains("1 problem(s)"), "{field}: {err}");
+        assert!(
+            err.contains(&format!("extra_body.{field}: the contract owns this field")),
+            "{field}: {err}"
+        );
+    }
+    assert!(problems_of(MINIMAL).is_empty());
+}
+
+#[test]
+fn timeouts_and_grace_have_upper_bounds() {
+    let at_bound = MINIMAL.replace(
+        "timeout_ms: 20000",
+        "timeout_ms: 600000\n  harness_grace_ms: 600000",
+    );
+    assert!(
+        problems_of(&at_bound).is_empty(),
+        "{}",
+        problems_of(&at_bound)
+    );
+    let above = MINIMAL.replace(
+        "timeout_ms: 20000",
+        "timeout_ms: 600001\n  harness_grace_ms: 18446744073709551615",
+    );
+    let err = problems_of(&above);
+    assert!(err.contains("2 problem(s)"), "{err}");
+    assert!(
+        err.contains("request.timeout_ms: 600001 is outside 1..=600000"),
+        "{err}"
+    );
+    assert!(
+        err.contains("request.harness_grace_ms: 18446744073709551615 is above 600000"),
+        "{err}"
+    );
+}
