@@ -33,6 +33,7 @@ use std::time::Duration;
 
 /// The test's client deadline (see where the spec is rewritten for why it is not 20 s).
 const E2E_DEADLINE_MS: u64 = 180_000;
+
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
