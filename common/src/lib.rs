@@ -7,6 +7,7 @@
 pub mod clock;
 pub mod hash;
 pub mod layout;
+pub mod limits;
 pub mod plan;
 pub mod record;
 pub mod spec;

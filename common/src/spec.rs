@@ -109,6 +109,9 @@ pub struct RequestContract {
     /// failure.
     #[serde(default = "default_grace_ms")]
     pub harness_grace_ms: u64,
+    /// Limits on what one response may make the probe hold (optional `limits:` block).
+    #[serde(default)]
+    pub limits: crate::limits::StreamLimits,
 }
 
 fn default_grace_ms() -> u64 {
@@ -129,6 +132,7 @@ impl RequestContract {
             reasoning_effort: String::from("low"),
             timeout_ms,
             harness_grace_ms: default_grace_ms(),
+            limits: crate::limits::StreamLimits::default(),
         }
     }
 }
@@ -450,6 +454,7 @@ impl Spec {
         if r.timeout_ms == 0 {
             problems.push("request.timeout_ms: must be at least 1".to_string());
         }
+        problems.extend(r.limits.problems());
         if self.providers.is_empty() {
             problems.push("providers: must list at least one provider".to_string());
         }

@@ -12,6 +12,7 @@ pub mod classify;
 pub mod credentials;
 pub mod error;
 pub mod executor;
+pub mod limits;
 pub mod record;
 pub mod redact;
 pub mod server;

@@ -10,6 +10,7 @@
 
 pub mod answer;
 pub mod coalesce;
+pub mod hostile;
 pub mod plan;
 pub mod profile;
 pub mod quirk;
