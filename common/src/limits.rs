@@ -137,6 +137,38 @@ mod tests {
         );
     }
 
+    /// The reference spec with `block` inserted under `request:`.
+    fn reference_spec_with(block: &str) -> String {
+        let text = include_str!("../../workflows/micro-single-task/specs/reference.yaml");
+        text.replacen(
+            "  harness_grace_ms: 5000\n",
+            &format!("  harness_grace_ms: 5000\n{block}"),
+            1,
+        )
+    }
+
+    #[test]
+    fn the_spec_takes_an_optional_limits_block_and_names_a_bad_value() {
+        let path = std::path::Path::new("reference.yaml");
+        let spec = crate::spec::Spec::parse(path, reference_spec_with("").as_bytes()).unwrap();
+        assert_eq!(spec.request.limits, StreamLimits::default());
+        let text = reference_spec_with("  limits:\n    events: 1000\n    answer_bytes: 4096\n");
+        let spec = crate::spec::Spec::parse(path, text.as_bytes()).unwrap();
+        assert_eq!(
+            (spec.request.limits.events, spec.request.limits.answer_bytes),
+            (1000, 4096)
+        );
+        assert_eq!(spec.request.limits.line_bytes, 1024 * 1024);
+        let text = reference_spec_with("  limits:\n    line_bytes: 0\n");
+        let err = crate::spec::Spec::parse(path, text.as_bytes()).unwrap_err();
+        assert!(
+            err.to_string().contains("request.limits.line_bytes: 0 is outside"),
+            "{err}"
+        );
+        let text = reference_spec_with("  limits:\n    lines: 5\n");
+        assert!(crate::spec::Spec::parse(path, text.as_bytes()).is_err());
+    }
+
     #[test]
     fn the_largest_allowed_record_fits_the_grpc_limit_with_room() {
         let worst = MAX_LIMITS.worst_case_record_bytes();

@@ -138,6 +138,18 @@ mod tests {
     }
 
     #[test]
+    fn long_event_names_and_finish_reasons_are_kept_cut_to_32_characters() {
+        let long = "é".repeat(40);
+        let chunk = classify_json(&serde_json::json!({"choices": [{"delta": {}, "finish_reason": long}]}));
+        let mut state = StreamState::new("r");
+        state.push_chunk(Duration::ZERO, Some("n".repeat(33)), chunk);
+        let event = &state.events[0];
+        assert_eq!(event.event.as_deref(), Some("n".repeat(32).as_str()));
+        assert_eq!(event.finish_reason.as_deref(), Some("é".repeat(32).as_str()));
+        assert_eq!(state.finish_reason.as_deref(), Some("é".repeat(32).as_str()));
+    }
+
+    #[test]
     fn answer_text_may_reach_the_limit_but_not_pass_it() {
         let limits = StreamLimits {
             answer_bytes: 6,
