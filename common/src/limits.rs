@@ -38,7 +38,7 @@ impl Default for StreamLimits {
             line_bytes: MIB,
             event_bytes: MIB,
             events: 50_000,
-            answer_bytes: MIB,
+            answer_bytes: 256 * 1024,
             error_body_bytes: 64 * 1024,
         }
     }
