@@ -42,12 +42,23 @@ fn an_out_that_is_the_answers_file_is_refused_and_the_file_kept() {
             stderr.contains("is the answers file") && stderr.contains("refusing"),
             "{out:?}: {stderr}"
         );
-        assert_eq!(std::fs::read_to_string(&answers).unwrap(), content, "{out:?}");
+        assert_eq!(
+            std::fs::read_to_string(&answers).unwrap(),
+            content,
+            "{out:?}"
+        );
     }
     // A different file is written as usual.
     let out = dir.path().join("evaluations.jsonl");
     let output = score(dir.path(), &answers, &out);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let written = std::fs::read_to_string(&out).unwrap();
-    assert!(written.contains("\"classification\":\"valid_result\""), "{written}");
+    assert!(
+        written.contains("\"classification\":\"valid_result\""),
+        "{written}"
+    );
 }

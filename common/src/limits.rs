@@ -162,7 +162,8 @@ mod tests {
         let text = reference_spec_with("  limits:\n    line_bytes: 0\n");
         let err = crate::spec::Spec::parse(path, text.as_bytes()).unwrap_err();
         assert!(
-            err.to_string().contains("request.limits.line_bytes: 0 is outside"),
+            err.to_string()
+                .contains("request.limits.line_bytes: 0 is outside"),
             "{err}"
         );
         let text = reference_spec_with("  limits:\n    lines: 5\n");

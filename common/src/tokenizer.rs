@@ -62,7 +62,11 @@ fn segments(text: &str) -> impl Iterator<Item = &str> {
             (1..=SEGMENT_BYTES)
                 .rev()
                 .find(|&i| bytes[i] == b' ' && !bytes[i - 1].is_ascii_whitespace())
-                .or_else(|| (1..=SEGMENT_BYTES).rev().find(|&i| rest.is_char_boundary(i)))
+                .or_else(|| {
+                    (1..=SEGMENT_BYTES)
+                        .rev()
+                        .find(|&i| rest.is_char_boundary(i))
+                })
                 .unwrap_or(rest.len())
         };
         let (segment, tail) = rest.split_at(cut);
@@ -126,10 +130,17 @@ mod tests {
         let text = format!("{}é{}", "a".repeat(10_000), "b c ".repeat(3_000));
         let parts: Vec<&str> = segments(&text).collect();
         assert_eq!(parts.concat(), text);
-        assert!(parts.iter().all(|p| !p.is_empty() && p.len() <= SEGMENT_BYTES));
+        assert!(
+            parts
+                .iter()
+                .all(|p| !p.is_empty() && p.len() <= SEGMENT_BYTES)
+        );
         // Where spaces exist, every cut is just before one that follows a non-space.
         for pair in parts.windows(2).skip(3) {
-            assert!(pair[1].starts_with(' ') && !pair[0].ends_with(' '), "{pair:?}");
+            assert!(
+                pair[1].starts_with(' ') && !pair[0].ends_with(' '),
+                "{pair:?}"
+            );
         }
     }
 

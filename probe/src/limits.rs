@@ -67,7 +67,10 @@ pub fn encode_within(execution: &mut Execution, max_bytes: usize) -> serde_json:
         execution.record.reasoning_text.clear();
         note.push_str("; answer and reasoning texts left out too");
     }
-    let message = execution.record.error_message.get_or_insert_with(String::new);
+    let message = execution
+        .record
+        .error_message
+        .get_or_insert_with(String::new);
     if !message.is_empty() {
         message.push_str("; ");
     }
@@ -140,13 +143,20 @@ mod tests {
     #[test]
     fn long_event_names_and_finish_reasons_are_kept_cut_to_32_characters() {
         let long = "é".repeat(40);
-        let chunk = classify_json(&serde_json::json!({"choices": [{"delta": {}, "finish_reason": long}]}));
+        let chunk =
+            classify_json(&serde_json::json!({"choices": [{"delta": {}, "finish_reason": long}]}));
         let mut state = StreamState::new("r");
         state.push_chunk(Duration::ZERO, Some("n".repeat(33)), chunk);
         let event = &state.events[0];
         assert_eq!(event.event.as_deref(), Some("n".repeat(32).as_str()));
-        assert_eq!(event.finish_reason.as_deref(), Some("é".repeat(32).as_str()));
-        assert_eq!(state.finish_reason.as_deref(), Some("é".repeat(32).as_str()));
+        assert_eq!(
+            event.finish_reason.as_deref(),
+            Some("é".repeat(32).as_str())
+        );
+        assert_eq!(
+            state.finish_reason.as_deref(),
+            Some("é".repeat(32).as_str())
+        );
     }
 
     #[test]

@@ -4,10 +4,10 @@
 //! Token counting happens here, after the stream has ended, never inside the read loop.
 
 use crate::classify::Chunk;
+use openbench_common::limits::EVENT_LABEL_CHARS;
 use openbench_common::record::{
     Classification, ErrorType, Execution, Outcome, StreamEvent, TerminalRecord, Usage,
 };
-use openbench_common::limits::EVENT_LABEL_CHARS;
 use openbench_common::tokenizer::count_tokens;
 use std::time::Duration;
 

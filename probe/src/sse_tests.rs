@@ -210,7 +210,9 @@ fn a_line_at_the_limit_passes_and_one_byte_more_is_refused_across_reads() {
 
     let mut decoder = limited(16, 100);
     let mut out = Vec::new();
-    decoder.feed(b"data: a\n\ndata: 01234", ms(1), &mut out).unwrap();
+    decoder
+        .feed(b"data: a\n\ndata: 01234", ms(1), &mut out)
+        .unwrap();
     let err = decoder.feed(b"567890", ms(2), &mut out).unwrap_err();
     assert_eq!(err, SseError::LineTooLong { line: 3, limit: 16 });
     assert_eq!(err.error_type(), ErrorType::LimitLineBytes);
@@ -224,7 +226,9 @@ fn data_lines_without_a_blank_line_are_refused_at_the_event_limit() {
     let mut decoder = limited(100, 10);
     let mut out = Vec::new();
     // "abcd" + "\n" + "efgh" = 9 bytes: still one event under the limit.
-    decoder.feed(b"data: abcd\ndata: efgh\n", ms(1), &mut out).unwrap();
+    decoder
+        .feed(b"data: abcd\ndata: efgh\n", ms(1), &mut out)
+        .unwrap();
     let err = decoder.feed(b"data: ij\n", ms(2), &mut out).unwrap_err();
     assert_eq!(err, SseError::EventTooLarge { line: 3, limit: 10 });
     assert_eq!(err.error_type(), ErrorType::LimitEventBytes);

@@ -26,7 +26,10 @@ pub fn pick(forced: &[Quirk]) -> Option<Quirk> {
 /// `echo-key-split`); endless bodies end at `until` or on `cancel`.
 pub fn respond(quirk: Quirk, bearer: &str, until: Instant, cancel: CancellationToken) -> Response {
     let endless = |head: &'static [u8], unit: &'static [u8]| {
-        stream_response(StatusCode::OK, endless_body(head, unit, until, cancel.clone()))
+        stream_response(
+            StatusCode::OK,
+            endless_body(head, unit, until, cancel.clone()),
+        )
     };
     match quirk {
         Quirk::EndlessLine => endless(b"data: {\"choices\":[{\"delta\":{\"content\":\"", b"a"),
@@ -121,7 +124,10 @@ fn huge_event_body() -> Body {
     let pieces = HUGE_EVENT_BYTES / piece.len();
     let writes = std::iter::once(Bytes::from_static(HEAD))
         .chain(std::iter::repeat_n(piece, pieces))
-        .chain([Bytes::from_static(TAIL), Bytes::from_static(FINISH_AND_DONE)])
+        .chain([
+            Bytes::from_static(TAIL),
+            Bytes::from_static(FINISH_AND_DONE),
+        ])
         .map(Ok::<Bytes, std::convert::Infallible>);
     Body::from_stream(futures_util::stream::iter(writes))
 }

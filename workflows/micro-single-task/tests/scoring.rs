@@ -386,8 +386,7 @@ fn negative_zero_is_the_integer_zero_and_year_0000_is_no_date() {
     // Against gold 0 it is right.
     let mut gold_zero = contract_json();
     gold_zero["renewal_term_months"] = json!(0);
-    let gold_zero =
-        GoldRef::from_json(Family::ContractTermsExtraction, &gold_zero, &[]).unwrap();
+    let gold_zero = GoldRef::from_json(Family::ContractTermsExtraction, &gold_zero, &[]).unwrap();
     assert_eq!(verdict(&gold_zero, &answer), (ValidResult, None));
     // -0.0 has a fraction: not a JSON integer.
     let float = answer.replace(":-0,", ":-0.0,");
