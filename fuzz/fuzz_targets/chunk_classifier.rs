@@ -16,8 +16,12 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Ok(chunk) = classify_event(event, payload) {
         match chunk.classification {
-            Classification::Answer => assert!(!chunk.answer.is_empty() && chunk.reasoning.is_empty()),
-            Classification::Reasoning => assert!(chunk.answer.is_empty() && !chunk.reasoning.is_empty()),
+            Classification::Answer => {
+                assert!(!chunk.answer.is_empty() && chunk.reasoning.is_empty())
+            }
+            Classification::Reasoning => {
+                assert!(chunk.answer.is_empty() && !chunk.reasoning.is_empty())
+            }
             Classification::Error => assert!(chunk.error.is_some()),
             _ => {}
         }

@@ -16,7 +16,11 @@ fuzz_target!(|data: &[u8]| {
     let mut problems = Vec::new();
     let rows = parse_file(family, "fuzz.jsonl", text, &mut problems);
     let body = text.strip_suffix('\n').unwrap_or(text);
-    let lines = if body.is_empty() { 0 } else { body.split('\n').count() };
+    let lines = if body.is_empty() {
+        0
+    } else {
+        body.split('\n').count()
+    };
     assert!(rows.len() <= lines);
     for problem in &problems {
         assert_eq!(problem.file, "fuzz.jsonl");

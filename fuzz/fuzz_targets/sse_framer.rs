@@ -41,7 +41,9 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let whole = frame(bytes, &[bytes.len().max(1)]);
-    let sizes: Vec<usize> = (0..8).map(|k| usize::from(seed.rotate_left(k)) % 7 + 1).collect();
+    let sizes: Vec<usize> = (0..8)
+        .map(|k| usize::from(seed.rotate_left(k)) % 7 + 1)
+        .collect();
     let split = frame(bytes, &sizes);
     // A limit may trip at a different read, but whatever was framed before it is the same.
     if !whole.1 && !split.1 {
