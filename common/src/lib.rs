@@ -7,6 +7,7 @@
 pub mod clock;
 pub mod credentials;
 pub mod hash;
+pub mod limits;
 pub mod record;
 pub mod request;
 pub mod rundir;

@@ -69,6 +69,14 @@ pub enum ErrorType {
     InvalidSse,
     /// The stream ended with neither `[DONE]` nor a `finish_reason`.
     TruncatedStream,
+    /// An SSE line longer than `request.limits.line_bytes`.
+    LimitLineBytes,
+    /// An SSE event larger than `request.limits.event_bytes`.
+    LimitEventBytes,
+    /// More events (comments included) than `request.limits.events`.
+    LimitEvents,
+    /// More answer (or reasoning) text than `request.limits.answer_bytes`.
+    LimitAnswerBytes,
     /// An `error` object, an `"object":"error"` chunk or an `event: error`.
     StreamError,
     /// Our own machinery failed.
@@ -241,6 +249,10 @@ pub struct TerminalRecord {
     /// True when `finish_reason` was `length`: completed, but the answer was cut off.
     #[serde(default)]
     pub truncated_by_length: bool,
+    /// True when the stream had already sent its final `finish_reason` and then the connection
+    /// failed: completed (METHODOLOGY §4), but flagged; `error_message` says what failed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub abrupt_end: bool,
     /// Provider-reported usage.
     pub usage: Option<Usage>,
     /// Provider's request id header (`x-request-id` and kin).
@@ -304,6 +316,7 @@ impl TerminalRecord {
             output_tokens_per_second: None,
             finish_reason: None,
             truncated_by_length: false,
+            abrupt_end: false,
             usage: None,
             provider_request_id: None,
             rate_limit_headers: BTreeMap::new(),
@@ -335,6 +348,10 @@ mod tests {
             ErrorType::OtherHttpStatus,
             ErrorType::TruncatedStream,
             ErrorType::InvalidSse,
+            ErrorType::LimitLineBytes,
+            ErrorType::LimitEventBytes,
+            ErrorType::LimitEvents,
+            ErrorType::LimitAnswerBytes,
         ]
         .iter()
         .map(|e| serde_json::to_string(e).unwrap_or_default())
@@ -347,7 +364,11 @@ mod tests {
                 "\"http_5xx\"",
                 "\"other_http_status\"",
                 "\"truncated_stream\"",
-                "\"invalid_sse\""
+                "\"invalid_sse\"",
+                "\"limit_line_bytes\"",
+                "\"limit_event_bytes\"",
+                "\"limit_events\"",
+                "\"limit_answer_bytes\""
             ]
         );
     }

@@ -116,6 +116,6 @@ async fn connect(region: &str, url: &str) -> Result<ProbeClient<Channel>, Coordi
             message: e.to_string(),
         })?;
     Ok(ProbeClient::new(channel)
-        .max_decoding_message_size(256 * 1024 * 1024)
+        .max_decoding_message_size(openbench_common::limits::GRPC_MESSAGE_LIMIT_BYTES)
         .max_encoding_message_size(64 * 1024 * 1024))
 }

@@ -22,7 +22,7 @@ pub struct Chunk {
     pub reasoning: String,
     /// Non-empty visible answer text, or empty.
     pub answer: String,
-    /// `choices[0].finish_reason`, when not null.
+    /// `choices[0].finish_reason`, when a non-empty string (`""` is no finish).
     pub finish_reason: Option<String>,
     /// Top-level `model`, when a non-empty string.
     pub model: Option<String>,
@@ -111,6 +111,7 @@ pub fn classify_json(value: &Value) -> Chunk {
     chunk.finish_reason = choice
         .and_then(|c| c.get("finish_reason"))
         .and_then(Value::as_str)
+        .filter(|r| !r.is_empty())
         .map(str::to_string);
     if let Some(delta) = delta {
         chunk.reasoning = reasoning_text(delta);

@@ -132,3 +132,10 @@ fn snippet_caps_at_512_characters() {
     assert!(s.ends_with('…'));
     assert_eq!(snippet("  short \n"), "short");
 }
+
+#[test]
+fn an_empty_finish_reason_is_no_finish() {
+    let c = of(r#"{"choices":[{"delta":{},"finish_reason":""}]}"#);
+    assert_eq!(c.classification, Classification::EmptyDelta);
+    assert_eq!(c.finish_reason, None);
+}

@@ -10,9 +10,11 @@ use crate::body::{build_body, build_headers};
 use crate::classify::{classify_event, snippet};
 use crate::credentials::Credentials;
 use crate::error::ProbeError;
+use crate::limits::{over_events, over_text};
 use crate::record::{Ending, Exchange, StreamState, finalize};
 use crate::redact::Redactor;
 use crate::sse::{SseDecoder, SseFrame};
+use openbench_common::limits::StreamLimits;
 use openbench_common::record::{Classification, ErrorType, Execution, Outcome, TerminalRecord};
 use openbench_common::request::PlannedRequest;
 use openbench_common::spec::{ProviderAdapter, RequestContract};
@@ -31,9 +33,6 @@ pub const REQUEST_ID_HEADERS: &[&str] = &[
     "x-trace-id",
     "cf-ray",
 ];
-
-/// Most bytes of a non-2xx body read for its error snippet.
-const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
 /// Executes timed requests for one provider over one persistent connection pool. Cheap to clone
 /// (the client and adapter are shared).
@@ -194,26 +193,45 @@ impl Executor {
         exchange.status = Some(status);
         exchange.headers_at = Some(at);
         capture_headers(response.headers(), exchange);
+        let limits = &self.inner.contract.limits;
         if !response.status().is_success() {
-            let message = read_error_body(&mut response, status, deadline).await;
+            let message = read_error_body(&mut response, status, deadline, limits).await;
             exchange.end_at = Some(zero.elapsed());
             return Ending::Http { status, message };
         }
-        read_stream(response, zero, deadline, deadline_ms, state, exchange).await
+        let read = Read {
+            zero,
+            deadline,
+            deadline_ms,
+            limits,
+        };
+        read_stream(response, &read, state, exchange).await
     }
 }
 
-/// Reads and frames the 2xx body until `[DONE]`, a provider error, a failure, the end of the
-/// body or the deadline.
-async fn read_stream(
-    mut response: reqwest::Response,
+/// The clock and bounds of one stream read.
+struct Read<'a> {
     zero: Instant,
     deadline: tokio::time::Instant,
     deadline_ms: u64,
+    limits: &'a StreamLimits,
+}
+
+/// Reads and frames the 2xx body until `[DONE]`, a provider error, a failure, a limit, the end
+/// of the body or the deadline.
+async fn read_stream(
+    mut response: reqwest::Response,
+    read_bounds: &Read<'_>,
     state: &mut StreamState,
     exchange: &mut Exchange,
 ) -> Ending {
-    let mut decoder = SseDecoder::new();
+    let Read {
+        zero,
+        deadline,
+        deadline_ms,
+        limits,
+    } = *read_bounds;
+    let mut decoder = SseDecoder::with_limits(limits);
     let mut frames = Vec::new();
     loop {
         let read = timeout_at(deadline, response.chunk()).await;
@@ -229,15 +247,23 @@ async fn read_stream(
                 };
             }
             Ok(Err(e)) => {
-                return Ending::Transport {
-                    error_type: ErrorType::Transport,
-                    message: format!("body read failed: {}", error_chain(&e.without_url())),
+                let message = format!("body read failed: {}", error_chain(&e.without_url()));
+                // METHODOLOGY §4: a final finish_reason is completion; the drop is flagged.
+                return if state.finish_reason.is_some() {
+                    Ending::CompletedAbruptly {
+                        message: format!("after the final finish_reason, {message}"),
+                    }
+                } else {
+                    Ending::Transport {
+                        error_type: ErrorType::Transport,
+                        message,
+                    }
                 };
             }
             Ok(Ok(None)) => {
                 if let Some(event) = decoder.finish(at) {
                     frames.push(SseFrame::Event(event));
-                    if let Some(ending) = process(&mut frames, state) {
+                    if let Some(ending) = process(&mut frames, state, limits) {
                         return ending;
                     }
                 }
@@ -256,7 +282,7 @@ async fn read_stream(
             Ok(Ok(Some(bytes))) => bytes,
         };
         let framed = decoder.feed(&bytes, at, &mut frames);
-        if let Some(ending) = process(&mut frames, state) {
+        if let Some(ending) = process(&mut frames, state, limits) {
             if state.saw_done {
                 drain(response, deadline).await;
             }
@@ -264,16 +290,24 @@ async fn read_stream(
         }
         if let Err(e) = framed {
             return Ending::Transport {
-                error_type: ErrorType::InvalidSse,
+                error_type: e.error_type(),
                 message: e.to_string(),
             };
         }
     }
 }
 
-/// Folds framed items into the state; returns an ending when one of them ends the stream.
-fn process(frames: &mut Vec<SseFrame>, state: &mut StreamState) -> Option<Ending> {
+/// Folds framed items into the state; returns an ending when one of them ends the stream or
+/// would pass a limit (that one is not kept).
+fn process(
+    frames: &mut Vec<SseFrame>,
+    state: &mut StreamState,
+    limits: &StreamLimits,
+) -> Option<Ending> {
     for frame in frames.drain(..) {
+        if let Some(ending) = over_events(state, limits) {
+            return Some(ending);
+        }
         match frame {
             SseFrame::Comment { at, .. } => state.push_comment(at),
             SseFrame::Event(event) => match classify_event(event.event.as_deref(), &event.data) {
@@ -284,6 +318,9 @@ fn process(frames: &mut Vec<SseFrame>, state: &mut StreamState) -> Option<Ending
                     });
                 }
                 Ok(chunk) => {
+                    if let Some(ending) = over_text(state, &chunk, limits) {
+                        return Some(ending);
+                    }
                     let error = chunk.error.clone();
                     let classification = chunk.classification;
                     state.push_chunk(event.at, event.event, chunk);
@@ -316,21 +353,25 @@ async fn drain(mut response: reqwest::Response, deadline: tokio::time::Instant) 
     .await;
 }
 
-/// Reads at most [`ERROR_BODY_LIMIT`] bytes of an error body within the deadline and returns
-/// `HTTP <status>: <snippet>`.
+/// Reads at most `limits.error_body_bytes` of an error body within the deadline and returns
+/// `HTTP <status>: <snippet>`; the rest of the body is never read.
 async fn read_error_body(
     response: &mut reqwest::Response,
     status: u16,
     deadline: tokio::time::Instant,
+    limits: &StreamLimits,
 ) -> String {
+    let limit = usize::try_from(limits.error_body_bytes).unwrap_or(usize::MAX);
     let mut body = Vec::new();
-    while body.len() < ERROR_BODY_LIMIT {
+    while body.len() < limit {
         match timeout_at(deadline, response.chunk()).await {
-            Ok(Ok(Some(bytes))) => body.extend_from_slice(&bytes),
+            Ok(Ok(Some(bytes))) => {
+                let room = limit - body.len();
+                body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+            }
             _ => break,
         }
     }
-    body.truncate(ERROR_BODY_LIMIT);
     let text = String::from_utf8_lossy(&body);
     let redirect = if (300..400).contains(&status) {
         " (redirects are not followed)"

@@ -11,6 +11,7 @@ pub mod body;
 pub mod classify;
 pub mod error;
 pub mod executor;
+pub mod limits;
 pub mod record;
 pub mod redact;
 pub mod server;

@@ -4,6 +4,7 @@
 //! Token counting happens here, after the stream has ended, never inside the read loop.
 
 use crate::classify::Chunk;
+use openbench_common::limits::EVENT_LABEL_CHARS;
 use openbench_common::record::{
     Classification, ErrorType, Execution, Outcome, StreamEvent, TerminalRecord, Usage,
 };
@@ -39,6 +40,11 @@ pub fn status_error_type(status: u16) -> ErrorType {
 pub enum Ending {
     /// 2xx, stream consumed to `[DONE]` or a final `finish_reason`.
     Completed,
+    /// 2xx, a final `finish_reason` arrived, then the connection failed: completed, flagged.
+    CompletedAbruptly {
+        /// What failed after the finish.
+        message: String,
+    },
     /// A non-2xx status (`message` holds a redacted-later snippet of the body).
     Http {
         /// Status code.
@@ -70,6 +76,9 @@ impl Ending {
     pub fn parts(&self) -> (Outcome, Option<ErrorType>, Option<String>) {
         match self {
             Ending::Completed => (Outcome::Completed, None, None),
+            Ending::CompletedAbruptly { message } => {
+                (Outcome::Completed, None, Some(message.clone()))
+            }
             Ending::Http { status, message } => (
                 Outcome::HttpError,
                 Some(status_error_type(*status)),
@@ -174,8 +183,8 @@ impl StreamState {
         if timings.is_some() {
             self.timings = timings;
         }
-        if finish_reason.is_some() {
-            self.finish_reason.clone_from(&finish_reason);
+        if let Some(reason) = &finish_reason {
+            self.finish_reason = Some(clip_label(reason.clone()));
         }
         if classification == Classification::Done {
             self.saw_done = true;
@@ -197,16 +206,35 @@ impl StreamState {
             index: u32::try_from(self.events.len()).unwrap_or(u32::MAX),
             offset_ms: ms(at),
             classification,
-            event,
+            event: event.map(clip_label),
             reasoning,
             answer,
-            finish_reason,
+            finish_reason: finish_reason.map(clip_label),
         });
+    }
+
+    /// Bytes of answer text held.
+    pub fn answer_len(&self) -> usize {
+        self.answer.len()
+    }
+
+    /// Bytes of reasoning text held.
+    pub fn reasoning_len(&self) -> usize {
+        self.reasoning.len()
     }
 
     /// True when the stream reached `[DONE]` or a `finish_reason`.
     pub fn finished(&self) -> bool {
         self.saw_done || self.finish_reason.is_some()
+    }
+}
+
+/// An `event:` name or `finish_reason` cut to [`EVENT_LABEL_CHARS`] characters (real ones are a
+/// word), so every event's share of a record stays bounded.
+fn clip_label(label: String) -> String {
+    match label.char_indices().nth(EVENT_LABEL_CHARS) {
+        Some((cut, _)) => label[..cut].to_string(),
+        None => label,
     }
 }
 
@@ -257,6 +285,7 @@ pub fn finalize(
         }
     }
     record.truncated_by_length = state.finish_reason.as_deref() == Some("length");
+    record.abrupt_end = matches!(ending, Ending::CompletedAbruptly { .. });
     record.finish_reason = state.finish_reason;
     record.answer_text = state.answer;
     record.reasoning_text = state.reasoning;

@@ -9,7 +9,9 @@ use crate::actor::{Busy, ProviderActor, ProviderMsg};
 use crate::credentials::Credentials;
 use crate::error::ProbeError;
 use crate::executor::Executor;
+use crate::limits::encode_within;
 use openbench_common::hash::{canonical_json, sha256_hex};
+use openbench_common::limits::GRPC_MESSAGE_LIMIT_BYTES;
 use openbench_common::request::{PlannedRequest, RequestIdentity};
 use openbench_common::spec::{MAX_TIMEOUT_MS, ProviderAdapter, RequestContract};
 use openbench_proto::v1::probe_server::{Probe, ProbeServer};
@@ -180,7 +182,7 @@ impl Probe for ProbeService {
                 None,
             )
             .await;
-        let execution = match reply {
+        let mut execution = match reply {
             Ok(CallResult::Success(Ok(execution))) => execution,
             Ok(CallResult::Success(Err(Busy))) => {
                 return Err(Status::failed_precondition(format!(
@@ -195,7 +197,8 @@ impl Probe for ProbeService {
                 )));
             }
         };
-        let execution_json = serde_json::to_string(&execution).map_err(|e| {
+        let within = GRPC_MESSAGE_LIMIT_BYTES - 64 * 1024;
+        let execution_json = encode_within(&mut execution, within).map_err(|e| {
             Status::internal(format!(
                 "request {request_id}: cannot encode the record: {e}"
             ))

@@ -5,8 +5,11 @@
 //! monotonic stamp of the read that completed it; keep-alive comments are recorded). Framing
 //! works on bytes and decodes a line only once it is complete, so a UTF-8 character split between
 //! reads is never broken. Line endings: CRLF, LF and a lone CR, also when a CRLF is itself split
-//! between two reads.
+//! between two reads. A line or an event past its limit (`request.limits`) is an error before
+//! it is held, so a hostile upstream can never make the decoder grow without bound.
 
+use openbench_common::limits::StreamLimits;
+use openbench_common::record::ErrorType;
 use std::time::Duration;
 
 /// One framed item: a comment line or a dispatched event.
@@ -36,18 +39,48 @@ pub struct SseEvent {
     pub at: Duration,
 }
 
-/// A line that is not valid UTF-8.
+/// Why framing stopped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("SSE line {line} is not valid UTF-8 ({len} bytes)")]
-pub struct SseError {
-    /// 1-based line number in the stream.
-    pub line: u64,
-    /// Byte length of the offending line.
-    pub len: usize,
+pub enum SseError {
+    /// A line that is not valid UTF-8.
+    #[error("SSE line {line} is not valid UTF-8 ({len} bytes)")]
+    InvalidUtf8 {
+        /// 1-based line number in the stream.
+        line: u64,
+        /// Byte length of the offending line.
+        len: usize,
+    },
+    /// A line longer than the line limit (what came before it is kept).
+    #[error("SSE line {line} is longer than the {limit}-byte line limit")]
+    LineTooLong {
+        /// 1-based line number in the stream.
+        line: u64,
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// An event larger than the event limit (events before it are kept).
+    #[error("SSE event ending at line {line} is larger than the {limit}-byte event limit")]
+    EventTooLarge {
+        /// 1-based number of the line that crossed the limit.
+        line: u64,
+        /// The limit, in bytes.
+        limit: usize,
+    },
+}
+
+impl SseError {
+    /// The record's error type for this failure.
+    pub fn error_type(&self) -> ErrorType {
+        match self {
+            SseError::InvalidUtf8 { .. } => ErrorType::InvalidSse,
+            SseError::LineTooLong { .. } => ErrorType::LimitLineBytes,
+            SseError::EventTooLarge { .. } => ErrorType::LimitEventBytes,
+        }
+    }
 }
 
 /// Incremental SSE decoder: feed it each network read with the read's stamp.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseDecoder {
     /// Bytes of the current, not yet terminated line.
     line: Vec<u8>,
@@ -57,6 +90,16 @@ pub struct SseDecoder {
     lines: u64,
     /// The event being built.
     pending: Pending,
+    /// Longest line held, in bytes.
+    line_limit: usize,
+    /// Largest event held, in bytes.
+    event_limit: usize,
+}
+
+impl Default for SseDecoder {
+    fn default() -> SseDecoder {
+        SseDecoder::with_limits(&StreamLimits::default())
+    }
 }
 
 #[derive(Debug, Default)]
@@ -70,12 +113,32 @@ impl Pending {
     fn is_empty(&self) -> bool {
         self.event.is_none() && self.data.is_none()
     }
+
+    fn bytes(&self) -> usize {
+        [&self.event, &self.data, &self.id]
+            .into_iter()
+            .flatten()
+            .map(String::len)
+            .sum()
+    }
 }
 
 impl SseDecoder {
-    /// A decoder at the start of a stream.
+    /// A decoder at the start of a stream, with the default limits.
     pub fn new() -> SseDecoder {
         SseDecoder::default()
+    }
+
+    /// A decoder at the start of a stream that refuses lines and events past `limits`.
+    pub fn with_limits(limits: &StreamLimits) -> SseDecoder {
+        SseDecoder {
+            line: Vec::new(),
+            after_cr: false,
+            lines: 0,
+            pending: Pending::default(),
+            line_limit: usize::try_from(limits.line_bytes).unwrap_or(usize::MAX),
+            event_limit: usize::try_from(limits.event_bytes).unwrap_or(usize::MAX),
+        }
     }
 
     /// Frames one read. Complete items are appended to `out`, each stamped `at`; an incomplete
@@ -98,11 +161,11 @@ impl SseDecoder {
             }
             match rest.iter().position(|&b| b == b'\n' || b == b'\r') {
                 None => {
-                    self.line.extend_from_slice(rest);
+                    self.hold(rest)?;
                     break;
                 }
                 Some(i) => {
-                    self.line.extend_from_slice(&rest[..i]);
+                    self.hold(&rest[..i])?;
                     self.after_cr = rest[i] == b'\r';
                     rest = &rest[i + 1..];
                     self.end_line(at, out)?;
@@ -134,10 +197,23 @@ impl SseDecoder {
         }
     }
 
+    /// Appends bytes to the current line, unless that would pass the line limit.
+    fn hold(&mut self, bytes: &[u8]) -> Result<(), SseError> {
+        if self.line.len().saturating_add(bytes.len()) > self.line_limit {
+            self.line.clear();
+            return Err(SseError::LineTooLong {
+                line: self.lines + 1,
+                limit: self.line_limit,
+            });
+        }
+        self.line.extend_from_slice(bytes);
+        Ok(())
+    }
+
     fn end_line(&mut self, at: Duration, out: &mut Vec<SseFrame>) -> Result<(), SseError> {
         self.lines += 1;
         let raw = std::mem::take(&mut self.line);
-        let mut line = String::from_utf8(raw).map_err(|e| SseError {
+        let mut line = String::from_utf8(raw).map_err(|e| SseError::InvalidUtf8 {
             line: self.lines,
             len: e.as_bytes().len(),
         })?;
@@ -177,6 +253,13 @@ impl SseDecoder {
             "id" => self.pending.id = Some(value.to_string()),
             // `retry` and unknown fields are ignored, as the standard says.
             _ => {}
+        }
+        if self.pending.bytes() > self.event_limit {
+            self.pending = Pending::default();
+            return Err(SseError::EventTooLarge {
+                line: self.lines,
+                limit: self.event_limit,
+            });
         }
         Ok(())
     }

@@ -171,7 +171,7 @@ fn invalid_utf8_line_is_an_error_naming_the_line() {
     let err = decoder
         .feed(b"data: ok\n\ndata: \xff\xfe\n\n", ms(1), &mut out)
         .unwrap_err();
-    assert_eq!(err, SseError { line: 3, len: 8 });
+    assert_eq!(err, SseError::InvalidUtf8 { line: 3, len: 8 });
     // The event before the bad line was still framed.
     assert_eq!(out, vec![event("ok", 1)]);
 }
@@ -189,4 +189,49 @@ fn finish_dispatches_complete_lines_and_drops_an_unterminated_one() {
     decoder.feed(b"data: {\"cho", ms(1), &mut out).unwrap();
     assert!(decoder.has_partial());
     assert_eq!(decoder.finish(ms(2)), None);
+}
+
+fn limited(line_bytes: u64, event_bytes: u64) -> SseDecoder {
+    SseDecoder::with_limits(&StreamLimits {
+        line_bytes,
+        event_bytes,
+        ..StreamLimits::default()
+    })
+}
+
+#[test]
+fn a_line_at_the_limit_passes_and_one_byte_more_is_refused_across_reads() {
+    // `data: 0123456789` is 16 bytes.
+    let mut out = Vec::new();
+    limited(16, 100)
+        .feed(b"data: 0123456789\n\n", ms(1), &mut out)
+        .unwrap();
+    assert_eq!(out, vec![event("0123456789", 1)]);
+
+    let mut decoder = limited(16, 100);
+    let mut out = Vec::new();
+    decoder
+        .feed(b"data: a\n\ndata: 01234", ms(1), &mut out)
+        .unwrap();
+    let err = decoder.feed(b"567890", ms(2), &mut out).unwrap_err();
+    assert_eq!(err, SseError::LineTooLong { line: 3, limit: 16 });
+    assert_eq!(err.error_type(), ErrorType::LimitLineBytes);
+    // What came before the long line is kept; the long line is not held.
+    assert_eq!(out, vec![event("a", 1)]);
+    assert!(decoder.line.is_empty());
+}
+
+#[test]
+fn data_lines_without_a_blank_line_are_refused_at_the_event_limit() {
+    let mut decoder = limited(100, 10);
+    let mut out = Vec::new();
+    // "abcd" + "\n" + "efgh" = 9 bytes: still one event under the limit.
+    decoder
+        .feed(b"data: abcd\ndata: efgh\n", ms(1), &mut out)
+        .unwrap();
+    let err = decoder.feed(b"data: ij\n", ms(2), &mut out).unwrap_err();
+    assert_eq!(err, SseError::EventTooLarge { line: 3, limit: 10 });
+    assert_eq!(err.error_type(), ErrorType::LimitEventBytes);
+    assert!(out.is_empty());
+    assert!(!decoder.has_partial());
 }

@@ -12,6 +12,7 @@
 pub mod answer;
 pub mod coalesce;
 pub mod draft;
+pub mod hostile;
 pub mod profile;
 pub mod quirk;
 pub mod render;

@@ -65,6 +65,20 @@ pub enum Quirk {
     FinishLength,
     /// No answer text at all; the stream still finishes with `stop` and `[DONE]`.
     EmptyAnswer,
+    /// Hostile: one `data:` line that never ends.
+    EndlessLine,
+    /// Hostile: `data:` lines without end and never a blank line.
+    EndlessDataLines,
+    /// Hostile: keep-alive comments as fast as the client reads.
+    CommentFlood,
+    /// Hostile: one 50 MB answer event, then a finish and `[DONE]`.
+    HugeEvent,
+    /// Hostile: HTTP 500 whose body never ends.
+    EndlessErrorBody,
+    /// Hostile: an answer event, then an event with invalid UTF-8.
+    InvalidUtf8,
+    /// Hostile: the request's bearer token echoed split across two answer events.
+    EchoKeySplit,
 }
 
 /// Every quirk with its stable name and a one-line description, in listing order.
@@ -201,6 +215,41 @@ pub const CATALOGUE: &[(Quirk, &str, &str)] = &[
         "empty-answer",
         "no answer text; finish_reason stop and [DONE]",
     ),
+    (
+        Quirk::EndlessLine,
+        "endless-line",
+        "hostile: one data: line that never ends (until the hang limit)",
+    ),
+    (
+        Quirk::EndlessDataLines,
+        "endless-data-lines",
+        "hostile: data: lines forever, never a blank line",
+    ),
+    (
+        Quirk::CommentFlood,
+        "comment-flood",
+        "hostile: keep-alive comments as fast as the client reads",
+    ),
+    (
+        Quirk::HugeEvent,
+        "huge-event",
+        "hostile: one 50 MB answer event, then finish and [DONE]",
+    ),
+    (
+        Quirk::EndlessErrorBody,
+        "endless-error-body",
+        "hostile: HTTP 500 with a body that never ends",
+    ),
+    (
+        Quirk::InvalidUtf8,
+        "invalid-utf8",
+        "hostile: an answer event, then an event with invalid UTF-8",
+    ),
+    (
+        Quirk::EchoKeySplit,
+        "echo-key-split",
+        "hostile: the bearer token echoed split across two answer events",
+    ),
 ];
 
 impl Quirk {
@@ -221,6 +270,20 @@ impl Quirk {
             .map(|(q, _, _)| *q)
     }
 
+    /// True for the hostile entries: they replace the whole response (see `hostile`).
+    pub fn is_hostile(self) -> bool {
+        matches!(
+            self,
+            Quirk::EndlessLine
+                | Quirk::EndlessDataLines
+                | Quirk::CommentFlood
+                | Quirk::HugeEvent
+                | Quirk::EndlessErrorBody
+                | Quirk::InvalidUtf8
+                | Quirk::EchoKeySplit
+        )
+    }
+
     /// True for quirks that make the request fail (they replace the profile's failure draw).
     pub fn is_fault(self) -> bool {
         matches!(
@@ -235,7 +298,7 @@ impl Quirk {
                 | Quirk::Http400
                 | Quirk::NoHeaders
                 | Quirk::KeepAliveDrip
-        )
+        ) || self.is_hostile()
     }
 }
 
@@ -271,7 +334,7 @@ mod tests {
             assert_eq!(Quirk::from_name(name), Some(*quirk));
             assert_eq!(quirk.name(), *name);
         }
-        assert_eq!(CATALOGUE.len(), 28);
+        assert_eq!(CATALOGUE.len(), 35);
     }
 
     #[test]

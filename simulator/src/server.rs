@@ -2,6 +2,7 @@
 //! write log of exact-schedule requests, and graceful shutdown.
 
 use crate::coalesce::coalesce;
+use crate::hostile;
 use crate::render::{self, DRIP_EVERY_MS, HANG_MS, Replay, Shape, Write};
 use crate::request::SimRequest;
 use crate::rng::Draws;
@@ -245,6 +246,13 @@ async fn respond(
         Ok(r) => r,
         Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.to_string()),
     };
+    if let Some(quirk) = hostile::pick(&request.forced) {
+        let bearer = text("authorization")
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        let until = received + Duration::from_secs_f64(HANG_MS * shared.config.time_scale / 1000.0);
+        return hostile::respond(quirk, bearer, until, shared.cancel.clone());
+    }
     let log_key = text("x-sim-id").map(str::to_string);
     let occurrence = shared.occurrence(profile_name, &body);
     let mut draws = Draws::for_occurrence(shared.config.seed, profile_name, &body, occurrence);

@@ -2,12 +2,13 @@
 //! or a probe server for a remote region (`probe serve`).
 
 use anyhow::{Context, bail};
-use openbench_common::record::Execution;
+use openbench_common::record::{Classification, Execution, TerminalRecord};
 use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Role};
 use openbench_common::spec::{Auth, LoadedSpec, MaxTokensField, ProviderAdapter, RequestContract};
 use openbench_probe::server::{ProbeConfig, serve_on};
 use openbench_probe::{Credentials, Executor};
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -175,13 +176,15 @@ async fn once(args: OnceArgs) -> anyhow::Result<ExitCode> {
     };
     let execution = executor.execute(&request).await;
     let completed = execution.record.outcome == openbench_common::record::Outcome::Completed;
-    let value = once_output(&execution)?;
-    let text = if args.json {
-        serde_json::to_string(&value)?
+    let output = OnceOutput::of(&execution);
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    if args.json {
+        serde_json::to_writer(&mut stdout, &output)?;
     } else {
-        serde_json::to_string_pretty(&value)?
-    };
-    println!("{text}");
+        serde_json::to_writer_pretty(&mut stdout, &output)?;
+    }
+    writeln!(stdout)?;
+    stdout.flush()?;
     Ok(if completed {
         ExitCode::SUCCESS
     } else {
@@ -189,25 +192,41 @@ async fn once(args: OnceArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The terminal record with its events (offset, classification and texts) under `events`.
-fn once_output(execution: &Execution) -> anyhow::Result<serde_json::Value> {
-    let mut value = serde_json::to_value(&execution.record)?;
-    let events: Vec<serde_json::Value> = execution
-        .events
-        .iter()
-        .map(|e| {
-            serde_json::json!({
-                "offset_ms": e.offset_ms,
-                "classification": e.classification,
-                "reasoning": e.reasoning,
-                "answer": e.answer,
-            })
-        })
-        .collect();
-    if let Some(map) = value.as_object_mut() {
-        map.insert("events".into(), serde_json::Value::Array(events));
+/// What `probe once` prints: the terminal record's fields with its events (offset,
+/// classification and texts) under `events`. Serialised straight from borrowed data, so a
+/// response with tens of thousands of events costs no copy of them.
+#[derive(serde::Serialize)]
+struct OnceOutput<'a> {
+    #[serde(flatten)]
+    record: &'a TerminalRecord,
+    events: Vec<OnceEvent<'a>>,
+}
+
+/// One event as `probe once` prints it.
+#[derive(serde::Serialize)]
+struct OnceEvent<'a> {
+    offset_ms: f64,
+    classification: Classification,
+    reasoning: &'a str,
+    answer: &'a str,
+}
+
+impl<'a> OnceOutput<'a> {
+    fn of(execution: &'a Execution) -> OnceOutput<'a> {
+        OnceOutput {
+            record: &execution.record,
+            events: execution
+                .events
+                .iter()
+                .map(|e| OnceEvent {
+                    offset_ms: e.offset_ms,
+                    classification: e.classification,
+                    reasoning: &e.reasoning,
+                    answer: &e.answer,
+                })
+                .collect(),
+        }
     }
-    Ok(value)
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {

@@ -5,7 +5,7 @@ use openbench_micro_single_task::report::GoldTable;
 use openbench_micro_single_task::scoring::GoldRef;
 use openbench_micro_single_task::scoring::answers::score_stream;
 use std::io::{BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Arguments of `score`.
@@ -37,6 +37,9 @@ pub async fn run(args: ScoreArgs) -> anyhow::Result<ExitCode> {
     }
     let file = std::fs::File::open(&args.answers)
         .with_context(|| format!("cannot open {}", args.answers.display()))?;
+    if let Some(out) = &args.out {
+        refuse_same_file(&args.answers, out)?;
+    }
     // The dataset is loaded only when a line needs it, so self-contained files work without one.
     let mut gold: Option<Result<GoldTable, String>> = None;
     let (dataset, manifest) = (args.dataset.clone(), args.manifest.clone());
@@ -91,4 +94,28 @@ pub async fn run(args: ScoreArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses an output path that is the input file under another name (same path, another
+/// spelling, a symlink or a hard link): creating it would empty the answers before they are read.
+fn refuse_same_file(input: &Path, out: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(out_meta) = std::fs::metadata(out) else {
+        return Ok(()); // Nothing there yet: it cannot be the input.
+    };
+    let in_meta = std::fs::metadata(input)
+        .with_context(|| format!("cannot read the metadata of {}", input.display()))?;
+    let same_inode = (in_meta.dev(), in_meta.ino()) == (out_meta.dev(), out_meta.ino());
+    let same_path = matches!(
+        (input.canonicalize(), out.canonicalize()),
+        (Ok(a), Ok(b)) if a == b
+    );
+    if same_inode || same_path {
+        anyhow::bail!(
+            "--out {} is the answers file {} itself: refusing to overwrite an input",
+            out.display(),
+            input.display()
+        );
+    }
+    Ok(())
 }

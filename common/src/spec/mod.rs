@@ -113,6 +113,9 @@ pub struct RequestContract {
     /// failure.
     #[serde(default = "default_grace_ms")]
     pub harness_grace_ms: u64,
+    /// Limits on what one response may make the probe hold (optional `limits:` block).
+    #[serde(default)]
+    pub limits: crate::limits::StreamLimits,
 }
 
 fn default_grace_ms() -> u64 {
@@ -133,6 +136,7 @@ impl RequestContract {
             reasoning_effort: String::from("low"),
             timeout_ms,
             harness_grace_ms: default_grace_ms(),
+            limits: crate::limits::StreamLimits::default(),
         }
     }
 }

@@ -63,6 +63,7 @@ impl Spec {
                 r.harness_grace_ms
             ));
         }
+        problems.extend(r.limits.problems());
         if self.providers.is_empty() {
             problems.push("providers: must list at least one provider".to_string());
         }

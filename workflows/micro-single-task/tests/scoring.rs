@@ -373,3 +373,55 @@ fn workflow_smoke_criterion_needs_completed_non_empty_schema_valid() {
     r.task_family = "unknown".into();
     assert!(!MicroSingleTask.answer_is_schema_valid(&r));
 }
+
+#[test]
+fn negative_zero_is_the_integer_zero_and_year_0000_is_no_date() {
+    use EvalClass::*;
+    let answer = contract_json()
+        .to_string()
+        .replace("\"renewal_term_months\":12", "\"renewal_term_months\":-0");
+    assert!(answer.contains(":-0,"), "{answer}");
+    // Against gold 12 it is a wrong integer, not a type error.
+    assert_eq!(verdict(&contract(), &answer), (IncorrectResult, None));
+    // Against gold 0 it is right.
+    let mut gold_zero = contract_json();
+    gold_zero["renewal_term_months"] = json!(0);
+    let gold_zero = GoldRef::from_json(Family::ContractTermsExtraction, &gold_zero, &[]).unwrap();
+    assert_eq!(verdict(&gold_zero, &answer), (ValidResult, None));
+    // -0.0 has a fraction: not a JSON integer.
+    let float = answer.replace(":-0,", ":-0.0,");
+    assert_eq!(
+        verdict(&gold_zero, &float),
+        (InvalidResult, Some("schema_type"))
+    );
+    assert_eq!(
+        verdict(&contract(), &with("effective_date", json!("0000-02-28"))),
+        (InvalidResult, Some("invalid_date"))
+    );
+}
+
+#[test]
+fn score_stream_names_invalid_utf8_lines_and_goes_on() {
+    let good = r#"{"item_id":"tt-1","task_family":"ticket-triage","gold":{"category":"bug","priority":"p1"},"answer_text":"{\"category\":\"bug\",\"priority\":\"p1\"}"}"#;
+    let mut input = Vec::new();
+    input.extend_from_slice(good.as_bytes());
+    input.extend_from_slice(b"\n{\"item_id\":\"\xff\"}\r\n");
+    input.extend_from_slice(good.as_bytes());
+    input.extend_from_slice(b"\n");
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let mut lookup = |id: &str| Err(format!("no dataset for {id}"));
+    let counts = score_stream(
+        "answers.jsonl",
+        input.as_slice(),
+        &mut out,
+        &mut err,
+        &mut lookup,
+    )
+    .unwrap();
+    assert_eq!((counts.scored, counts.bad_lines), (2, 1));
+    assert_eq!(
+        String::from_utf8(err).unwrap(),
+        "answers.jsonl:2: not valid UTF-8 (at byte 12)\n"
+    );
+    assert_eq!(String::from_utf8(out).unwrap().lines().count(), 2);
+}

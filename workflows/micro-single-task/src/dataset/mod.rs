@@ -11,7 +11,7 @@ mod load;
 pub mod manifest;
 mod types;
 
-pub use load::{load_release, rows_from_files, validate_strict};
+pub use load::{load_release, parse_file, rows_from_files, validate_strict};
 pub use manifest::{FamilyEntry, Manifest, TokenBand, release_hash};
 pub use types::{
     AgreementType, Category, ContractGold, Family, Gold, Priority, TicketGold, is_iso_date,

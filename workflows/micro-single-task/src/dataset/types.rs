@@ -259,5 +259,6 @@ pub fn is_iso_date(text: &str) -> bool {
     let Ok(month) = time::Month::try_from(m as u8) else {
         return false;
     };
-    m <= 12 && d <= 31 && time::Date::from_calendar_date(y as i32, month, d as u8).is_ok()
+    // Year 0000 is no year of the Gregorian calendar as written in dates.
+    y >= 1 && m <= 12 && d <= 31 && time::Date::from_calendar_date(y as i32, month, d as u8).is_ok()
 }

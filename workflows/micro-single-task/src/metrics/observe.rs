@@ -131,6 +131,10 @@ pub fn error_type_label(e: ErrorType) -> &'static str {
         ErrorType::Transport => "transport",
         ErrorType::InvalidSse => "invalid_sse",
         ErrorType::TruncatedStream => "truncated_stream",
+        ErrorType::LimitLineBytes => "limit_line_bytes",
+        ErrorType::LimitEventBytes => "limit_event_bytes",
+        ErrorType::LimitEvents => "limit_events",
+        ErrorType::LimitAnswerBytes => "limit_answer_bytes",
         ErrorType::StreamError => "stream_error",
         ErrorType::Harness => "harness",
     }

@@ -72,7 +72,8 @@ pub struct ScoreCounts {
 }
 
 /// Scores every line of `input`, writing one evaluation per good line to `out` and one message
-/// per bad line (`<source>:<line>: …`) to `errors`. Blank lines are skipped.
+/// per bad line (`<source>:<line>: …`) to `errors`; a line that is not UTF-8 is a bad line too.
+/// Blank lines are skipped.
 pub fn score_stream(
     source: &str,
     input: impl BufRead,
@@ -81,13 +82,21 @@ pub fn score_stream(
     lookup: &mut GoldLookup<'_>,
 ) -> std::io::Result<ScoreCounts> {
     let mut counts = ScoreCounts::default();
-    for (i, line) in input.lines().enumerate() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        match score_line(&line, lookup) {
-            Ok(evaluation) => {
+    for (i, bytes) in input.split(b'\n').enumerate() {
+        let bytes = bytes?;
+        let bytes = bytes.strip_suffix(b"\r").unwrap_or(&bytes);
+        let scored = std::str::from_utf8(bytes)
+            .map_err(|e| format!("not valid UTF-8 (at byte {})", e.valid_up_to()))
+            .and_then(|line| {
+                if line.trim().is_empty() {
+                    Ok(None)
+                } else {
+                    score_line(line, lookup).map(Some)
+                }
+            });
+        match scored {
+            Ok(None) => {}
+            Ok(Some(evaluation)) => {
                 serde_json::to_writer(&mut *out, &evaluation).map_err(std::io::Error::other)?;
                 out.write_all(b"\n")?;
                 counts.scored += 1;

@@ -152,6 +152,8 @@ mod tests {
         assert!(!is_iso_date("2027-04-31"));
         assert!(!is_iso_date("2027-13-01"));
         assert!(!is_iso_date("2027-00-10"));
+        assert!(!is_iso_date("0000-01-01"));
+        assert!(is_iso_date("0001-01-01"));
         assert!(!is_iso_date("2027-1-01"));
         assert!(!is_iso_date("2027/01/01"));
         assert!(!is_iso_date("2027-01-01T00:00:00"));

@@ -4,9 +4,13 @@
 //! the last of two equal keys when building a `Value`. This parser builds the `Value` through its
 //! own visitor that refuses a repeated key, and checks that nothing but whitespace follows the
 //! first value. No code-fence stripping, no repair.
+//!
+//! One number is read by hand: serde_json hands `-0` over as the float `-0.0`, but `-0` is a JSON
+//! integer (no fraction, no exponent) whose value is 0, so it is read as the integer 0.
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
+use std::borrow::Cow;
 use std::fmt;
 
 /// Why a text is not exactly one JSON value.
@@ -40,7 +44,8 @@ const DUPLICATE_MARKER: &str = "\u{0}duplicate-key\u{0}";
 
 /// Parses `text` as exactly one JSON value.
 pub fn parse_strict(text: &str) -> Result<Value, StrictJsonError> {
-    let mut de = serde_json::Deserializer::from_str(text);
+    let text = integer_negative_zero_as_zero(text);
+    let mut de = serde_json::Deserializer::from_str(&text);
     let value = match StrictValue::deserialize(&mut de) {
         Ok(StrictValue(v)) => v,
         Err(e) => {
@@ -55,6 +60,48 @@ pub fn parse_strict(text: &str) -> Result<Value, StrictJsonError> {
     de.end()
         .map_err(|e| StrictJsonError::TrailingValue(e.to_string()))?;
     Ok(value)
+}
+
+/// `text` with the sign dropped from every `-0` number token that has no fraction and no
+/// exponent (outside strings); any other text is returned as it is.
+fn integer_negative_zero_as_zero(text: &str) -> Cow<'_, str> {
+    let bytes = text.as_bytes();
+    let mut cuts = Vec::new();
+    let (mut in_string, mut escaped) = (false, false);
+    for (i, &b) in bytes.iter().enumerate() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'-' => {
+                let starts_number = i == 0 || !matches!(bytes[i - 1], b'e' | b'E');
+                let zero = bytes.get(i + 1) == Some(&b'0');
+                let ends = !matches!(bytes.get(i + 2), Some(b'0'..=b'9' | b'.' | b'e' | b'E'));
+                if starts_number && zero && ends {
+                    cuts.push(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    if cuts.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut from = 0;
+    for cut in cuts {
+        out.push_str(&text[from..cut]);
+        from = cut + 1;
+    }
+    out.push_str(&text[from..]);
+    Cow::Owned(out)
 }
 
 /// A `Value` whose objects never repeat a key.
@@ -145,6 +192,20 @@ mod tests {
         assert!(parse_strict("30").unwrap().is_u64());
         assert!(parse_strict("-3").unwrap().is_i64());
         assert!(parse_strict("30.0").unwrap().is_f64());
+    }
+
+    #[test]
+    fn negative_zero_is_the_integer_zero_but_stays_a_float_with_a_fraction_or_exponent() {
+        assert_eq!(parse_strict("-0").unwrap(), json!(0));
+        assert!(parse_strict("-0").unwrap().is_u64());
+        assert_eq!(
+            parse_strict(r#"{"a": [-0, "-0", 1e-0, -0.0, -0e1]}"#).unwrap(),
+            json!({"a": [0, "-0", 1.0, -0.0, -0.0]})
+        );
+        assert!(parse_strict("-0.0").unwrap().is_f64());
+        // Not a number at all stays invalid.
+        assert_eq!(kind("-"), "invalid_json");
+        assert_eq!(kind("-01"), "invalid_json");
     }
 
     #[test]

@@ -1,0 +1,133 @@
+//! Hostile upstreams: the catalogue entries that attack the client rather than imitate a
+//! provider (issue 11). Each is a lazily generated body, so the simulator itself holds almost
+//! nothing however much it sends; endless bodies stop at the hang limit, on shutdown, or when the
+//! client goes away.
+
+use crate::quirk::Quirk;
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Bytes per write of an endless or huge body.
+const WRITE_BYTES: usize = 64 * 1024;
+
+/// Size of the `huge-event` answer chunk: 50 MB.
+pub const HUGE_EVENT_BYTES: usize = 50 * 1000 * 1000;
+
+/// The first hostile quirk among `forced`, if any: it replaces the whole response.
+pub fn pick(forced: &[Quirk]) -> Option<Quirk> {
+    forced.iter().copied().find(|q| q.is_hostile())
+}
+
+/// The response of a hostile quirk. `bearer` is the request's bearer token (echoed by
+/// `echo-key-split`); endless bodies end at `until` or on `cancel`.
+pub fn respond(quirk: Quirk, bearer: &str, until: Instant, cancel: CancellationToken) -> Response {
+    let endless = |head: &'static [u8], unit: &'static [u8]| {
+        stream_response(
+            StatusCode::OK,
+            endless_body(head, unit, until, cancel.clone()),
+        )
+    };
+    match quirk {
+        Quirk::EndlessLine => endless(b"data: {\"choices\":[{\"delta\":{\"content\":\"", b"a"),
+        Quirk::EndlessDataLines => endless(b"", b"data: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n"),
+        Quirk::CommentFlood => endless(b"", b": keep-alive\n\n"),
+        Quirk::EndlessErrorBody => {
+            let body = endless_body(b"{\"error\":{\"message\":\"", b"x", until, cancel);
+            let mut response = stream_response(StatusCode::INTERNAL_SERVER_ERROR, body);
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            response
+        }
+        Quirk::HugeEvent => stream_response(StatusCode::OK, huge_event_body()),
+        Quirk::InvalidUtf8 => {
+            let bytes: Vec<u8> = [
+                answer_event("ok").as_slice(),
+                b"data: {\"choices\":[{\"delta\":{\"content\":\"\xff\xfe\"}}]}\n\n",
+                FINISH_AND_DONE,
+            ]
+            .concat();
+            stream_response(StatusCode::OK, Body::from(bytes))
+        }
+        Quirk::EchoKeySplit => {
+            let half = bearer.len() / 2;
+            let (first, second) = (
+                bearer.get(..half).unwrap_or(""),
+                bearer.get(half..).unwrap_or(""),
+            );
+            let bytes: Vec<u8> = [
+                answer_event(&format!("your key is {first}")).as_slice(),
+                answer_event(second).as_slice(),
+                FINISH_AND_DONE,
+            ]
+            .concat();
+            stream_response(StatusCode::OK, Body::from(bytes))
+        }
+        _ => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+}
+
+/// A finish chunk and `[DONE]`.
+const FINISH_AND_DONE: &[u8] =
+    b"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+
+/// One answer event carrying `text`.
+fn answer_event(text: &str) -> Vec<u8> {
+    let chunk = serde_json::json!({"choices": [{"delta": {"content": text}}]});
+    format!("data: {chunk}\n\n").into_bytes()
+}
+
+fn stream_response(status: StatusCode, body: Body) -> Response {
+    let mut response = (status, body).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    response
+}
+
+/// `head`, then `unit` repeated in writes of about [`WRITE_BYTES`] as fast as the client reads,
+/// until `until` or `cancel`.
+fn endless_body(
+    head: &'static [u8],
+    unit: &'static [u8],
+    until: Instant,
+    cancel: CancellationToken,
+) -> Body {
+    let write = Bytes::from(unit.repeat((WRITE_BYTES / unit.len()).max(1)));
+    let first = (!head.is_empty()).then(|| Bytes::from_static(head));
+    let stream = futures_util::stream::unfold(first, move |first| {
+        let write = write.clone();
+        let cancel = cancel.clone();
+        async move {
+            if cancel.is_cancelled() || Instant::now() >= until {
+                return None;
+            }
+            let bytes = first.unwrap_or(write);
+            Some((Ok::<Bytes, std::convert::Infallible>(bytes), None))
+        }
+    });
+    Body::from_stream(stream)
+}
+
+/// One answer event whose content is [`HUGE_EVENT_BYTES`] of words, written in pieces, then a
+/// finish and `[DONE]`.
+fn huge_event_body() -> Body {
+    const HEAD: &[u8] = b"data: {\"choices\":[{\"delta\":{\"content\":\"";
+    const TAIL: &[u8] = b"\"}}]}\n\n";
+    let piece = Bytes::from(b"word ".repeat(WRITE_BYTES / 5));
+    let pieces = HUGE_EVENT_BYTES / piece.len();
+    let writes = std::iter::once(Bytes::from_static(HEAD))
+        .chain(std::iter::repeat_n(piece, pieces))
+        .chain([
+            Bytes::from_static(TAIL),
+            Bytes::from_static(FINISH_AND_DONE),
+        ])
+        .map(Ok::<Bytes, std::convert::Infallible>);
+    Body::from_stream(futures_util::stream::iter(writes))
+}

@@ -1,0 +1,64 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! `score` never truncates its input: an `--out` that is the answers file under any name (the
+//! same path, another spelling, a symlink, a hard link) is refused before anything is written.
+
+use std::path::Path;
+use std::process::Command;
+
+const LINE: &str = r#"{"item_id":"tt-1","task_family":"ticket-triage","gold":{"category":"bug","priority":"p1"},"answer_text":"{\"category\":\"bug\",\"priority\":\"p1\"}"}"#;
+
+fn score(dir: &Path, answers: &Path, out: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_openbench-inference"))
+        .current_dir(dir)
+        .arg("score")
+        .arg("--answers")
+        .arg(answers)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn an_out_that_is_the_answers_file_is_refused_and_the_file_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let answers = dir.path().join("answers.jsonl");
+    let content = format!("{LINE}\n");
+    std::fs::write(&answers, &content).unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::os::unix::fs::symlink(&answers, dir.path().join("link.jsonl")).unwrap();
+    std::fs::hard_link(&answers, dir.path().join("hard.jsonl")).unwrap();
+    for out in [
+        answers.clone(),
+        Path::new("sub/../answers.jsonl").to_path_buf(),
+        Path::new("./answers.jsonl").to_path_buf(),
+        dir.path().join("link.jsonl"),
+        dir.path().join("hard.jsonl"),
+    ] {
+        let output = score(dir.path(), &answers, &out);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{out:?}: {stderr}");
+        assert!(
+            stderr.contains("is the answers file") && stderr.contains("refusing"),
+            "{out:?}: {stderr}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&answers).unwrap(),
+            content,
+            "{out:?}"
+        );
+    }
+    // A different file is written as usual.
+    let out = dir.path().join("evaluations.jsonl");
+    let output = score(dir.path(), &answers, &out);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let written = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        written.contains("\"classification\":\"valid_result\""),
+        "{written}"
+    );
+}

@@ -1,0 +1,175 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The hostile entries of the simulator's catalogue, each driven through the real probe executor
+//! over loopback (issue 11): every one ends as its own outcome and error type well before the
+//! deadline, keeping what was read up to the limit and no secret. The rest of the catalogue is in
+//! `simulator_catalogue.rs`.
+
+use openbench_common::limits::StreamLimits;
+use openbench_common::record::{Classification, ErrorType, Execution, Outcome};
+use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Role};
+use openbench_common::spec::{Auth, ProviderAdapter, RequestContract};
+use openbench_probe::{Credentials, Executor};
+use openbench_simulator::{SimConfig, start};
+use std::collections::BTreeMap;
+
+const MODEL: &str = "zai-org/GLM-5.3-Flash";
+const DEADLINE_MS: u64 = 4_000;
+const KEY: &str = "sk-SENTINEL-7f3a9c-0123456789abcdef";
+
+/// One request with `quirks` in `x-sim-quirk` against the `plain` profile, a bearer key and
+/// `limits`.
+async fn run_with(quirks: &str, limits: StreamLimits) -> Execution {
+    let sim = start(
+        SimConfig {
+            time_scale: 1.0,
+            seed: 11,
+            default_profile: "plain".into(),
+            answers: Vec::new(),
+        },
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    let mut extra_headers = BTreeMap::new();
+    if !quirks.is_empty() {
+        extra_headers.insert("x-sim-quirk".to_string(), quirks.to_string());
+    }
+    let adapter = ProviderAdapter {
+        auth: Auth::Bearer {
+            env: "SIM_KEY".into(),
+        },
+        extra_headers,
+        ..ProviderAdapter::open("sim", &sim.profile_endpoint("plain"), MODEL)
+    };
+    let contract = RequestContract {
+        limits,
+        ..RequestContract::reference(20_000)
+    };
+    let credentials = Credentials::from_pairs([("SIM_KEY", KEY)]);
+    let executor = Executor::new(adapter, contract, &credentials).unwrap();
+    let request = PlannedRequest {
+        identity: RequestIdentity {
+            run_id: "run-hostile".into(),
+            round_id: "round-0".into(),
+            request_id: "req-0".into(),
+            round_index: 0,
+            attempt: 0,
+            task_family: "meeting-notes-lookup".into(),
+            item_id: "item-0".into(),
+            provider: "sim".into(),
+            region: "local".into(),
+            lane: "sim".into(),
+        },
+        messages: vec![ChatMessage {
+            role: Role::User,
+            content: "What is the answer?".into(),
+        }],
+        deadline_ms: DEADLINE_MS,
+    };
+    executor.execute(&request).await
+}
+
+async fn run(quirks: &str) -> Execution {
+    run_with(quirks, StreamLimits::default()).await
+}
+
+/// Ended by a limit (not the deadline) as a transport error of `error_type`.
+fn assert_limited(e: &Execution, error_type: ErrorType) {
+    let r = &e.record;
+    assert_eq!(r.outcome, Outcome::TransportError, "{:?}", r.error_message);
+    assert_eq!(r.error_type, Some(error_type), "{:?}", r.error_message);
+    assert_eq!(r.http_status, Some(200));
+    assert!(r.stream_end_ms.unwrap() < DEADLINE_MS as f64, "{r:?}");
+}
+
+#[tokio::test]
+async fn endless_line_stops_at_the_line_limit() {
+    let e = run("endless-line").await;
+    assert_limited(&e, ErrorType::LimitLineBytes);
+    assert!(e.events.is_empty());
+    assert_eq!(
+        e.record.error_message.as_deref(),
+        Some("SSE line 1 is longer than the 1048576-byte line limit")
+    );
+}
+
+#[tokio::test]
+async fn endless_data_lines_stop_at_the_event_limit() {
+    let e = run("endless-data-lines").await;
+    assert_limited(&e, ErrorType::LimitEventBytes);
+    assert!(e.events.is_empty());
+}
+
+#[tokio::test]
+async fn a_comment_flood_stops_at_the_event_limit_keeping_every_comment_read() {
+    let e = run("comment-flood").await;
+    assert_limited(&e, ErrorType::LimitEvents);
+    assert_eq!(e.events.len(), 50_000);
+    assert_eq!(e.record.event_count, 50_000);
+    assert!(
+        e.events
+            .iter()
+            .all(|ev| ev.classification == Classification::Comment)
+    );
+}
+
+#[tokio::test]
+async fn a_50_mb_event_stops_at_the_line_limit() {
+    let e = run("huge-event").await;
+    assert_limited(&e, ErrorType::LimitLineBytes);
+    assert!(e.events.is_empty());
+    assert_eq!(e.record.answer_text, "");
+}
+
+#[tokio::test]
+async fn an_endless_error_body_is_read_up_to_its_limit_only() {
+    let e = run("endless-error-body").await;
+    let r = &e.record;
+    assert_eq!(
+        (r.outcome, r.error_type, r.http_status),
+        (Outcome::HttpError, Some(ErrorType::Http5xx), Some(500))
+    );
+    let message = r.error_message.as_deref().unwrap();
+    // `HTTP 500: ` + a 512-character snippet + `…`.
+    let snippet = format!("{{\"error\":{{\"message\":\"{}", "x".repeat(512 - 21));
+    assert_eq!(message, format!("HTTP 500: {snippet}…"));
+    assert!(r.stream_end_ms.unwrap() < DEADLINE_MS as f64);
+}
+
+#[tokio::test]
+async fn invalid_utf8_is_invalid_sse_keeping_the_event_before_it() {
+    let e = run("invalid-utf8").await;
+    assert_limited(&e, ErrorType::InvalidSse);
+    assert_eq!(e.record.answer_text, "ok");
+    assert_eq!(
+        e.record.error_message.as_deref(),
+        Some("SSE line 3 is not valid UTF-8 (46 bytes)")
+    );
+}
+
+#[tokio::test]
+async fn a_key_echoed_split_across_two_events_is_stored_nowhere() {
+    let e = run("echo-key-split").await;
+    assert_eq!(e.record.outcome, Outcome::Completed);
+    assert_eq!(e.record.answer_text, "your key is [redacted]");
+    let answers: Vec<&str> = e.events.iter().map(|ev| ev.answer.as_str()).collect();
+    assert_eq!(answers, ["your key is [redacted]", "[redacted]", "", ""]);
+    let json = serde_json::to_string(&e).unwrap();
+    for start in 0..=KEY.len() - 6 {
+        let piece = &KEY[start..start + 6];
+        assert!(!json.contains(piece), "{piece:?} in {json}");
+    }
+}
+
+#[tokio::test]
+async fn the_answer_limit_comes_from_the_contract_and_keeps_the_text_before_it() {
+    // The plain answer comes in 4-byte pieces: two fit in 8 bytes, the third would not.
+    let limits = StreamLimits {
+        answer_bytes: 8,
+        ..StreamLimits::default()
+    };
+    let e = run_with("", limits).await;
+    assert_limited(&e, ErrorType::LimitAnswerBytes);
+    assert_eq!(e.record.answer_text, r#"{"answer"#);
+    assert_eq!(e.events.len(), 2);
+}
