@@ -141,6 +141,8 @@ struct Current {
     overhead_ms: Option<f64>,
     dispatches: Vec<Instant>,
     outstanding: usize,
+    /// The round's span, closed when the round is summarized.
+    span: tracing::Span,
     harness: usize,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -155,6 +157,8 @@ pub struct CoordState {
     last_terminal: Option<Instant>,
     stopping: bool,
     report: SessionReport,
+    /// The session's run span, the parent of every round span.
+    run_span: tracing::Span,
 }
 
 /// The coordinator actor.
@@ -173,8 +177,10 @@ impl Actor for Coordinator {
         let (placeholder, _) = oneshot::channel();
         let done = std::mem::replace(&mut args.done, placeholder);
         let progress = args.progress.clone();
+        let run_span = crate::spans::run_span(&args.jobs);
         myself.cast(CoordMsg::Next)?;
         Ok(CoordState {
+            run_span,
             args,
             done: Some(done),
             current: None,
@@ -230,7 +236,7 @@ struct Prepared {
     round: PlannedRound,
     launch_order: Vec<String>,
     ready: Arc<Barrier>,
-    gates: Vec<oneshot::Sender<()>>,
+    gates: Vec<oneshot::Sender<tracing::Span>>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -242,7 +248,7 @@ fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prep
     let mut tasks = Vec::with_capacity(n);
     let mut launch_order = Vec::with_capacity(n);
     for (lane, request) in job.requests {
-        let (gate_tx, gate_rx) = oneshot::channel::<()>();
+        let (gate_tx, gate_rx) = oneshot::channel::<tracing::Span>();
         gates.push(gate_tx);
         launch_order.push(lane.lane.clone());
         let client = args.clients.get(&lane.region).cloned();
@@ -253,11 +259,11 @@ fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prep
         let round_index = job.round.round_index;
         tasks.push(tokio::spawn(async move {
             ready.wait().await;
-            if gate_rx.await.is_err() {
+            let Ok(round_span) = gate_rx.await else {
                 return;
-            }
+            };
             let dispatched_at = Instant::now();
-            let execution = execute(client, &request, &model, wait).await;
+            let execution = execute(client, &request, &model, wait, &round_span).await;
             let _ = me.cast(CoordMsg::LaneDone(Box::new(LaneResult {
                 round_index,
                 dispatched_at,
@@ -298,8 +304,9 @@ async fn next_round(myself: &ActorRef<CoordMsg>, state: &mut CoordState) {
     prepared.ready.wait().await;
     let released = Instant::now();
     let released_wall = openbench_common::clock::now_rfc3339();
+    let round_span = crate::spans::round_span(&state.run_span, &prepared.round);
     for gate in prepared.gates {
-        let _ = gate.send(());
+        let _ = gate.send(round_span.clone());
     }
     let overhead_ms = state
         .last_terminal
@@ -313,6 +320,7 @@ async fn next_round(myself: &ActorRef<CoordMsg>, state: &mut CoordState) {
         overhead_ms,
         dispatches: Vec::with_capacity(n),
         outstanding: n,
+        span: round_span,
         harness: 0,
         tasks: prepared.tasks,
     });
@@ -394,6 +402,7 @@ fn summarize(state: &mut CoordState, current: Current, now: Instant) -> (RoundLi
         _ => 0.0,
     };
     state.report.skews_ms.push(skew);
+    crate::spans::close_round(&current.span, skew, current.harness);
     state.report.rounds_executed += 1;
     if current.harness == 0 {
         state.args.progress.rounds_done += 1;
@@ -437,6 +446,7 @@ async fn execute(
     request: &PlannedRequest,
     model: &str,
     wait: Duration,
+    round: &tracing::Span,
 ) -> Execution {
     let started_at = openbench_common::clock::now_rfc3339();
     let Some(mut client) = client else {
@@ -458,15 +468,6 @@ async fn execute(
             );
         }
     };
-    let span = tracing::info_span!(
-        "probe_call",
-        otel.name = "openbench.probe_call",
-        request_id = %request.request_id,
-        provider = %request.provider,
-        lane = %request.lane,
-        round_index = request.round_index,
-        outcome = tracing::field::Empty,
-    );
     let call = ExecuteRequest {
         run_id: request.run_id.clone(),
         round_id: request.round_id.clone(),
@@ -475,10 +476,12 @@ async fn execute(
         lane: request.lane.clone(),
         planned_request_json: json,
         deadline_ms: request.deadline_ms,
-        trace_context: crate::trace::trace_context(&span),
+        trace_context: Default::default(),
     };
+    let mut call = tonic::Request::new(call);
+    openbench_probe::trace_context::inject(round, call.metadata_mut());
     let response = match tokio::time::timeout(wait, client.execute(call))
-        .instrument(span.clone())
+        .instrument(round.clone())
         .await
     {
         Err(_) => {
@@ -511,7 +514,6 @@ async fn execute(
     match serde_json::from_str::<Execution>(&response.execution_json) {
         Ok(mut execution) => {
             stamp_identity(&mut execution.record, request);
-            span.record("outcome", format!("{:?}", execution.record.outcome));
             execution
         }
         Err(e) => harness(

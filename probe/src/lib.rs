@@ -12,10 +12,13 @@ pub mod classify;
 pub mod credentials;
 pub mod error;
 pub mod executor;
+pub mod genai_span;
 pub mod record;
 pub mod redact;
+pub mod semconv;
 pub mod server;
 pub mod sse;
+pub mod trace_context;
 
 pub use credentials::Credentials;
 pub use error::ProbeError;
