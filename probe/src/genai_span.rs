@@ -193,7 +193,7 @@ pub fn record_attributes(record: &TerminalRecord) -> Vec<(&'static str, Value)> 
 }
 
 /// A record enum as its serialized (snake_case) name, the spelling the record files use.
-fn snake_case<T: serde::Serialize>(value: &T) -> String {
+pub(crate) fn snake_case<T: serde::Serialize>(value: &T) -> String {
     match serde_json::to_value(value) {
         Ok(serde_json::Value::String(s)) => s,
         _ => String::from("unknown"),

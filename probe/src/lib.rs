@@ -12,6 +12,7 @@ pub mod classify;
 pub mod credentials;
 pub mod error;
 pub mod executor;
+pub mod genai_metrics;
 pub mod genai_span;
 pub mod record;
 pub mod redact;

@@ -100,6 +100,55 @@ pub const EVENT_FIRST_OUTPUT: &str = "openbench.first_output";
 /// Event at the first visible answer chunk, timed at TTFA.
 pub const EVENT_FIRST_ANSWER: &str = "openbench.first_answer";
 
+/// `gen_ai.token.type` of a token-usage point: `input` or `output`.
+pub const TOKEN_TYPE: &str = "gen_ai.token.type";
+
+/// Metric: duration of the whole operation, s.
+pub const METRIC_OPERATION_DURATION: &str = "gen_ai.client.operation.duration";
+/// Metric: time to the first output chunk, s.
+pub const METRIC_TIME_TO_FIRST_CHUNK: &str = "gen_ai.client.operation.time_to_first_chunk";
+/// Metric: time between output chunks after the first, s.
+pub const METRIC_TIME_PER_OUTPUT_CHUNK: &str = "gen_ai.client.operation.time_per_output_chunk";
+/// Metric: provider-reported tokens, by `gen_ai.token.type`.
+pub const METRIC_TOKEN_USAGE: &str = "gen_ai.client.token.usage";
+/// Metric: our TTFO, ms.
+pub const METRIC_TTFO: &str = "openbench.client.ttfo";
+/// Metric: our TTFA, ms.
+pub const METRIC_TTFA: &str = "openbench.client.ttfa";
+/// Metric: our E2E, ms.
+pub const METRIC_E2E: &str = "openbench.client.e2e";
+/// Metric: visible-answer tokens per second.
+pub const METRIC_OUTPUT_TOKENS_PER_SECOND: &str = "openbench.client.output_tokens_per_second";
+/// Metric: requests by outcome.
+pub const METRIC_REQUESTS: &str = "openbench.client.requests";
+
+/// Advisory buckets of `gen_ai.client.operation.duration` (s), from the conventions.
+pub const BUCKETS_OPERATION_DURATION: [f64; 14] = [
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+];
+/// Advisory buckets of the time to first chunk (s): the conventions' time-to-first-token ones.
+pub const BUCKETS_TIME_TO_FIRST_CHUNK: [f64; 16] = [
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+];
+/// Advisory buckets of the time per output chunk (s): the conventions' time-per-output-token ones.
+pub const BUCKETS_TIME_PER_OUTPUT_CHUNK: [f64; 13] = [
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5,
+];
+/// Advisory buckets of `gen_ai.client.token.usage`, from the conventions.
+pub const BUCKETS_TOKEN_USAGE: [f64; 14] = [
+    1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0,
+    4194304.0, 16777216.0, 67108864.0,
+];
+/// Buckets of our TTFO/TTFA/E2E histograms (ms).
+pub const BUCKETS_LATENCY_MS: [f64; 16] = [
+    5.0, 10.0, 25.0, 50.0, 100.0, 200.0, 300.0, 500.0, 750.0, 1000.0, 1500.0, 2500.0, 5000.0,
+    10000.0, 30000.0, 60000.0,
+];
+/// Buckets of the visible-answer tokens/s histogram.
+pub const BUCKETS_TOKENS_PER_SECOND: [f64; 13] = [
+    1.0, 5.0, 10.0, 20.0, 30.0, 50.0, 75.0, 100.0, 150.0, 200.0, 300.0, 500.0, 1000.0,
+];
+
 /// Whether `OTEL_SEMCONV_STABILITY_OPT_IN` (comma-separated) asks for the latest GenAI names only.
 pub fn latest_experimental_only(opt_in: Option<&str>) -> bool {
     opt_in.is_some_and(|v| {

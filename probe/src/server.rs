@@ -15,6 +15,7 @@ use openbench_common::plan::PlannedRequest;
 use openbench_common::spec::{ProviderAdapter, RequestContract};
 use openbench_proto::v1::probe_server::{Probe, ProbeServer};
 use openbench_proto::v1::{DescribeRequest, DescribeResponse, ExecuteRequest, ExecuteResponse};
+use crate::genai_metrics::RequestMetrics;
 use crate::genai_span::{SpanPolicy, SpanTemplate, record_execution, request_span};
 use ractor::{Actor, ActorRef, rpc::CallResult};
 use std::collections::{BTreeMap, HashMap};
@@ -123,6 +124,7 @@ pub async fn serve_on(
             .map(|p| (p.key.clone(), SpanTemplate::new(p, &config.contract)))
             .collect(),
         span_policy: SpanPolicy::from_env(),
+        metrics: RequestMetrics::global(),
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
@@ -151,6 +153,8 @@ struct ProbeService {
     span_templates: HashMap<String, SpanTemplate>,
     /// Names and content capture of the request spans, from the environment.
     span_policy: SpanPolicy,
+    /// The request metrics (no-ops without a meter provider).
+    metrics: RequestMetrics,
 }
 
 #[tonic::async_trait]
@@ -212,6 +216,7 @@ impl Probe for ProbeService {
             }
         };
         record_execution(&span, &execution, self.span_policy);
+        self.metrics.record(&execution);
         let execution_json = serde_json::to_string(&execution).map_err(|e| {
             Status::internal(format!(
                 "request {}: cannot encode the record: {e}",

@@ -1,4 +1,5 @@
-//! Which OTLP trace export this process does, read from the standard OpenTelemetry variables.
+//! Which OTLP export (traces, metrics) this process does, read from the standard OpenTelemetry
+//! variables.
 //!
 //! The exporter itself reads the endpoint, headers and timeout variables; this module decides
 //! only what the SDK leaves to the application: whether export is on at all (off, at no cost,
@@ -16,13 +17,42 @@ pub enum Protocol {
     HttpProtobuf,
 }
 
-/// The trace export this process does.
+/// The signals exported, each with its own `OTEL_EXPORTER_OTLP_<SIGNAL>_*` variables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// Spans.
+    Traces,
+    /// Metrics.
+    Metrics,
+}
+
+impl Signal {
+    /// The signal's part of the variable names (`TRACES`).
+    fn var_part(self) -> &'static str {
+        match self {
+            Signal::Traces => "TRACES",
+            Signal::Metrics => "METRICS",
+        }
+    }
+
+    /// The OTLP/HTTP path of the signal.
+    fn http_path(self) -> &'static str {
+        match self {
+            Signal::Traces => "/v1/traces",
+            Signal::Metrics => "/v1/metrics",
+        }
+    }
+}
+
+/// The export of one signal.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TraceExport {
+pub struct Export {
+    /// The signal.
+    pub signal: Signal,
     /// Transport to the collector.
     pub protocol: Protocol,
     /// Endpoint from `--otlp-endpoint`, which overrides the variables; `None` leaves the
-    /// endpoint to the exporter (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, then `…_ENDPOINT`).
+    /// endpoint to the exporter (`OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT`, then `…_ENDPOINT`).
     pub cli_endpoint: Option<String>,
     /// Whether the endpoint in effect is `https://` (TLS with system roots, plus the CA below).
     pub https: bool,
@@ -32,29 +62,34 @@ pub struct TraceExport {
     pub warnings: Vec<String>,
 }
 
-/// Reads the trace export from the variables `env` returns (`std::env::var` in the binary) and
-/// the `--otlp-endpoint` flag; `None` when export is off: no endpoint at all,
-/// `OTEL_SDK_DISABLED=true`, or `OTEL_TRACES_EXPORTER=none`.
-pub fn trace_export(
+/// Reads the export of `signal` from the variables `env` returns (`std::env::var` in the
+/// binary) and the `--otlp-endpoint` flag; `None` when it is off: no endpoint at all,
+/// `OTEL_SDK_DISABLED=true`, or `OTEL_<SIGNAL>_EXPORTER=none`.
+pub fn export(
+    signal: Signal,
     env: impl Fn(&str) -> Option<String>,
     cli_endpoint: Option<&str>,
-) -> Option<TraceExport> {
+) -> Option<Export> {
     let var = |name: &str| env(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+    let part = signal.var_part();
+    let exporter_var = format!("OTEL_{part}_EXPORTER");
     if var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"))
-        || var("OTEL_TRACES_EXPORTER").is_some_and(|v| v.eq_ignore_ascii_case("none"))
+        || var(&exporter_var).is_some_and(|v| v.eq_ignore_ascii_case("none"))
     {
         return None;
     }
+    let signal_var = |name: &str| format!("OTEL_EXPORTER_OTLP_{part}_{name}");
     let cli_endpoint = cli_endpoint
         .map(str::trim)
         .filter(|e| !e.is_empty())
         .map(String::from);
     let endpoint = cli_endpoint
         .clone()
-        .or_else(|| var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+        .or_else(|| var(&signal_var("ENDPOINT")))
         .or_else(|| var("OTEL_EXPORTER_OTLP_ENDPOINT"))?;
     let mut warnings = Vec::new();
-    let protocol = match first_of(&var, &["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"]) {
+    let protocol_var = signal_var("PROTOCOL");
+    let protocol = match first_of(&var, &[&protocol_var, "OTEL_EXPORTER_OTLP_PROTOCOL"]) {
         None => Protocol::Grpc,
         Some((_, value)) if value == "grpc" => Protocol::Grpc,
         Some((_, value)) if value == "http/protobuf" => Protocol::HttpProtobuf,
@@ -65,12 +100,11 @@ pub fn trace_export(
             Protocol::Grpc
         }
     };
-    let ca_certificate = first_of(
-        &var,
-        &["OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE", "OTEL_EXPORTER_OTLP_CERTIFICATE"],
-    )
-    .map(|(_, path)| PathBuf::from(path));
-    Some(TraceExport {
+    let certificate_var = signal_var("CERTIFICATE");
+    let ca_certificate = first_of(&var, &[&certificate_var, "OTEL_EXPORTER_OTLP_CERTIFICATE"])
+        .map(|(_, path)| PathBuf::from(path));
+    Some(Export {
+        signal,
         protocol,
         https: endpoint.to_ascii_lowercase().starts_with("https://"),
         cli_endpoint,
@@ -79,22 +113,25 @@ pub fn trace_export(
     })
 }
 
-/// The first of `names` that is set, with its value.
-fn first_of<'a>(
-    var: &impl Fn(&str) -> Option<String>,
-    names: &[&'a str],
-) -> Option<(&'a str, String)> {
-    names.iter().find_map(|name| var(name).map(|v| (*name, v)))
+/// The first of `names` that is set, with its name and value.
+fn first_of(var: &impl Fn(&str) -> Option<String>, names: &[&str]) -> Option<(String, String)> {
+    names
+        .iter()
+        .find_map(|name| var(name).map(|v| (name.to_string(), v)))
 }
 
-impl TraceExport {
+impl Export {
     /// The `--otlp-endpoint` flag as the exporter wants it: as given for gRPC; for OTLP/HTTP the
-    /// flag is a base URL like `OTEL_EXPORTER_OTLP_ENDPOINT`, so `/v1/traces` is appended.
+    /// flag is a base URL like `OTEL_EXPORTER_OTLP_ENDPOINT`, so the signal's path is appended.
     pub fn cli_signal_endpoint(&self) -> Option<String> {
         let endpoint = self.cli_endpoint.as_deref()?;
         Some(match self.protocol {
             Protocol::Grpc => endpoint.to_string(),
-            Protocol::HttpProtobuf => format!("{}/v1/traces", endpoint.trim_end_matches('/')),
+            Protocol::HttpProtobuf => format!(
+                "{}{}",
+                endpoint.trim_end_matches('/'),
+                self.signal.http_path()
+            ),
         })
     }
 }
@@ -104,12 +141,34 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    fn read(vars: &[(&str, &str)], cli: Option<&str>) -> Option<TraceExport> {
+    fn read(vars: &[(&str, &str)], cli: Option<&str>) -> Option<Export> {
         let map: HashMap<String, String> = vars
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        trace_export(|name| map.get(name).cloned(), cli)
+        export(Signal::Traces, |name| map.get(name).cloned(), cli)
+    }
+
+    #[test]
+    fn metrics_have_their_own_endpoint_path_and_off_switch() {
+        let map: HashMap<&str, &str> = HashMap::from([
+            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://traces:4318"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+        ]);
+        let env = |name: &str| map.get(name).map(|v| v.to_string());
+        assert_eq!(export(Signal::Metrics, env, None), None, "a traces endpoint is not a metrics one");
+        let metrics = export(Signal::Metrics, env, Some("http://c:4318"));
+        assert_eq!(
+            metrics.and_then(|e| e.cli_signal_endpoint()).as_deref(),
+            Some("http://c:4318/v1/metrics")
+        );
+        let off = HashMap::from([
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"),
+            ("OTEL_METRICS_EXPORTER", "none"),
+        ]);
+        let env = |name: &str| off.get(name).map(|v| v.to_string());
+        assert_eq!(export(Signal::Metrics, env, None), None);
+        assert!(export(Signal::Traces, env, None).is_some());
     }
 
     #[test]
