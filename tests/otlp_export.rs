@@ -118,12 +118,20 @@ fn a_smoke_arrives_as_run_round_and_genai_spans_equal_to_its_records() {
         ],
     );
     let recs = smoke_records(&run_dir);
-    assert!(recs.len() == 6 || recs.len() == 12, "{} records: {out}", recs.len());
+    assert!(
+        recs.len() == 6 || recs.len() == 12,
+        "{} records: {out}",
+        recs.len()
+    );
     // The binary flushed before exiting, so everything is already here.
     let spans = receiver.spans();
     let by_id: BTreeMap<&str, &Got> = spans.iter().map(|g| (g.span_id.as_str(), g)).collect();
     let requests = request_spans(&spans);
-    assert_eq!(requests.len(), recs.len(), "one request span per record: {spans:#?}");
+    assert_eq!(
+        requests.len(),
+        recs.len(),
+        "one request span per record: {spans:#?}"
+    );
 
     for g in &spans {
         assert_eq!(g.service, "bench-under-test", "OTEL_SERVICE_NAME wins");
@@ -145,7 +153,10 @@ fn a_smoke_arrives_as_run_round_and_genai_spans_equal_to_its_records() {
         assert_eq!(rounds.len(), 3, "a smoke attempt is three rounds");
         for round in rounds {
             assert_eq!(round.trace_id, run.trace_id);
-            assert!(matches!(round.attributes.get("openbench.launch_skew_ms"), Some(Val::F(_))));
+            assert!(matches!(
+                round.attributes.get("openbench.launch_skew_ms"),
+                Some(Val::F(_))
+            ));
         }
     }
 
@@ -162,7 +173,10 @@ fn a_smoke_arrives_as_run_round_and_genai_spans_equal_to_its_records() {
             round.attributes.get("openbench.round_index"),
             Some(&Val::I(rec.round_index as i64))
         );
-        assert_eq!(round.attributes.get("openbench.item_id"), Some(&s(&rec.item_id)));
+        assert_eq!(
+            round.attributes.get("openbench.item_id"),
+            Some(&s(&rec.item_id))
+        );
         assert_eq!(g.name, format!("chat m-{}", rec.provider));
         assert_eq!(g.kind, 3, "kind CLIENT");
         let a = &g.attributes;
@@ -174,8 +188,14 @@ fn a_smoke_arrives_as_run_round_and_genai_spans_equal_to_its_records() {
             ("gen_ai.request.temperature", Some(Val::F(0.0))),
             ("gen_ai.request.top_p", Some(Val::F(1.0))),
             ("gen_ai.request.stream", Some(Val::B(true))),
-            ("gen_ai.response.model", rec.response_model.as_deref().map(s)),
-            ("gen_ai.response.id", rec.provider_request_id.as_deref().map(s)),
+            (
+                "gen_ai.response.model",
+                rec.response_model.as_deref().map(s),
+            ),
+            (
+                "gen_ai.response.id",
+                rec.provider_request_id.as_deref().map(s),
+            ),
             (
                 "gen_ai.response.finish_reasons",
                 rec.finish_reason.as_deref().map(|r| Val::A(vec![s(r)])),
@@ -226,9 +246,13 @@ fn a_smoke_arrives_as_run_round_and_genai_spans_equal_to_its_records() {
             }
         }
         let completed = rec.outcome == Outcome::Completed;
-        let outcome = serde_json::to_value(&rec.outcome).unwrap();
+        let outcome = serde_json::to_value(rec.outcome).unwrap();
         assert_eq!(a.get("openbench.outcome"), outcome.as_str().map(s).as_ref());
-        assert_eq!(g.status_code == 2, !completed, "ERROR status iff not completed");
+        assert_eq!(
+            g.status_code == 2,
+            !completed,
+            "ERROR status iff not completed"
+        );
         // Events sit at the record's offsets from one clock zero: their spacing is TTFA − TTFO.
         let at = |name: &str| g.events.iter().find(|(n, _)| n == name).map(|(_, t)| *t);
         if let (Some(o), Some(f), Some(ttfo), Some(ttfa)) = (
@@ -265,10 +289,13 @@ fn a_smoke_arrives_as_run_round_and_genai_spans_equal_to_its_records() {
     );
     assert_eq!(
         per_provider(&points, "gen_ai.client.token.usage"),
-        records_per_provider(&recs, |r| r.usage.as_ref().is_some_and(|u| u.prompt_tokens.is_some()))
-            .into_iter()
-            .map(|(p, n)| (p, 2 * n))
-            .collect::<BTreeMap<_, _>>(),
+        records_per_provider(&recs, |r| r
+            .usage
+            .as_ref()
+            .is_some_and(|u| u.prompt_tokens.is_some()))
+        .into_iter()
+        .map(|(p, n)| (p, 2 * n))
+        .collect::<BTreeMap<_, _>>(),
         "one input and one output point per request with usage"
     );
     let duration = points
@@ -277,7 +304,9 @@ fn a_smoke_arrives_as_run_round_and_genai_spans_equal_to_its_records() {
         .unwrap();
     assert_eq!(
         duration.bounds,
-        [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92],
+        [
+            0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92
+        ],
         "the conventions' advisory buckets"
     );
 
@@ -288,7 +317,10 @@ fn a_smoke_arrives_as_run_round_and_genai_spans_equal_to_its_records() {
         .find(|r| r.answer_text.len() > 8)
         .map(|r| r.answer_text.clone());
     if let Some(answer) = prompt_word {
-        assert!(!raw.contains(&answer), "answer text exported without the capture flag");
+        assert!(
+            !raw.contains(&answer),
+            "answer text exported without the capture flag"
+        );
     }
 }
 
@@ -351,7 +383,10 @@ fn an_https_collector_is_reached_with_a_test_ca_and_never_fails_the_command_with
         &spec_untrusted,
         &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str())],
     );
-    assert!(receiver.spans().is_empty(), "an untrusted collector got spans");
+    assert!(
+        receiver.spans().is_empty(),
+        "an untrusted collector got spans"
+    );
 
     // With it, the spans arrive over TLS, under the default service name.
     let spec_trusted = spec(&trusted);

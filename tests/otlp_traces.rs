@@ -170,8 +170,11 @@ fn probe_spans_join_the_coordinators_trace_over_otlp() {
             Some(at) => text[..at].to_string(),
             None => text,
         };
-        std::fs::write(&spec, format!("{text}regions:\n  - name: east\n    probe: {probe}\n"))
-            .unwrap();
+        std::fs::write(
+            &spec,
+            format!("{text}regions:\n  - name: east\n    probe: {probe}\n"),
+        )
+        .unwrap();
     };
     // The probe reads its providers from the spec; the coordinator then learns its address.
     with_probe("http://127.0.0.1:1");
@@ -181,7 +184,16 @@ fn probe_spans_join_the_coordinators_trace_over_otlp() {
     let (_probe, probe_addr) = start_bin(
         tmp.path(),
         "probe",
-        &["probe", "serve", "--listen", "127.0.0.1:0", "--spec", &spec_arg, "--region", "east"],
+        &[
+            "probe",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--spec",
+            &spec_arg,
+            "--region",
+            "east",
+        ],
         &probe_env,
         |line| {
             line.strip_prefix("probe: region east serving ")
@@ -209,7 +221,10 @@ fn probe_spans_join_the_coordinators_trace_over_otlp() {
     let spans = receiver.wait_for(Duration::from_secs(60), |spans| {
         spans.iter().filter(|g| g.name.starts_with("chat ")).count() >= recs.len()
     });
-    let requests: Vec<_> = spans.iter().filter(|g| g.name.starts_with("chat ")).collect();
+    let requests: Vec<_> = spans
+        .iter()
+        .filter(|g| g.name.starts_with("chat "))
+        .collect();
     assert_eq!(
         requests.len(),
         recs.len(),
@@ -217,7 +232,10 @@ fn probe_spans_join_the_coordinators_trace_over_otlp() {
         collector_child.log_text()
     );
     for g in &requests {
-        assert_eq!(g.service, "openbench-probe", "the probe reports as its own service");
+        assert_eq!(
+            g.service, "openbench-probe",
+            "the probe reports as its own service"
+        );
         assert_eq!(g.resource.get("cloud.region"), Some(&Val::S("east".into())));
         let round = spans
             .iter()
@@ -235,7 +253,13 @@ fn probe_spans_join_the_coordinators_trace_over_otlp() {
             other => panic!("no request id: {other:?}"),
         };
         let rec = recs.iter().find(|r| r.request_id == id).unwrap();
-        assert_eq!(g.attributes.get("openbench.ttfa_ms"), rec.ttfa_ms.map(Val::F).as_ref());
+        assert_eq!(
+            g.attributes.get("openbench.ttfa_ms"),
+            rec.ttfa_ms.map(Val::F).as_ref()
+        );
     }
-    assert!(!receiver.raw_text().contains(secret), "a credential reached the collector");
+    assert!(
+        !receiver.raw_text().contains(secret),
+        "a credential reached the collector"
+    );
 }

@@ -20,14 +20,20 @@ pub fn run_span(jobs: &VecDeque<RoundJob>) -> tracing::Span {
         .next()
         .unwrap_or_default();
     span.set_attribute(sc::RUN_ID, run_id);
-    span.set_attribute(sc::ROUNDS_PLANNED, i64::try_from(jobs.len()).unwrap_or(i64::MAX));
+    span.set_attribute(
+        sc::ROUNDS_PLANNED,
+        i64::try_from(jobs.len()).unwrap_or(i64::MAX),
+    );
     span
 }
 
 /// The span of `round`, a child of the run span.
 pub fn round_span(run: &tracing::Span, round: &PlannedRound) -> tracing::Span {
     let span = tracing::info_span!(parent: run, "round", otel.name = sc::SPAN_ROUND);
-    span.set_attribute(sc::ROUND_INDEX, i64::try_from(round.round_index).unwrap_or(i64::MAX));
+    span.set_attribute(
+        sc::ROUND_INDEX,
+        i64::try_from(round.round_index).unwrap_or(i64::MAX),
+    );
     span.set_attribute(sc::ROUND_ID, round.round_id.clone());
     span.set_attribute(sc::TASK_FAMILY, round.task_family.clone());
     span.set_attribute(sc::ITEM_ID, round.item_id.clone());

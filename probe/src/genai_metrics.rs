@@ -108,8 +108,10 @@ impl RequestMetrics {
             self.time_per_output_chunk.record(gap_ms / 1000.0, &labels);
         }
         if let Some(usage) = &r.usage {
-            for (kind, tokens) in [("input", usage.prompt_tokens), ("output", usage.completion_tokens)]
-            {
+            for (kind, tokens) in [
+                ("input", usage.prompt_tokens),
+                ("output", usage.completion_tokens),
+            ] {
                 if let Some(tokens) = tokens {
                     let mut point = labels.clone();
                     point.push(KeyValue::new(sc::TOKEN_TYPE, kind));

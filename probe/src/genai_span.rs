@@ -158,8 +158,14 @@ pub fn record_attributes(record: &TerminalRecord) -> Vec<(&'static str, Value)> 
             out.push((key, value));
         }
     };
-    put(sc::RESPONSE_MODEL, record.response_model.clone().map(Value::from));
-    put(sc::RESPONSE_ID, record.provider_request_id.clone().map(Value::from));
+    put(
+        sc::RESPONSE_MODEL,
+        record.response_model.clone().map(Value::from),
+    );
+    put(
+        sc::RESPONSE_ID,
+        record.provider_request_id.clone().map(Value::from),
+    );
     put(
         sc::RESPONSE_FINISH_REASONS,
         record
@@ -174,20 +180,32 @@ pub fn record_attributes(record: &TerminalRecord) -> Vec<(&'static str, Value)> 
     let usage = record.usage.as_ref();
     put(
         sc::USAGE_INPUT_TOKENS,
-        usage.and_then(|u| u.prompt_tokens).map(|t| saturating_i64(t).into()),
+        usage
+            .and_then(|u| u.prompt_tokens)
+            .map(|t| saturating_i64(t).into()),
     );
     put(
         sc::USAGE_OUTPUT_TOKENS,
-        usage.and_then(|u| u.completion_tokens).map(|t| saturating_i64(t).into()),
+        usage
+            .and_then(|u| u.completion_tokens)
+            .map(|t| saturating_i64(t).into()),
     );
     put(sc::TTFO_MS, record.ttfo_ms.map(Value::F64));
     put(sc::TTFA_MS, record.ttfa_ms.map(Value::F64));
     put(sc::E2E_MS, record.e2e_ms.map(Value::F64));
-    put(sc::OUTPUT_TOKENS_PER_SECOND, record.output_tokens_per_second.map(Value::F64));
-    put(sc::ANSWER_TOKENS, record.answer_tokens.map(|t| saturating_i64(t).into()));
+    put(
+        sc::OUTPUT_TOKENS_PER_SECOND,
+        record.output_tokens_per_second.map(Value::F64),
+    );
+    put(
+        sc::ANSWER_TOKENS,
+        record.answer_tokens.map(|t| saturating_i64(t).into()),
+    );
     put(
         sc::REASONING_TOKENS_BEFORE_ANSWER,
-        record.reasoning_tokens_before_answer.map(|t| saturating_i64(t).into()),
+        record
+            .reasoning_tokens_before_answer
+            .map(|t| saturating_i64(t).into()),
     );
     out
 }
@@ -207,7 +225,8 @@ fn saturating_i64(value: u64) -> i64 {
 
 /// The record's clock zero (`started_at`, RFC 3339) as a system time.
 fn parse_rfc3339(text: &str) -> Option<SystemTime> {
-    let at = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    let at =
+        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
     Some(SystemTime::from(at))
 }
 

@@ -136,8 +136,8 @@ pub const BUCKETS_TIME_PER_OUTPUT_CHUNK: [f64; 13] = [
 ];
 /// Advisory buckets of `gen_ai.client.token.usage`, from the conventions.
 pub const BUCKETS_TOKEN_USAGE: [f64; 14] = [
-    1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0,
-    4194304.0, 16777216.0, 67108864.0,
+    1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0, 4194304.0,
+    16777216.0, 67108864.0,
 ];
 /// Buckets of our TTFO/TTFA/E2E histograms (ms).
 pub const BUCKETS_LATENCY_MS: [f64; 16] = [
@@ -170,8 +170,12 @@ mod tests {
     fn opt_in_is_a_comma_separated_list() {
         assert!(!latest_experimental_only(None));
         assert!(!latest_experimental_only(Some("http")));
-        assert!(latest_experimental_only(Some("http, gen_ai_latest_experimental")));
-        assert!(!latest_experimental_only(Some("gen_ai_latest_experimental_x")));
+        assert!(latest_experimental_only(Some(
+            "http, gen_ai_latest_experimental"
+        )));
+        assert!(!latest_experimental_only(Some(
+            "gen_ai_latest_experimental_x"
+        )));
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! gRPC tooling and proxies see them. The coordinator injects the context of its call span; the
 //! probe extracts it and makes it the remote parent of its request span.
 
-use opentelemetry::propagation::{Extractor, Injector, TextMapCompositePropagator, TextMapPropagator};
+use opentelemetry::propagation::{
+    Extractor, Injector, TextMapCompositePropagator, TextMapPropagator,
+};
 use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
 use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -66,9 +68,9 @@ impl Extractor for MetadataExtractor<'_> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use opentelemetry::KeyValue;
     use opentelemetry::baggage::BaggageExt;
     use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
-    use opentelemetry::KeyValue;
     use tracing_subscriber::layer::SubscriberExt;
 
     #[test]
@@ -91,7 +93,10 @@ mod tests {
         metadata.insert("baggage", MetadataValue::from_static("openbench.run_id=r1"));
         let cx = extract(&metadata);
         let sc = cx.span().span_context().clone();
-        assert_eq!(sc.trace_id().to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(
+            sc.trace_id().to_string(),
+            "4bf92f3577b34da6a3ce929d0e0e4736"
+        );
         assert_eq!(sc.span_id().to_string(), "00f067aa0ba902b7");
         assert!(sc.is_sampled() && sc.is_remote());
         assert_eq!(sc.trace_state().get("vendor"), Some("abc"));
@@ -106,7 +111,10 @@ mod tests {
         ] {
             let mut metadata = MetadataMap::new();
             metadata.insert("traceparent", bad.parse().unwrap());
-            assert!(!extract(&metadata).span().span_context().is_valid(), "{bad}");
+            assert!(
+                !extract(&metadata).span().span_context().is_valid(),
+                "{bad}"
+            );
         }
     }
 

@@ -70,7 +70,11 @@ pub fn export(
     env: impl Fn(&str) -> Option<String>,
     cli_endpoint: Option<&str>,
 ) -> Option<Export> {
-    let var = |name: &str| env(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+    let var = |name: &str| {
+        env(name)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
     let part = signal.var_part();
     let exporter_var = format!("OTEL_{part}_EXPORTER");
     if var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"))
@@ -156,7 +160,11 @@ mod tests {
             ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
         ]);
         let env = |name: &str| map.get(name).map(|v| v.to_string());
-        assert_eq!(export(Signal::Metrics, env, None), None, "a traces endpoint is not a metrics one");
+        assert_eq!(
+            export(Signal::Metrics, env, None),
+            None,
+            "a traces endpoint is not a metrics one"
+        );
         let metrics = export(Signal::Metrics, env, Some("http://c:4318"));
         assert_eq!(
             metrics.and_then(|e| e.cli_signal_endpoint()).as_deref(),
@@ -191,14 +199,20 @@ mod tests {
     fn disabled_or_none_exporter_wins_over_an_endpoint() {
         let endpoint = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317");
         assert_eq!(read(&[endpoint, ("OTEL_SDK_DISABLED", "TRUE")], None), None);
-        assert_eq!(read(&[endpoint, ("OTEL_TRACES_EXPORTER", "none")], None), None);
+        assert_eq!(
+            read(&[endpoint, ("OTEL_TRACES_EXPORTER", "none")], None),
+            None
+        );
         assert!(read(&[endpoint, ("OTEL_SDK_DISABLED", "false")], None).is_some());
     }
 
     #[test]
     fn protocol_per_signal_first_then_generic() {
         let endpoint = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318");
-        let http = read(&[endpoint, ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")], None);
+        let http = read(
+            &[endpoint, ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")],
+            None,
+        );
         assert_eq!(http.map(|e| e.protocol), Some(Protocol::HttpProtobuf));
         let signal = read(
             &[

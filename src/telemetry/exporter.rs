@@ -20,7 +20,9 @@ pub fn span_exporter(export: &Export) -> anyhow::Result<SpanExporter> {
     let ca_pem = read_ca(export)?;
     let exporter = match export.protocol {
         Protocol::Grpc => tonic(SpanExporter::builder().with_tonic(), export, ca_pem).build(),
-        Protocol::HttpProtobuf => http(SpanExporter::builder().with_http(), export, ca_pem)?.build(),
+        Protocol::HttpProtobuf => {
+            http(SpanExporter::builder().with_http(), export, ca_pem)?.build()
+        }
     };
     exporter.context("cannot build the OTLP span exporter")
 }

@@ -100,10 +100,7 @@ fn tracer_provider(
 
 /// The meter provider for `export` (a periodic reader, `OTEL_METRIC_EXPORT_INTERVAL`, default
 /// 60 s, and a final export at exit), installed as the global one the probe's instruments use.
-fn meter_provider(
-    export: &config::Export,
-    identity: &ServiceIdentity,
-) -> Option<SdkMeterProvider> {
+fn meter_provider(export: &config::Export, identity: &ServiceIdentity) -> Option<SdkMeterProvider> {
     match exporter::metric_exporter(export) {
         Ok(exporter) => {
             let provider = SdkMeterProvider::builder()
@@ -141,8 +138,9 @@ impl Telemetry {
         let spawned = std::thread::Builder::new()
             .name("otlp-flush".into())
             .spawn(move || {
-                let metrics =
-                    std::thread::spawn(move || meters.map(|m| m.shutdown_with_timeout(FLUSH_BOUND)));
+                let metrics = std::thread::spawn(move || {
+                    meters.map(|m| m.shutdown_with_timeout(FLUSH_BOUND))
+                });
                 let traces = traces.map(|p| p.shutdown_with_timeout(FLUSH_BOUND));
                 let metrics = metrics.join().ok().flatten();
                 let failed: Vec<String> = [traces, metrics]

@@ -5,17 +5,17 @@
 
 #![allow(dead_code)]
 
-use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
-    TraceService, TraceServiceServer,
-};
-use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTraceServiceRequest, ExportTraceServiceResponse,
-};
 use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_server::{
     MetricsService, MetricsServiceServer,
 };
 use opentelemetry_proto::tonic::collector::metrics::v1::{
     ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+};
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
+    TraceService, TraceServiceServer,
+};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use opentelemetry_proto::tonic::metrics::v1::{metric, number_data_point};
@@ -74,18 +74,17 @@ fn val(v: &Option<AnyValue>) -> Val {
         Some(any_value::Value::IntValue(i)) => Val::I(*i),
         Some(any_value::Value::DoubleValue(f)) => Val::F(*f),
         Some(any_value::Value::BoolValue(b)) => Val::B(*b),
-        Some(any_value::Value::ArrayValue(a)) => Val::A(
-            a.values
-                .iter()
-                .map(|v| val(&Some(v.clone())))
-                .collect(),
-        ),
+        Some(any_value::Value::ArrayValue(a)) => {
+            Val::A(a.values.iter().map(|v| val(&Some(v.clone()))).collect())
+        }
         _ => Val::Other,
     }
 }
 
 fn attrs(list: &[KeyValue]) -> BTreeMap<String, Val> {
-    list.iter().map(|kv| (kv.key.clone(), val(&kv.value))).collect()
+    list.iter()
+        .map(|kv| (kv.key.clone(), val(&kv.value)))
+        .collect()
 }
 
 fn hex(bytes: &[u8]) -> String {
