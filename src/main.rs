@@ -13,8 +13,9 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(name = "openbench-inference", version, about, long_about = None)]
 struct Cli {
-    /// Export traces over OTLP/gRPC to this endpoint (e.g. http://127.0.0.1:4317).
-    #[arg(long, global = true, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    /// Export traces over OTLP to this collector (e.g. http://127.0.0.1:4317); overrides
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` and the other standard variables (docs/observability.md).
+    #[arg(long, global = true)]
     otlp_endpoint: Option<String>,
     #[command(subcommand)]
     command: Command,
@@ -62,7 +63,14 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async move {
-        let telemetry = telemetry::init(cli.otlp_endpoint.as_deref(), "openbench-inference")?;
+        let identity = match &cli.command {
+            Command::Probe(command) => command.service_identity(),
+            _ => telemetry::ServiceIdentity {
+                default_name: telemetry::COORDINATOR_SERVICE,
+                region: None,
+            },
+        };
+        let telemetry = telemetry::init(cli.otlp_endpoint.as_deref(), &identity)?;
         let result = match cli.command {
             Command::Demo(args) => cmd::demo::run(args).await,
             Command::ListWorkflows => cmd::runs::list_workflows(),

@@ -1,22 +1,25 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! Traces over OTLP to a real collector: `rotel-agent` (a Rust OpenTelemetry collector from PyPI)
-//! receives the binary's spans over OTLP/gRPC and prints them. A smoke run's probe spans must
-//! arrive as children of the coordinator's call spans — the W3C trace context crossed the gRPC
-//! hop — one per request, and no credential value may appear in any exported span.
+//! Traces through a real collector, across processes: `rotel-agent` (a Rust OpenTelemetry
+//! collector from PyPI) receives OTLP/HTTP (`http/protobuf`) from the coordinator and from a
+//! separate `probe serve` process, and forwards it over OTLP/gRPC to a trace service inside the
+//! test. A smoke must arrive as one trace per session in which each request span, exported by
+//! the probe process under its own service name and region, is a child of the coordinator's
+//! round span; no credential value may appear in anything exported.
 //!
 //! Without `rotel-agent` the test reports itself skipped (a skip `scripts/test.sh` counts),
 //! unless `OPENBENCH_REQUIRE_REAL_TARGETS` is set (CI sets it), where that is a failure.
 
 mod coordinator_support;
+mod otlp_support;
 mod real_targets;
 
 use coordinator_support::*;
+use otlp_support::{Receiver, Val};
 use real_targets::child::{LoggedChild, NotReady};
 use real_targets::skip::skip_or_fail;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Path of the `rotel-agent` binary the PyPI package ships, when installed.
 fn rotel_agent() -> Option<PathBuf> {
@@ -34,14 +37,14 @@ fn rotel_agent() -> Option<PathBuf> {
 /// Attempts at starting the collector (see [`start_collector`]).
 const COLLECTOR_ATTEMPTS: usize = 5;
 
-/// Starts the collector; returns it, its OTLP/gRPC port and its log.
+/// Starts the collector forwarding to `forward_to` (OTLP/gRPC); returns it and its OTLP/HTTP port.
 ///
 /// rotel cannot bind port 0 (it panics), and a listening socket cannot be handed to it. So each
 /// attempt takes two ports the kernel just handed out and lets rotel bind them: rotel binds
 /// both before it logs `Starting Rotel`, and exits with `unable to bind …` when another process
 /// took one meanwhile — then the attempt is retried with fresh ports. A lost race costs a retry,
 /// never a wrong server: the test only uses ports rotel reported bound.
-fn start_collector(agent: &Path, dir: &Path) -> (LoggedChild, u16, PathBuf) {
+fn start_collector(agent: &Path, dir: &Path, forward_to: &str) -> (LoggedChild, u16) {
     let mut failures = Vec::new();
     for attempt in 1..=COLLECTOR_ATTEMPTS {
         let (grpc, http) = (unused_port(), unused_port());
@@ -51,15 +54,14 @@ fn start_collector(agent: &Path, dir: &Path) -> (LoggedChild, u16, PathBuf) {
             .arg(format!("127.0.0.1:{grpc}"))
             .arg("--otlp-http-endpoint")
             .arg(format!("127.0.0.1:{http}"))
-            .args(["--exporter", "blackhole", "--debug-log", "traces"])
-            .args(["--debug-log-verbosity", "detailed"]);
+            .args(["--exporter", "otlp", "--otlp-exporter-endpoint", forward_to]);
         let log = dir.join(format!("collector-{attempt}.log"));
         let mut child =
             LoggedChild::spawn("rotel-agent", command, &log).unwrap_or_else(|e| panic!("{e}"));
         match child.wait_ready(Duration::from_secs(60), |line| {
             line.contains("Starting Rotel").then_some(())
         }) {
-            Ok(()) => return (child, grpc, log),
+            Ok(()) => return (child, http),
             Err(NotReady::Died(message)) if message.contains("unable to bind") => {
                 failures.push(message)
             }
@@ -80,51 +82,26 @@ fn unused_port() -> u16 {
         .unwrap_or_else(|e| panic!("cannot bind a loopback port: {e}"))
 }
 
-/// One exported span as the collector printed it.
-#[derive(Debug, Default, Clone)]
-struct Span {
-    trace_id: String,
-    parent_id: String,
-    id: String,
-    name: String,
-    attributes: BTreeMap<String, String>,
-}
-
-/// Parses rotel's detailed debug log (`Span #n`, `Trace ID : …`, `-> key: Str(value)`).
-fn parse_spans(log: &str) -> Vec<Span> {
-    let mut spans = Vec::new();
-    let mut current: Option<Span> = None;
-    for line in log.lines() {
-        let t = line.trim();
-        if t.starts_with("Span #") {
-            spans.extend(current.take());
-            current = Some(Span::default());
-            continue;
-        }
-        let Some(span) = current.as_mut() else {
-            continue;
-        };
-        let field = |prefix: &str| {
-            t.strip_prefix(prefix)
-                .and_then(|rest| rest.trim_start().strip_prefix(':'))
-                .map(|v| v.trim().to_string())
-        };
-        if let Some(v) = field("Trace ID") {
-            span.trace_id = v;
-        } else if let Some(v) = field("Parent ID") {
-            span.parent_id = v;
-        } else if let Some(v) = field("ID") {
-            span.id = v;
-        } else if let Some(v) = field("Name") {
-            span.name = v;
-        } else if let Some(rest) = t.strip_prefix("-> ")
-            && let Some((k, v)) = rest.split_once(": ")
-        {
-            span.attributes.insert(k.to_string(), v.to_string());
-        }
+/// Starts `what` from the built binary with `args` and `env`, and returns it with the value
+/// `ready` finds in its log.
+fn start_bin<T>(
+    dir: &Path,
+    what: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    ready: impl Fn(&str) -> Option<T>,
+) -> (LoggedChild, T) {
+    let mut command = Command::new(bin());
+    command.current_dir(dir).args(args);
+    for (k, v) in env {
+        command.env(k, v);
     }
-    spans.extend(current);
-    spans
+    let mut child = LoggedChild::spawn(what, command, &dir.join(format!("{what}.log")))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let value = child
+        .wait_ready(Duration::from_secs(60), ready)
+        .unwrap_or_else(|e| panic!("{e}"));
+    (child, value)
 }
 
 #[test]
@@ -137,11 +114,39 @@ fn probe_spans_join_the_coordinators_trace_over_otlp() {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let (_collector, grpc, log_path) = start_collector(&agent, tmp.path());
+    let receiver = Receiver::start();
+    let (collector_child, http) =
+        start_collector(&agent, tmp.path(), &format!("http://{}", receiver.addr));
+    let collector = format!("http://127.0.0.1:{http}");
+    let otel: [(&str, &str); 2] = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.as_str()),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+    ];
 
     // Two providers, one with bearer auth whose key must never be exported.
     let secret = "obt-otlp-secret-3f9a1c77";
     let data = sample_dataset(tmp.path(), "data", 20260902);
+    // The providers: a simulator process (a remote probe cannot serve `sim://`).
+    let (_sim, sim_base) = start_bin(
+        tmp.path(),
+        "simulator",
+        &[
+            "sim",
+            "serve",
+            "--port",
+            "0",
+            "--time-scale",
+            "0.01",
+            "--dataset",
+            data.to_str().unwrap(),
+        ],
+        &[],
+        |line| {
+            line.strip_prefix("simulator listening; base URL ")
+                .and_then(|rest| rest.split_whitespace().next())
+                .map(String::from)
+        },
+    );
     let keyed = Prov {
         key: "keyed".into(),
         profile: "plain".into(),
@@ -155,57 +160,106 @@ fn probe_spans_join_the_coordinators_trace_over_otlp() {
         0.01,
         400,
     );
-    let endpoint = format!("http://127.0.0.1:{grpc}");
-    let o = run_bin(
+    let with_probe = |probe: &str| {
+        let text = std::fs::read_to_string(&spec).unwrap();
+        let chat = format!("{sim_base}/chat/completions");
+        let text = text
+            .replace("sim://plain", &chat)
+            .replace("sim://telnyx", &chat);
+        let text = match text.find("regions:") {
+            Some(at) => text[..at].to_string(),
+            None => text,
+        };
+        std::fs::write(
+            &spec,
+            format!("{text}regions:\n  - name: east\n    probe: {probe}\n"),
+        )
+        .unwrap();
+    };
+    // The probe reads its providers from the spec; the coordinator then learns its address.
+    with_probe("http://127.0.0.1:1");
+    let mut probe_env = otel.to_vec();
+    probe_env.push(("OBT_OTLP_KEY", secret));
+    let spec_arg = spec.to_str().unwrap().to_string();
+    let (_probe, probe_addr) = start_bin(
         tmp.path(),
-        &["smoke", "--spec", spec.to_str().unwrap()],
+        "probe",
         &[
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
-            ("OBT_OTLP_KEY", secret),
+            "probe",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--spec",
+            &spec_arg,
+            "--region",
+            "east",
         ],
+        &probe_env,
+        |line| {
+            line.strip_prefix("probe: region east serving ")
+                .and_then(|rest| rest.rsplit(" on ").next())
+                .map(|addr| addr.trim().to_string())
+        },
     );
+    with_probe(&format!("http://{probe_addr}"));
+
+    let mut run_env = otel.to_vec();
+    run_env.push(("OBT_OTLP_KEY", secret));
+    let o = run_bin(tmp.path(), &["smoke", "--spec", &spec_arg], &run_env);
     let out = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    // The smoke's verdict (it checks answers) is not this test's business; its records are.
     assert!(out.contains("smoke attempt 1"), "{out}");
-
-    // The binary flushes its exporter before exiting; give the collector a moment to print.
-    let mut spans = Vec::new();
-    let waited = Instant::now();
-    while waited.elapsed() < Duration::from_secs(10) {
-        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
-        spans = parse_spans(&text);
-        if spans.iter().filter(|s| s.name == "probe.execute").count() >= 6 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let text = std::fs::read_to_string(&log_path).unwrap();
-    assert!(!text.contains(secret), "a credential reached the collector");
-
-    // A smoke attempt is 3 rounds × 2 lanes = 6 requests (attempt 2 may add 6 more).
-    let calls: BTreeMap<(String, String), &Span> = spans
-        .iter()
-        .filter(|s| s.name == "openbench.probe_call")
-        .map(|s| ((s.trace_id.clone(), s.id.clone()), s))
+    let run_dir = printed_run_dir(&o.stdout);
+    let recs: Vec<_> = (1..=2)
+        .map(|a| run_dir.join(openbench_common::layout::smoke_results(a)))
+        .filter(|p| p.exists())
+        .flat_map(|p| records(&p))
         .collect();
-    let executes: Vec<&Span> = spans.iter().filter(|s| s.name == "probe.execute").collect();
-    assert!(
-        executes.len() == 6 || executes.len() == 12,
-        "{} probe spans: {text}",
-        executes.len()
+    assert!(recs.len() == 6 || recs.len() == 12, "{out}");
+
+    // The coordinator flushed at exit; the probe's batch goes out on its schedule (≤ 5 s).
+    let spans = receiver.wait_for(Duration::from_secs(60), |spans| {
+        spans.iter().filter(|g| g.name.starts_with("chat ")).count() >= recs.len()
+    });
+    let requests: Vec<_> = spans
+        .iter()
+        .filter(|g| g.name.starts_with("chat "))
+        .collect();
+    assert_eq!(
+        requests.len(),
+        recs.len(),
+        "one request span per record: {spans:#?}\ncollector log:\n{}\ncommand output:\n{out}",
+        collector_child.log_text()
     );
-    for e in &executes {
-        let parent = calls
-            .get(&(e.trace_id.clone(), e.parent_id.clone()))
-            .unwrap_or_else(|| panic!("probe span without its coordinator parent: {e:?}"));
+    for g in &requests {
         assert_eq!(
-            e.attributes.get("request_id"),
-            parent.attributes.get("request_id")
+            g.service, "openbench-probe",
+            "the probe reports as its own service"
         );
-        assert!(
-            e.attributes
-                .get("request_id")
-                .is_some_and(|r| r.contains("req-"))
+        assert_eq!(g.resource.get("cloud.region"), Some(&Val::S("east".into())));
+        let round = spans
+            .iter()
+            .find(|r| r.span_id == g.parent_id && r.trace_id == g.trace_id)
+            .unwrap_or_else(|| panic!("request span without its round: {g:?}"));
+        assert_eq!(round.name, "openbench.round");
+        assert_eq!(round.service, "openbench-inference");
+        let run = spans
+            .iter()
+            .find(|r| r.span_id == round.parent_id && r.trace_id == g.trace_id)
+            .unwrap_or_else(|| panic!("round span without its run: {round:?}"));
+        assert_eq!(run.name, "openbench.run");
+        let id = match g.attributes.get("openbench.request_id") {
+            Some(Val::S(id)) => id.clone(),
+            other => panic!("no request id: {other:?}"),
+        };
+        let rec = recs.iter().find(|r| r.request_id == id).unwrap();
+        assert_eq!(
+            g.attributes.get("openbench.ttfa_ms"),
+            rec.ttfa_ms.map(Val::F).as_ref()
         );
     }
-    assert_eq!(calls.len(), executes.len());
+    assert!(
+        !receiver.raw_text().contains(secret),
+        "a credential reached the collector"
+    );
 }

@@ -11,6 +11,7 @@ pub mod limits;
 pub mod record;
 pub mod request;
 pub mod rundir;
+pub mod semconv;
 pub mod spec;
 pub mod stats;
 pub mod tokenizer;

@@ -140,6 +140,8 @@ struct Current {
     overhead_ms: Option<f64>,
     dispatches: Vec<Instant>,
     outstanding: usize,
+    /// The round's span, closed when the round is summarized.
+    span: tracing::Span,
     harness: usize,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -154,6 +156,8 @@ pub struct CoordState {
     last_terminal: Option<Instant>,
     stopping: bool,
     report: SessionReport,
+    /// The session's run span, the parent of every round span.
+    run_span: tracing::Span,
 }
 
 /// The coordinator actor.
@@ -172,8 +176,10 @@ impl Actor for Coordinator {
         let (placeholder, _) = oneshot::channel();
         let done = std::mem::replace(&mut args.done, placeholder);
         let progress = args.progress.clone();
+        let run_span = crate::spans::run_span(&args.jobs);
         myself.cast(CoordMsg::Next)?;
         Ok(CoordState {
+            run_span,
             args,
             done: Some(done),
             current: None,
@@ -229,7 +235,7 @@ struct Prepared {
     round: PlannedRound,
     launch_order: Vec<String>,
     ready: Arc<Barrier>,
-    gates: Vec<oneshot::Sender<()>>,
+    gates: Vec<oneshot::Sender<tracing::Span>>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -241,7 +247,7 @@ fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prep
     let mut tasks = Vec::with_capacity(n);
     let mut launch_order = Vec::with_capacity(n);
     for (lane, request) in job.requests {
-        let (gate_tx, gate_rx) = oneshot::channel::<()>();
+        let (gate_tx, gate_rx) = oneshot::channel::<tracing::Span>();
         gates.push(gate_tx);
         launch_order.push(lane.lane.clone());
         let client = args.clients.get(&lane.region).cloned();
@@ -252,11 +258,11 @@ fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prep
         let round_index = job.round.round_index;
         tasks.push(tokio::spawn(async move {
             ready.wait().await;
-            if gate_rx.await.is_err() {
+            let Ok(round_span) = gate_rx.await else {
                 return;
-            }
+            };
             let dispatched_at = Instant::now();
-            let execution = execute(client, &request, &model, wait).await;
+            let execution = execute(client, &request, &model, wait, &round_span).await;
             let _ = me.cast(CoordMsg::LaneDone(Box::new(LaneResult {
                 round_index,
                 dispatched_at,
@@ -297,8 +303,9 @@ async fn next_round(myself: &ActorRef<CoordMsg>, state: &mut CoordState) {
     prepared.ready.wait().await;
     let released = Instant::now();
     let released_wall = openbench_common::clock::now_rfc3339();
+    let round_span = crate::spans::round_span(&state.run_span, &prepared.round);
     for gate in prepared.gates {
-        let _ = gate.send(());
+        let _ = gate.send(round_span.clone());
     }
     let overhead_ms = state
         .last_terminal
@@ -312,6 +319,7 @@ async fn next_round(myself: &ActorRef<CoordMsg>, state: &mut CoordState) {
         overhead_ms,
         dispatches: Vec::with_capacity(n),
         outstanding: n,
+        span: round_span,
         harness: 0,
         tasks: prepared.tasks,
     });
@@ -393,6 +401,7 @@ fn summarize(state: &mut CoordState, current: Current, now: Instant) -> (RoundLi
         _ => 0.0,
     };
     state.report.skews_ms.push(skew);
+    crate::spans::close_round(&current.span, skew, current.harness);
     state.report.rounds_executed += 1;
     if current.harness == 0 {
         state.args.progress.rounds_done += 1;
@@ -436,6 +445,7 @@ async fn execute(
     request: &PlannedRequest,
     model: &str,
     wait: Duration,
+    round: &tracing::Span,
 ) -> Execution {
     let started_at = openbench_common::clock::now_rfc3339();
     let Some(mut client) = client else {
@@ -457,21 +467,13 @@ async fn execute(
             );
         }
     };
-    let span = tracing::info_span!(
-        "probe_call",
-        otel.name = "openbench.probe_call",
-        request_id = %request.identity.request_id,
-        provider = %request.identity.provider,
-        lane = %request.identity.lane,
-        round_index = request.identity.round_index,
-        outcome = tracing::field::Empty,
-    );
     let call = ExecuteRequest {
         planned_request_json: json,
-        trace_context: crate::trace::trace_context(&span),
     };
+    let mut call = tonic::Request::new(call);
+    openbench_proto::trace_context::inject(round, call.metadata_mut());
     let response = match tokio::time::timeout(wait, client.execute(call))
-        .instrument(span.clone())
+        .instrument(round.clone())
         .await
     {
         Err(_) => {
@@ -504,7 +506,6 @@ async fn execute(
     match serde_json::from_str::<Execution>(&response.execution_json) {
         Ok(mut execution) => {
             execution.record.set_identity(&request.identity);
-            span.record("outcome", format!("{:?}", execution.record.outcome));
             execution
         }
         Err(e) => harness(

@@ -17,7 +17,7 @@ pub mod runner;
 pub mod schedule;
 pub mod selection;
 pub mod session;
-pub mod trace;
+pub mod spans;
 pub mod watch;
 
 pub use actor::{Progress, ProgressFn, SessionReport, SessionStatus};

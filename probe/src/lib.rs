@@ -11,11 +11,15 @@ pub mod body;
 pub mod classify;
 pub mod error;
 pub mod executor;
+pub mod genai_metrics;
+pub mod genai_span;
 pub mod limits;
 pub mod record;
 pub mod redact;
+pub use openbench_common::semconv;
 pub mod server;
 pub mod sse;
+pub use openbench_proto::trace_context;
 
 pub use error::ProbeError;
 pub use executor::Executor;

@@ -1,27 +1,28 @@
 //! The probe server: the tonic `Probe` service in front of one actor per provider.
 //!
 //! `Execute` routes a planned request to its provider's actor; `Describe` says who this probe is
-//! (version, region, lock hashes, providers). Trace context: the caller's W3C `traceparent` is
-//! parsed by hand and set as the remote parent of a span created by hand (never inside an
-//! `#[instrument]` function, where `set_parent` fails), and the trace id is also kept as a field.
+//! (version, region, lock hashes, providers). Trace context: the caller's context, read from the
+//! gRPC metadata by [`crate::trace_context`], is the remote parent of the request's GenAI span
+//! ([`crate::genai_span`]), created by hand (never inside an `#[instrument]` function, where
+//! `set_parent` fails).
 
 use crate::actor::{Busy, ProviderActor, ProviderMsg};
 use crate::credentials::Credentials;
 use crate::error::ProbeError;
 use crate::executor::Executor;
+use crate::genai_metrics::RequestMetrics;
+use crate::genai_span::{SpanPolicy, SpanTemplate, record_execution, request_span};
 use crate::limits::encode_within;
 use openbench_common::hash::{canonical_json, sha256_hex};
 use openbench_common::limits::GRPC_MESSAGE_LIMIT_BYTES;
-use openbench_common::request::{PlannedRequest, RequestIdentity};
+use openbench_common::request::PlannedRequest;
 use openbench_common::spec::{MAX_TIMEOUT_MS, ProviderAdapter, RequestContract};
 use openbench_proto::v1::probe_server::{Probe, ProbeServer};
 use openbench_proto::v1::{DescribeRequest, DescribeResponse, ExecuteRequest, ExecuteResponse};
-use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
 use ractor::{Actor, ActorRef, rpc::CallResult};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use tonic::{Request, Response, Status};
-use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// Everything a probe server needs.
 #[derive(Debug, Clone)]
@@ -119,6 +120,13 @@ pub async fn serve_on(
         providers: config.providers.iter().map(|p| p.key.clone()).collect(),
         lock_hashes,
         actors: actors.clone(),
+        span_templates: config
+            .providers
+            .iter()
+            .map(|p| (p.key.clone(), SpanTemplate::new(p, &config.contract)))
+            .collect(),
+        span_policy: SpanPolicy::from_env(),
+        metrics: RequestMetrics::global(),
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
@@ -143,6 +151,12 @@ struct ProbeService {
     providers: Vec<String>,
     lock_hashes: BTreeMap<String, String>,
     actors: HashMap<String, ActorRef<ProviderMsg>>,
+    /// Per provider, what its GenAI request spans share.
+    span_templates: HashMap<String, SpanTemplate>,
+    /// Names and content capture of the request spans, from the environment.
+    span_policy: SpanPolicy,
+    /// The request metrics (no-ops without a meter provider).
+    metrics: RequestMetrics,
 }
 
 #[tonic::async_trait]
@@ -151,6 +165,7 @@ impl Probe for ProbeService {
         &self,
         request: Request<ExecuteRequest>,
     ) -> Result<Response<ExecuteResponse>, Status> {
+        let parent = crate::trace_context::extract(request.metadata());
         let call = request.into_inner();
         let planned: PlannedRequest =
             serde_json::from_str(&call.planned_request_json).map_err(|e| {
@@ -174,11 +189,15 @@ impl Probe for ProbeService {
                 self.providers.join(", ")
             ))
         })?;
-        let span = request_span(&call, id);
+        let span = match self.span_templates.get(&id.provider) {
+            Some(template) => request_span(template, &planned, parent, self.span_policy),
+            None => tracing::Span::none(),
+        };
+        let actor_span = span.clone();
         let (provider, request_id) = (id.provider.clone(), id.request_id.clone());
         let reply = actor
             .call(
-                |port| ProviderMsg::Execute(Box::new(planned), span, port),
+                |port| ProviderMsg::Execute(Box::new(planned), actor_span, port),
                 None,
             )
             .await;
@@ -197,6 +216,8 @@ impl Probe for ProbeService {
                 )));
             }
         };
+        record_execution(&span, &execution, self.span_policy);
+        self.metrics.record(&execution);
         let within = GRPC_MESSAGE_LIMIT_BYTES - 64 * 1024;
         let execution_json = encode_within(&mut execution, within).map_err(|e| {
             Status::internal(format!(
@@ -217,54 +238,4 @@ impl Probe for ProbeService {
             providers: self.providers.clone(),
         }))
     }
-}
-
-/// The probe span of one request, a child of the caller's span when `traceparent` is valid.
-fn request_span(call: &ExecuteRequest, id: &RequestIdentity) -> tracing::Span {
-    let parent = call
-        .trace_context
-        .get("traceparent")
-        .and_then(|v| parse_traceparent(v));
-    let trace_id = parent
-        .as_ref()
-        .map(|p| p.trace_id().to_string())
-        .unwrap_or_default();
-    let span = tracing::info_span!(
-        "probe.execute",
-        request_id = %id.request_id,
-        provider = %id.provider,
-        lane = %id.lane,
-        trace_id = %trace_id,
-    );
-    if let Some(parent) = parent {
-        let cx = opentelemetry::Context::new().with_remote_span_context(parent);
-        // Fails only when no OpenTelemetry layer is installed; the trace_id field remains.
-        let _ = span.set_parent(cx);
-    }
-    span
-}
-
-/// Parses a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`); `None` when malformed or zero.
-pub fn parse_traceparent(value: &str) -> Option<SpanContext> {
-    let parts: Vec<&str> = value.trim().split('-').collect();
-    let [version, trace, span, flags] = parts.as_slice() else {
-        return None;
-    };
-    let hex = |s: &str, len: usize| s.len() == len && s.bytes().all(|b| b.is_ascii_hexdigit());
-    if !hex(version, 2) || *version == "ff" || !hex(trace, 32) || !hex(span, 16) || !hex(flags, 2) {
-        return None;
-    }
-    let trace_id = TraceId::from_hex(trace).ok()?;
-    let span_id = SpanId::from_hex(span).ok()?;
-    if trace_id == TraceId::INVALID || span_id == SpanId::INVALID {
-        return None;
-    }
-    let flags = u8::from_str_radix(flags, 16).ok()?;
-    Some(SpanContext::new(
-        trace_id,
-        span_id,
-        TraceFlags::new(flags),
-        true,
-        TraceState::default(),
-    ))
 }

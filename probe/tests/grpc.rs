@@ -9,7 +9,7 @@ mod support;
 use openbench_common::hash::{canonical_json, sha256_hex};
 use openbench_common::record::{Execution, Outcome};
 use openbench_probe::Credentials;
-use openbench_probe::server::{ProbeConfig, parse_traceparent, serve_on};
+use openbench_probe::server::{ProbeConfig, serve_on};
 use openbench_proto::v1::probe_client::ProbeClient;
 use openbench_proto::v1::{DescribeRequest, ExecuteRequest};
 use std::sync::Arc;
@@ -36,12 +36,6 @@ fn call(provider: &str, deadline_ms: u64) -> ExecuteRequest {
     let planned = planned(provider, deadline_ms);
     ExecuteRequest {
         planned_request_json: serde_json::to_string(&planned).unwrap(),
-        trace_context: [(
-            "traceparent".to_string(),
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_string(),
-        )]
-        .into_iter()
-        .collect(),
     }
 }
 
@@ -170,24 +164,4 @@ async fn execute_describe_unknown_busy_and_cancelled() {
     assert_eq!(server.received().len(), 4);
 
     handle.shutdown().await.unwrap();
-}
-
-#[test]
-fn traceparent_parsing() {
-    let sc = parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
-    assert_eq!(
-        sc.trace_id().to_string(),
-        "4bf92f3577b34da6a3ce929d0e0e4736"
-    );
-    assert_eq!(sc.span_id().to_string(), "00f067aa0ba902b7");
-    assert!(sc.is_sampled() && sc.is_remote());
-    // An all-zero trace id, a missing flags field, a bad version: none is a parent.
-    for bad in [
-        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
-        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
-        "zz-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-    ] {
-        let parsed = parse_traceparent(bad).map(|sc| sc.trace_id().to_string());
-        assert_eq!(parsed, None, "{bad}");
-    }
 }

@@ -5,3 +5,5 @@
 pub mod v1 {
     tonic::include_proto!("openbench.probe.v1");
 }
+
+pub mod trace_context;

@@ -85,6 +85,22 @@ pub struct ServeArgs {
     region: String,
 }
 
+impl ProbeCommand {
+    /// The telemetry identity: `probe serve` reports as the probe service of its region.
+    pub fn service_identity(&self) -> crate::telemetry::ServiceIdentity {
+        match self {
+            ProbeCommand::Serve(args) => crate::telemetry::ServiceIdentity {
+                default_name: crate::telemetry::PROBE_SERVICE,
+                region: Some(args.region.clone()),
+            },
+            ProbeCommand::Once(_) => crate::telemetry::ServiceIdentity {
+                default_name: crate::telemetry::COORDINATOR_SERVICE,
+                region: None,
+            },
+        }
+    }
+}
+
 /// Runs a `probe` subcommand.
 pub async fn run(command: ProbeCommand) -> anyhow::Result<ExitCode> {
     match command {

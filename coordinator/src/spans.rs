@@ -1,0 +1,50 @@
+//! The coordinator's spans: one `openbench.run` span per session (the root of its trace) and one
+//! `openbench.round` span per round, opened when the round is released and closed when its last
+//! lane is terminal. Each lane's request span is opened on its probe as a child of the round (the
+//! round's context travels in the gRPC metadata). Attribute names are in
+//! [`openbench_common::semconv`].
+
+use crate::actor::RoundJob;
+use openbench_common::rundir::PlannedRound;
+use openbench_common::semconv as sc;
+use std::collections::VecDeque;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+/// The span of a session executing `jobs` (a root span: a trace per run session).
+pub fn run_span(jobs: &VecDeque<RoundJob>) -> tracing::Span {
+    let span = tracing::info_span!(parent: None, "run", otel.name = sc::SPAN_RUN);
+    let run_id = jobs
+        .iter()
+        .flat_map(|job| job.requests.first())
+        .map(|(_, request)| request.identity.run_id.clone())
+        .next()
+        .unwrap_or_default();
+    span.set_attribute(sc::RUN_ID, run_id);
+    span.set_attribute(
+        sc::ROUNDS_PLANNED,
+        i64::try_from(jobs.len()).unwrap_or(i64::MAX),
+    );
+    span
+}
+
+/// The span of `round`, a child of the run span.
+pub fn round_span(run: &tracing::Span, round: &PlannedRound) -> tracing::Span {
+    let span = tracing::info_span!(parent: run, "round", otel.name = sc::SPAN_ROUND);
+    span.set_attribute(
+        sc::ROUND_INDEX,
+        i64::try_from(round.round_index).unwrap_or(i64::MAX),
+    );
+    span.set_attribute(sc::ROUND_ID, round.round_id.clone());
+    span.set_attribute(sc::TASK_FAMILY, round.task_family.clone());
+    span.set_attribute(sc::ITEM_ID, round.item_id.clone());
+    span
+}
+
+/// Records the finished round's launch skew and harness errors on its span.
+pub fn close_round(span: &tracing::Span, launch_skew_ms: f64, harness_errors: usize) {
+    span.set_attribute(sc::LAUNCH_SKEW_MS, launch_skew_ms);
+    span.set_attribute(
+        sc::HARNESS_ERRORS,
+        i64::try_from(harness_errors).unwrap_or(i64::MAX),
+    );
+}
