@@ -1,7 +1,8 @@
 //! The micro-single-task workflow: one latency-sensitive user, small structured tasks, paired
 //! rounds. The dataset (`dataset`), exact scoring (`scoring`), metrics (`metrics`), paired
-//! comparisons (`paired`), the record reader (`records`) and the reports (`report`) live here;
-//! the generic runner only sees the [`Workflow`] impl.
+//! comparisons (`paired`), the record reader (`records`), the reports (`report`) and a synthetic
+//! run for timing them (`synthetic`) live here; the generic runner only sees the [`Workflow`]
+//! impl.
 
 pub mod dataset;
 pub mod html;
@@ -10,6 +11,7 @@ pub mod paired;
 pub mod records;
 pub mod report;
 pub mod scoring;
+pub mod synthetic;
 
 use openbench_common::layout::RunLock;
 use openbench_common::record::{Outcome, TerminalRecord};
