@@ -89,8 +89,10 @@ pub struct Observation {
     pub reasoning_emitted: bool,
     /// `finish_reason: length`.
     pub truncated_by_length: bool,
-    /// Provider-reported usage.
-    pub usage: Option<Usage>,
+    /// Provider-reported usage; boxed, so an observation holds 8 bytes for it rather than 88
+    /// (a record with usage pays a 40-byte allocation instead): a million observations in
+    /// memory is the report's largest cost.
+    pub usage: Option<Box<Usage>>,
     /// For a completed response: `None` when the echoed model equals the requested one, else
     /// what was echoed (`""` when nothing was).
     pub model_mismatch: Option<String>,
@@ -240,7 +242,7 @@ pub fn observe(
         reasoning_tokens_before_answer: record.reasoning_tokens_before_answer,
         reasoning_emitted: !record.reasoning_text.is_empty(),
         truncated_by_length: record.truncated_by_length,
-        usage: record.usage,
+        usage: record.usage.map(Box::new),
         model_mismatch,
         completed,
         failure,

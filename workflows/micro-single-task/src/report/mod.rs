@@ -86,18 +86,27 @@ pub fn compute(run_dir: &Path, lock: &RunLock, gold: &GoldTable) -> Result<Compu
     let mut lanes = metrics::LaneTable::default();
     let mut period: Option<(String, String)> = None;
     let lookup = |id: &str| gold.0.get(id).cloned();
-    let requested = |provider: &str| {
-        lock.providers
-            .iter()
-            .find(|p| p.key == provider)
-            .map(|p| p.model.clone())
-    };
+    // First entry per key wins, as a linear search would; a map keeps 1,000 lanes linear.
+    let models: HashMap<&str, &str> = lock
+        .providers
+        .iter()
+        .rev()
+        .map(|p| (p.key.as_str(), p.model.as_str()))
+        .collect();
+    let requested = |provider: &str| models.get(provider).map(|m| m.to_string());
     let read = records::read_final(&records_path, |record| {
-        let start = record.started_at.clone();
-        period = Some(match period.take() {
-            None => (start.clone(), start),
-            Some((lo, hi)) => (lo.min(start.clone()), hi.max(start)),
-        });
+        let start = &record.started_at;
+        match &mut period {
+            None => period = Some((start.clone(), start.clone())),
+            Some((lo, hi)) => {
+                if start < lo {
+                    lo.clone_from(start);
+                }
+                if start > hi {
+                    hi.clone_from(start);
+                }
+            }
+        }
         observe::observe(record, &mut lanes, &lookup, &requested)
     })?;
     let mut observations = Vec::with_capacity(read.items.len());
