@@ -228,3 +228,61 @@ fn reports_above_the_threshold_show_a_ranked_subset_and_keep_every_pair() {
     assert!(matrix.contains("30 providers were compared"));
     assert_eq!(matrix.matches("<tr><th scope=\"row\">").count(), 20);
 }
+
+#[test]
+fn at_the_threshold_every_lane_is_shown_without_a_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = SyntheticRun {
+        records: 24 * 2,
+        lanes: 24,
+        seed: 5,
+    };
+    let run = synthetic::write_run(dir.path(), &spec).unwrap();
+    report::write_all(dir.path(), &run.lock, &run.gold).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(!md.contains("lanes were compared"));
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(!html.contains("providers were compared"));
+    assert!(html.matches("<tr><th scope=\"row\">").count() >= 24);
+}
+
+#[test]
+fn html_samples_belong_to_their_lane() {
+    // Synthetic lane pN has E2E − TTFA = 200 + N in every record, so a sample carried to the
+    // wrong provider shows.
+    let dir = tempfile::tempdir().unwrap();
+    let spec = SyntheticRun {
+        records: 12 * 5,
+        lanes: 12,
+        seed: 9,
+    };
+    let run = synthetic::write_run(dir.path(), &spec).unwrap();
+    let computed = report::compute(dir.path(), &run.lock, &run.gold).unwrap();
+    let ctx = report::markdown::ReportContext {
+        lock: &run.lock,
+        metrics: &computed.metrics,
+        paired: &computed.paired,
+        period: None,
+        artifacts: &[],
+        superseded: 0,
+        ignored_partial_line: false,
+    };
+    let input = openbench_micro_single_task::html::HtmlReportInput::from_report(
+        &ctx,
+        &computed.observations,
+        &computed.lanes,
+    );
+    assert_eq!(input.providers.len(), 12);
+    for p in &input.providers {
+        let n: f64 = p.lane.trim_start_matches('p').parse().unwrap();
+        assert_eq!(p.samples.len(), 5, "{}", p.lane);
+        for s in &p.samples {
+            assert_eq!(
+                s.e2e_ms.unwrap() - s.ttfa_ms.unwrap(),
+                200.0 + n,
+                "{}",
+                p.lane
+            );
+        }
+    }
+}
