@@ -85,10 +85,13 @@ pub fn read_final<T>(
         path: path.to_path_buf(),
         source,
     };
+    // Sized by a first pass counting lines: growing by doubling would, at the last step, hold a
+    // million records and half a million more at once (the report's peak memory).
+    let lines = count_lines(path).map_err(io)?;
     let mut reader = BufReader::with_capacity(1 << 20, File::open(path).map_err(io)?);
     // request_id → (index into slots, whether the kept record is a harness one)
-    let mut index: HashMap<String, (usize, bool)> = HashMap::new();
-    let mut slots: Vec<T> = Vec::new();
+    let mut index: HashMap<String, (usize, bool)> = HashMap::with_capacity(lines);
+    let mut slots: Vec<T> = Vec::with_capacity(lines);
     let mut stats = ReadStats::default();
     let mut line = String::new();
     let mut line_no = 0u64;
@@ -146,4 +149,20 @@ pub fn read_final<T>(
         items: slots,
         stats,
     })
+}
+
+/// Newline-terminated lines in `path`, plus one for an unterminated last line.
+fn count_lines(path: &Path) -> std::io::Result<usize> {
+    let mut reader = BufReader::with_capacity(1 << 20, File::open(path)?);
+    let mut count = 0;
+    let mut last = b'\n';
+    loop {
+        let buf = reader.fill_buf()?;
+        let Some(&end) = buf.last() else { break };
+        count += buf.iter().filter(|b| **b == b'\n').count();
+        last = end;
+        let n = buf.len();
+        reader.consume(n);
+    }
+    Ok(count + usize::from(last != b'\n'))
 }
