@@ -208,7 +208,7 @@ fn write_round(
     seed: u64,
 ) -> Result<(), Written> {
     let item_number = round % ITEMS_PER_FAMILY;
-    let (family, item, answer) = if round % 2 == 0 {
+    let (family, item, answer) = if round.is_multiple_of(2) {
         (
             FAMILIES[0],
             format!("mn-{item_number}"),
