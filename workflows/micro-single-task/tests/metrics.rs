@@ -40,11 +40,13 @@ fn obs(lane: u32, round: u64, e2e: Option<f64>, class: EvalClass) -> Observation
         usage: None,
         model_mismatch: None,
         completed: !failed,
-        failure: failed.then_some(FailureInfo {
-            outcome: Outcome::Timeout,
-            error_type: Some("timeout"),
-            http_status: None,
-            message: None,
+        failure: failed.then(|| {
+            Box::new(FailureInfo {
+                outcome: Outcome::Timeout,
+                error_type: Some("timeout"),
+                http_status: None,
+                message: None,
+            })
         }),
     }
 }

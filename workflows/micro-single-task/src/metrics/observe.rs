@@ -98,8 +98,9 @@ pub struct Observation {
     pub model_mismatch: Option<String>,
     /// For a completed response, whether a model echo was checked.
     pub completed: bool,
-    /// Failure details (failed and harness records only).
-    pub failure: Option<FailureInfo>,
+    /// Failure details (failed and harness records only); boxed like `usage`, since most
+    /// records succeed and an observation is what a million-record report holds.
+    pub failure: Option<Box<FailureInfo>>,
 }
 
 impl Observation {
@@ -218,11 +219,13 @@ pub fn observe(
     } else {
         None
     };
-    let failure = (!completed).then(|| FailureInfo {
-        outcome: record.outcome,
-        error_type: failure_label,
-        http_status: record.http_status,
-        message: record.error_message.clone(),
+    let failure = (!completed).then(|| {
+        Box::new(FailureInfo {
+            outcome: record.outcome,
+            error_type: failure_label,
+            http_status: record.http_status,
+            message: record.error_message.clone(),
+        })
     });
     Ok(Observation {
         request_id: record.request_id,
