@@ -48,6 +48,9 @@ enum Command {
     /// The provider simulator.
     #[command(subcommand)]
     Sim(cmd::sim::SimCommand),
+    /// Benchmarks of our own machinery (see docs/performance.md).
+    #[command(subcommand)]
+    Bench(cmd::bench::BenchCommand),
 }
 
 fn main() -> ExitCode {
@@ -83,6 +86,7 @@ fn main() -> ExitCode {
             Command::Dataset(command) => cmd::dataset::run(command).await,
             Command::Probe(command) => cmd::probe::run(command).await,
             Command::Sim(command) => cmd::sim::run(command).await,
+            Command::Bench(command) => cmd::bench::run(command).await,
         };
         telemetry.shutdown().await;
         result

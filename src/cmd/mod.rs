@@ -1,5 +1,6 @@
 //! One module per subcommand (or family of subcommands).
 
+pub mod bench;
 pub mod dataset;
 pub mod demo;
 pub mod probe;

@@ -51,10 +51,13 @@ pub fn read_counting<T>(
         }
         Err(e) => return Err(io(path)(e)),
     };
+    // Sized by a first pass counting lines: growing by doubling would, at the last step, hold a
+    // million records and half a million more at once (the report's peak memory).
+    let lines = count_lines(path).map_err(io(path))?;
     let mut reader = BufReader::with_capacity(1 << 20, file);
     // request id → (index into slots, whether the kept record is committed)
-    let mut index: HashMap<String, (usize, bool)> = HashMap::new();
-    let mut slots: Vec<T> = Vec::new();
+    let mut index: HashMap<String, (usize, bool)> = HashMap::with_capacity(lines);
+    let mut slots: Vec<T> = Vec::with_capacity(lines);
     let mut stats = ReadStats::default();
     let mut line = String::new();
     let mut line_no = 0u64;
@@ -99,6 +102,22 @@ pub fn read_counting<T>(
         items: slots,
         stats,
     })
+}
+
+/// Newline-terminated lines in `path`, plus one for an unterminated last line.
+fn count_lines(path: &Path) -> std::io::Result<usize> {
+    let mut reader = BufReader::with_capacity(1 << 20, File::open(path)?);
+    let mut count = 0;
+    let mut last = b'\n';
+    loop {
+        let buf = reader.fill_buf()?;
+        let Some(&end) = buf.last() else { break };
+        count += buf.iter().filter(|b| **b == b'\n').count();
+        last = end;
+        let n = buf.len();
+        reader.consume(n);
+    }
+    Ok(count + usize::from(last != b'\n'))
 }
 
 /// The records that count of a results file (absent = none), by request id.

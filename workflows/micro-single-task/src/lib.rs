@@ -1,7 +1,8 @@
 //! The micro-single-task workflow: one latency-sensitive user, small structured tasks, paired
 //! rounds. The dataset (`dataset`), exact scoring (`scoring`), metrics (`metrics`), paired
-//! comparisons (`paired`) and the reports (`report`) live here; records are read through
-//! `openbench_common::rundir`. The generic runner only sees the [`Workflow`] impl.
+//! comparisons (`paired`), the reports (`report`) and a synthetic run for timing them
+//! (`synthetic`) live here; records are read through `openbench_common::rundir`. The generic
+//! runner only sees the [`Workflow`] impl.
 
 pub mod dataset;
 pub mod html;
@@ -9,6 +10,7 @@ pub mod metrics;
 pub mod paired;
 pub mod report;
 pub mod scoring;
+pub mod synthetic;
 
 use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_common::rundir::RunLock;

@@ -46,11 +46,13 @@ fn obs(lane: u32, round: u64, e2e: Option<f64>, class: EvalClass) -> Observation
         usage: None,
         model_mismatch: None,
         completed: !failed,
-        failure: failed.then_some(FailureInfo {
-            outcome: Outcome::Timeout,
-            error_type: Some("timeout"),
-            http_status: None,
-            message: None,
+        failure: failed.then(|| {
+            Box::new(FailureInfo {
+                outcome: Outcome::Timeout,
+                error_type: Some("timeout"),
+                http_status: None,
+                message: None,
+            })
         }),
     }
 }
@@ -341,12 +343,12 @@ fn harness_records_are_not_submitted_and_leave_their_request_missing() {
     for round in [20, 21] {
         let mut h = obs(0, round, None, EvalClass::FailedRequest);
         h.outcome = Outcome::HarnessError;
-        h.failure = Some(FailureInfo {
+        h.failure = Some(Box::new(FailureInfo {
             outcome: Outcome::HarnessError,
             error_type: Some("harness"),
             http_status: None,
             message: Some("probe did not answer".into()),
-        });
+        }));
         all.push(h);
     }
     let p = lane_p(&all);

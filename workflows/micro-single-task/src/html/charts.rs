@@ -3,8 +3,8 @@
 //! Pixel coordinates are integers and labels use fixed formats, so output is deterministic.
 
 use super::plot::{
-    FAILURE, FONT, INK, Rgb, SUCCESS, Ticked, err, house_style, log_ticks, ms_tick, row_label,
-    row_y, rows_axis, short, sorted, svg,
+    FAILURE, FONT, INK, MAX_SERIES_POINTS, Rgb, SUCCESS, Ticked, drawn_indices, err, house_style,
+    log_ticks, ms_tick, row_label, row_y, rows_axis, short, sorted, svg,
 };
 use super::{HtmlReportInput, ProviderReport, escape};
 use crate::report::format::{one, pct};
@@ -48,10 +48,8 @@ fn cdf_chart(title: &str, series: &[(Rgb, Vec<f64>)]) -> String {
             .map_err(err)?;
         for (color, values) in series {
             let n = values.len() as f64;
-            let points: Vec<(f64, f64)> = values
-                .iter()
-                .enumerate()
-                .flat_map(|(i, v)| [(*v, i as f64 / n), (*v, (i + 1) as f64 / n)])
+            let points: Vec<(f64, f64)> = drawn_indices(values.len())
+                .flat_map(|i| [(values[i], i as f64 / n), (values[i], (i + 1) as f64 / n)])
                 .collect();
             chart
                 .draw_series(LineSeries::new(points, color.plot().stroke_width(2)))
@@ -156,10 +154,9 @@ pub(super) fn tokens_section(out: &mut String, providers: &[&ProviderReport], pa
             let fill = color.plot().mix(0.45).filled();
             chart
                 .draw_series(
-                    values
-                        .iter()
+                    drawn_indices(values.len())
                         .enumerate()
-                        .map(|(k, v)| Circle::new((*v, y + jitter(k) * 0.56), 2, fill)),
+                        .map(|(k, i)| Circle::new((values[i], y + jitter(k) * 0.56), 2, fill)),
                 )
                 .map_err(err)?;
             if let Some(p50) = p.pooled.tps_p50 {
@@ -182,6 +179,14 @@ pub(super) fn tokens_section(out: &mut String, providers: &[&ProviderReport], pa
         Ok(())
     });
     out.push_str(&chart);
+    if rows.iter().any(|r| r.2.len() > MAX_SERIES_POINTS) {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">A provider with more than {MAX_SERIES_POINTS} responses is drawn \
+             as {MAX_SERIES_POINTS} evenly spaced order statistics of its rates (first and last \
+             included); the CDFs above are thinned the same way.</p>"
+        );
+    }
     out.push_str("</section>\n");
 }
 

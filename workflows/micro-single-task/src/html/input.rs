@@ -8,6 +8,7 @@ use super::{
 };
 use crate::metrics::{LaneTable, Observation, Summary};
 use crate::report::markdown::ReportContext;
+use std::collections::HashMap;
 
 impl From<&Summary> for Figures {
     fn from(s: &Summary) -> Self {
@@ -35,21 +36,37 @@ impl HtmlReportInput {
     ) -> HtmlReportInput {
         let m = ctx.metrics;
         let lock = ctx.lock;
+        // One pass over the records, bucketed by lane index (in record order within a lane).
+        let mut samples_by_lane: Vec<Vec<Sample>> = vec![Vec::new(); lanes.lanes.len()];
+        for o in observations
+            .iter()
+            .filter(|o| o.completed && !o.is_harness())
+        {
+            if let Some(bucket) = samples_by_lane.get_mut(o.lane as usize) {
+                bucket.push(Sample {
+                    round_index: o.round_index,
+                    ttfa_ms: o.ttfa_ms,
+                    e2e_ms: o.e2e_ms,
+                    tokens_per_second: o.tokens_per_second,
+                });
+            }
+        }
+        let index_of: HashMap<&str, usize> = lanes
+            .lanes
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(i, l)| (l.lane.as_str(), i))
+            .collect();
         let providers = m
             .providers
             .iter()
             .map(|p| {
-                let index = lanes.lanes.iter().position(|l| l.lane == p.lane);
-                let samples = observations
-                    .iter()
-                    .filter(|o| o.completed && !o.is_harness() && Some(o.lane as usize) == index)
-                    .map(|o| Sample {
-                        round_index: o.round_index,
-                        ttfa_ms: o.ttfa_ms,
-                        e2e_ms: o.e2e_ms,
-                        tokens_per_second: o.tokens_per_second,
-                    })
-                    .collect();
+                let samples = index_of
+                    .get(p.lane.as_str())
+                    .and_then(|i| samples_by_lane.get_mut(*i))
+                    .map(std::mem::take)
+                    .unwrap_or_default();
                 ProviderReport {
                     lane: p.lane.clone(),
                     display_name: p.display_name.clone(),

@@ -110,6 +110,28 @@ pub(super) fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
     v
 }
 
+/// Most points one series draws. A chart is 600–1,200 pixels wide, so a strip of 100,000 dots
+/// or a CDF of 200,000 steps shows nothing more than 2,000 well-chosen ones, and costs a hundred
+/// megabytes of SVG; below the cap every value is drawn.
+pub(super) const MAX_SERIES_POINTS: usize = 2_000;
+
+/// Positions of the values a series of `n` sorted values draws: all of them up to
+/// [`MAX_SERIES_POINTS`], else that many evenly spaced order statistics, first and last included.
+pub(super) fn drawn_indices(n: usize) -> impl Iterator<Item = usize> {
+    let (count, thinned) = if n <= MAX_SERIES_POINTS {
+        (n, false)
+    } else {
+        (MAX_SERIES_POINTS, true)
+    };
+    (0..count).map(move |i| {
+        if thinned {
+            i * (n - 1) / (MAX_SERIES_POINTS - 1)
+        } else {
+            i
+        }
+    })
+}
+
 /// 1-2-5 ticks inside [lo, hi].
 pub(super) fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     let mut out = Vec::new();

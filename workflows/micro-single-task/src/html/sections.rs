@@ -1,10 +1,11 @@
 //! The page's HTML (non-chart) sections: summary table, legend, win-rate matrix, provenance.
 
 use super::plot::Rgb;
-use super::{HtmlReportInput, ProviderReport, escape};
+use super::{HtmlReportInput, LaneWins, ProviderReport, escape};
+use crate::paired::{MATRIX_MAX_LANES, RANKED_EACH_END, shown_lanes};
 use crate::report::format::{MISSING, one, pct};
 use crate::report::markdown::SUMMARY_HEADERS;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
 
 /// The summary table (the seed's columns), providers alphabetical, then the ranking. A simulated
@@ -158,12 +159,21 @@ fn heat(share: f64) -> (String, &'static str) {
 }
 
 /// The paired win-rate matrix: cell (row, column) = share of shared rounds where the row's E2E
-/// beat the column's; the last column is the row's share of all round wins.
+/// beat the column's; the last column is the row's share of all round wins. Above
+/// [`MATRIX_MAX_LANES`] compared providers it shows the two ends of the round-wins ranking
+/// ([`shown_lanes`]), ranked, so the page stays readable at a thousand lanes.
 pub(super) fn win_matrix(out: &mut String, input: &HtmlReportInput, providers: &[&ProviderReport]) {
     out.push_str("<section id=\"paired\">\n<h2>Paired win-rate matrix</h2>\n");
+    let lane_wins: HashMap<&str, &LaneWins> = input
+        .paired
+        .wins
+        .iter()
+        .map(|w| (w.lane.as_str(), w))
+        .collect();
+    let compared_lanes: HashSet<&str> = input.paired.lanes.iter().map(String::as_str).collect();
     let compared: Vec<&&ProviderReport> = providers
         .iter()
-        .filter(|p| input.paired.lanes.contains(&p.lane))
+        .filter(|p| compared_lanes.contains(p.lane.as_str()))
         .collect();
     let _ = writeln!(
         out,
@@ -174,9 +184,35 @@ pub(super) fn win_matrix(out: &mut String, input: &HtmlReportInput, providers: &
          was fastest of all (ties split).</p>",
         input.paired.rounds_with_winner
     );
+    let wins: Vec<f64> = compared
+        .iter()
+        .map(|p| lane_wins.get(p.lane.as_str()).map_or(0.0, |w| w.wins))
+        .collect();
+    let compared: Vec<&&ProviderReport> = shown_lanes(&wins)
+        .into_iter()
+        .map(|i| compared[i])
+        .collect();
+    if wins.len() > MATRIX_MAX_LANES {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">{} providers were compared: more than {MATRIX_MAX_LANES}, so the \
+             matrix shows the {RANKED_EACH_END} with the most round wins and the \
+             {RANKED_EACH_END} with the fewest, ranked. Every pair is in \
+             <code>artifacts/paired-comparisons.json</code>.</p>",
+            wins.len()
+        );
+    }
     if compared.len() < 2 {
         out.push_str("<p class=\"empty\">Fewer than two comparable providers.</p>\n");
     } else {
+        let shown: HashSet<&str> = compared.iter().map(|p| p.lane.as_str()).collect();
+        let medians: HashMap<(&str, &str), Option<f64>> = input
+            .paired
+            .pairs
+            .iter()
+            .filter(|d| shown.contains(d.a.as_str()) && shown.contains(d.b.as_str()))
+            .map(|d| ((d.a.as_str(), d.b.as_str()), d.e2e_diff_p50))
+            .collect();
         let e2e: Vec<BTreeMap<u64, f64>> = compared
             .iter()
             .map(|p| {
@@ -205,12 +241,10 @@ pub(super) fn win_matrix(out: &mut String, input: &HtmlReportInput, providers: &
                     continue;
                 }
                 let (share, n) = head_to_head(&e2e[i], &e2e[j]);
-                let median = input
-                    .paired
-                    .pairs
-                    .iter()
-                    .find(|d| d.a == row.lane && d.b == col.lane)
-                    .and_then(|d| d.e2e_diff_p50);
+                let median = medians
+                    .get(&(row.lane.as_str(), col.lane.as_str()))
+                    .copied()
+                    .flatten();
                 let tip = format!(
                     "{} vs {}: {} rounds, median E2E difference {} ms",
                     row.display_name,
@@ -233,12 +267,7 @@ pub(super) fn win_matrix(out: &mut String, input: &HtmlReportInput, providers: &
                     }
                 }
             }
-            let share = input
-                .paired
-                .wins
-                .iter()
-                .find(|w| w.lane == row.lane)
-                .and_then(|w| w.win_share);
+            let share = lane_wins.get(row.lane.as_str()).and_then(|w| w.win_share);
             let _ = writeln!(out, "<td class=\"wins\">{}</td></tr>", pct(share));
         }
         out.push_str("</tbody>\n</table></div>\n");

@@ -250,3 +250,24 @@ fn write_html_writes_report_html_in_the_run_dir() {
     let e = write_html(&not_a_dir, &fixture()).expect_err("a file is not a run directory");
     assert!(e.to_string().contains("not-a-dir"), "{e}");
 }
+
+#[test]
+fn large_series_are_thinned_to_the_cap_and_say_so() {
+    let section = |rounds: u64| {
+        let input = HtmlReportInput {
+            providers: vec![provider("big", "Big", 400.0, rounds, 0.99)],
+            ..HtmlReportInput::default()
+        };
+        let html = render_html(&input);
+        let start = html.find("<section id=\"tokens\">").expect("tokens");
+        let end = start + html[start..].find("</section>").expect("end");
+        html[start..end].to_string()
+    };
+    // One dot per response up to the cap (2,000), then exactly the cap.
+    let at_cap = section(2_000);
+    assert_eq!(at_cap.matches("<circle").count(), 2_000);
+    assert!(!at_cap.contains("evenly spaced order statistics"));
+    let above = section(5_000);
+    assert_eq!(above.matches("<circle").count(), 2_000);
+    assert!(above.contains("drawn as 2000 evenly spaced order statistics"));
+}

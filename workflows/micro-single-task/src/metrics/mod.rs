@@ -14,7 +14,7 @@ pub use summary::{FailureBreakdown, Prices, Summary, UsageSummary};
 use crate::scoring::Family;
 use openbench_common::rundir::{Plan, RunLock};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Version of the metrics file layout.
 pub const METRICS_VERSION: u32 = 1;
@@ -197,6 +197,33 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         .map(|o| o.request_id.as_str())
         .collect();
     let lanes = all_lanes(lock, input.plan, input.lanes);
+    // One pass each over the records and the plan, not one per lane: at 1,000 lanes a scan per
+    // lane is 10⁹ steps.
+    let mut by_lane: Vec<Vec<&Observation>> = vec![Vec::new(); input.lanes.lanes.len()];
+    for o in input.observations {
+        if let Some(bucket) = by_lane.get_mut(o.lane as usize) {
+            bucket.push(o);
+        }
+    }
+    let lane_index: HashMap<&str, usize> = input
+        .lanes
+        .lanes
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, l)| (l.lane.as_str(), i))
+        .collect();
+    let planned: Option<HashMap<&str, Planned>> = input.plan.map(|plan| {
+        let mut counts: HashMap<&str, Planned> = HashMap::new();
+        for req in plan.rounds.iter().flat_map(|r| &r.requests) {
+            let count = counts.entry(req.lane.as_str()).or_default();
+            count.planned += 1;
+            if !submitted_ids.contains(req.request_id.as_str()) {
+                count.missing += 1;
+            }
+        }
+        counts
+    });
     let several_regions = lanes.iter().any(|l| l.lane != l.provider);
     let mut providers: Vec<ProviderMetrics> = lanes
         .iter()
@@ -215,21 +242,20 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
                     output_per_mtok: p.output_price_per_mtok?,
                 })
             });
-            let index = input.lanes.lanes.iter().position(|l| l.lane == lane.lane);
-            let mine: Vec<&Observation> = input
-                .observations
-                .iter()
-                .filter(|o| Some(o.lane as usize) == index)
-                .collect();
+            let mine = lane_index
+                .get(lane.lane.as_str())
+                .and_then(|i| by_lane.get(*i))
+                .map_or(&[][..], Vec::as_slice);
             lane_metrics(LaneInput {
                 lane,
                 display_name,
                 requested_model,
                 prices,
                 families: &families,
-                obs: &mine,
-                plan: input.plan,
-                submitted_ids: &submitted_ids,
+                obs: mine,
+                planned: planned
+                    .as_ref()
+                    .map(|p| p.get(lane.lane.as_str()).copied().unwrap_or_default()),
             })
         })
         .collect();
@@ -271,8 +297,15 @@ struct LaneInput<'a> {
     prices: Option<Prices>,
     families: &'a [Family],
     obs: &'a [&'a Observation],
-    plan: Option<&'a Plan>,
-    submitted_ids: &'a HashSet<&'a str>,
+    /// The lane's planned and missing requests; `None` without a plan.
+    planned: Option<Planned>,
+}
+
+/// Requests a plan gives one lane, and how many of them have no submitted record.
+#[derive(Debug, Clone, Copy, Default)]
+struct Planned {
+    planned: u64,
+    missing: u64,
 }
 
 fn lane_metrics(input: LaneInput<'_>) -> ProviderMetrics {
@@ -302,20 +335,8 @@ fn lane_metrics(input: LaneInput<'_>) -> ProviderMetrics {
             .all(|w| w[0].submitted_count == w[1].submitted_count),
     );
     let compatibility = compatibility(&submitted, &input.requested_model);
-    let (planned_requests, missing_requests) = match input.plan {
-        Some(plan) => {
-            let mut planned = 0u64;
-            let mut missing = 0u64;
-            for req in plan.rounds.iter().flat_map(|r| &r.requests) {
-                if req.lane == input.lane.lane {
-                    planned += 1;
-                    if !input.submitted_ids.contains(req.request_id.as_str()) {
-                        missing += 1;
-                    }
-                }
-            }
-            (Some(planned), missing)
-        }
+    let (planned_requests, missing_requests) = match input.planned {
+        Some(p) => (Some(p.planned), p.missing),
         None => (None, 0),
     };
     let complete = planned_requests.is_some_and(|p| p > 0) && missing_requests == 0;

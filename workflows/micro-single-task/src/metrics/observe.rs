@@ -89,15 +89,18 @@ pub struct Observation {
     pub reasoning_emitted: bool,
     /// `finish_reason: length`.
     pub truncated_by_length: bool,
-    /// Provider-reported usage.
-    pub usage: Option<Usage>,
+    /// Provider-reported usage; boxed, so an observation holds 8 bytes for it rather than 88
+    /// (a record with usage pays a 40-byte allocation instead): a million observations in
+    /// memory is the report's largest cost.
+    pub usage: Option<Box<Usage>>,
     /// For a completed response: `None` when the echoed model equals the requested one, else
     /// what was echoed (`""` when nothing was).
     pub model_mismatch: Option<String>,
     /// For a completed response, whether a model echo was checked.
     pub completed: bool,
-    /// Failure details (failed and harness records only).
-    pub failure: Option<FailureInfo>,
+    /// Failure details (failed and harness records only); boxed like `usage`, since most
+    /// records succeed and an observation is what a million-record report holds.
+    pub failure: Option<Box<FailureInfo>>,
 }
 
 impl Observation {
@@ -220,11 +223,13 @@ pub fn observe(
     } else {
         None
     };
-    let failure = (!completed).then(|| FailureInfo {
-        outcome: record.outcome,
-        error_type: failure_label,
-        http_status: record.http_status,
-        message: record.error_message.clone(),
+    let failure = (!completed).then(|| {
+        Box::new(FailureInfo {
+            outcome: record.outcome,
+            error_type: failure_label,
+            http_status: record.http_status,
+            message: record.error_message.clone(),
+        })
     });
     Ok(Observation {
         request_id: record.request_id,
@@ -244,7 +249,7 @@ pub fn observe(
         reasoning_tokens_before_answer: record.reasoning_tokens_before_answer,
         reasoning_emitted: !record.reasoning_text.is_empty(),
         truncated_by_length: record.truncated_by_length,
-        usage: record.usage,
+        usage: record.usage.map(Box::new),
         model_mismatch,
         completed,
         failure,

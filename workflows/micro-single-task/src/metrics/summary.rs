@@ -205,7 +205,7 @@ pub fn summarize(
     let reasoning_sorted = sorted(reasoning.iter().map(|r| *r as f64));
     let reasoning_sum: u64 = reasoning.iter().sum();
     let mut usage = UsageSummary::default();
-    for u in completed.iter().filter_map(|o| o.usage.as_ref()) {
+    for u in completed.iter().filter_map(|o| o.usage.as_deref()) {
         usage.responses_with_usage += 1;
         usage.prompt_tokens += u.prompt_tokens.unwrap_or(0);
         usage.completion_tokens += u.completion_tokens.unwrap_or(0);

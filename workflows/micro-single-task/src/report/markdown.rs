@@ -1,6 +1,6 @@
 //! `report.md` and the terminal summary table, rendered from the metrics alone.
 
-use super::format::{MISSING, cell, grouped, one, pct, usd};
+use super::format::{MISSING, cell, one, pct, usd};
 use crate::metrics::{ProviderMetrics, RunMetrics};
 use crate::paired::PairedComparisons;
 use crate::scoring::gold::CONTRACT_FIELDS;
@@ -123,7 +123,7 @@ fn aligned(rows: &[[String; 8]]) -> String {
     out
 }
 
-fn table(out: &mut String, headers: &[&str], rows: &[Vec<String>]) {
+pub(super) fn table(out: &mut String, headers: &[&str], rows: &[Vec<String>]) {
     let _ = writeln!(out, "| {} |", headers.join(" | "));
     let sep: Vec<&str> = headers
         .iter()
@@ -179,7 +179,7 @@ pub fn render(ctx: &ReportContext<'_>) -> String {
     ranking_section(&mut out, m);
     family_sections(&mut out, m);
     contract_section(&mut out, m);
-    paired_section(&mut out, ctx.paired, m);
+    super::paired_section::render(&mut out, ctx.paired, m);
     operations_section(&mut out, m);
     provenance_section(&mut out, ctx);
     artifacts_section(&mut out, ctx);
@@ -328,86 +328,6 @@ fn contract_section(out: &mut String, m: &RunMetrics) {
         })
         .collect();
     table(out, &headers, &rows);
-}
-
-fn paired_section(out: &mut String, paired: &PairedComparisons, m: &RunMetrics) {
-    out.push_str("## Paired analysis\n\n");
-    let _ = writeln!(
-        out,
-        "Per round the fastest E2E wins; exact ties split the round. {} of {} rounds had at least \
-         one compared E2E.\n",
-        paired.rounds_with_winner, paired.rounds
-    );
-    let rows: Vec<Vec<String>> = paired
-        .wins
-        .iter()
-        .map(|w| {
-            vec![
-                w.display_name.clone(),
-                grouped(w.wins, 2),
-                pct(w.win_share),
-                w.rounds_with_e2e.to_string(),
-            ]
-        })
-        .collect();
-    table(
-        out,
-        &["Provider", "Wins", "Win share", "Rounds with E2E"],
-        &rows,
-    );
-    if paired.lanes.len() > 1 {
-        out.push_str(
-            "Median E2E difference, row − column (ms; negative: the row was faster), over rounds \
-             where both had an E2E:\n\n",
-        );
-        let name = |lane: &str| {
-            m.providers
-                .iter()
-                .find(|p| p.lane == lane)
-                .map_or(lane.to_string(), |p| p.display_name.clone())
-        };
-        let names: Vec<String> = paired.lanes.iter().map(|l| name(l)).collect();
-        let mut headers = vec!["Row − column"];
-        headers.extend(names.iter().map(String::as_str));
-        let rows: Vec<Vec<String>> = paired
-            .lanes
-            .iter()
-            .enumerate()
-            .map(|(i, a)| {
-                let mut row = vec![names[i].clone()];
-                row.extend(paired.lanes.iter().map(|b| {
-                    if a == b {
-                        MISSING.to_string()
-                    } else {
-                        one(paired
-                            .pairs
-                            .iter()
-                            .find(|p| &p.a == a && &p.b == b)
-                            .and_then(|p| p.e2e_diff_p50))
-                    }
-                }));
-                row
-            })
-            .collect();
-        table(out, &headers, &rows);
-    }
-    if !paired.excluded_incompatible.is_empty() {
-        let names: Vec<String> = paired
-            .excluded_incompatible
-            .iter()
-            .map(|lane| {
-                m.providers
-                    .iter()
-                    .find(|p| &p.lane == lane)
-                    .map_or(lane.clone(), |p| p.display_name.clone())
-            })
-            .collect();
-        let _ = writeln!(
-            out,
-            "Left out as configuration-incompatible: {}.\n",
-            names.join(", ")
-        );
-    }
 }
 
 fn operations_section(out: &mut String, m: &RunMetrics) {

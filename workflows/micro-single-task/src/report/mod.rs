@@ -4,6 +4,7 @@
 
 pub mod format;
 pub mod markdown;
+mod paired_section;
 
 use crate::metrics::{self, MetricsInput, Observation, RunMetrics, observe};
 use crate::paired::{self, PairedComparisons, PairedLane};
@@ -66,13 +67,6 @@ pub struct Computed {
     pub stats: ReadStats,
 }
 
-fn file_error(path: &Path, e: impl std::fmt::Display) -> ReportError {
-    ReportError::File {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    }
-}
-
 /// Reads the run lock.
 pub fn read_lock(run_dir: &Path) -> Result<RunLock, ReportError> {
     Ok(read_json(&layout::path(run_dir, layout::RUN_LOCK))?)
@@ -94,28 +88,30 @@ pub fn compute(run_dir: &Path, lock: &RunLock, gold: &GoldTable) -> Result<Compu
     let mut lanes = metrics::LaneTable::default();
     let mut period: Option<(String, String)> = None;
     let lookup = |id: &str| gold.0.get(id).cloned();
-    let requested = |provider: &str| {
-        lock.providers
-            .iter()
-            .find(|p| p.key == provider)
-            .map(|p| p.model.clone())
-    };
+    // First entry per key wins, as a linear search would; a map keeps 1,000 lanes linear.
+    let models: HashMap<&str, &str> = lock
+        .providers
+        .iter()
+        .rev()
+        .map(|p| (p.key.as_str(), p.model.as_str()))
+        .collect();
+    let requested = |provider: &str| models.get(provider).map(|m| m.to_string());
     let read = read_counting(&records_path, false, |record| {
-        let start = record.started_at.clone();
-        period = Some(match period.take() {
-            None => (start.clone(), start),
-            Some((lo, hi)) => (lo.min(start.clone()), hi.max(start)),
-        });
+        let start = &record.started_at;
+        match &mut period {
+            None => period = Some((start.clone(), start.clone())),
+            Some((lo, hi)) => {
+                if start < lo {
+                    lo.clone_from(start);
+                }
+                if start > hi {
+                    hi.clone_from(start);
+                }
+            }
+        }
         observe::observe(record, &mut lanes, &lookup, &requested)
     })?;
-    let mut observations = Vec::with_capacity(read.items.len());
-    let mut problems = Vec::new();
-    for item in read.items {
-        match item {
-            Ok(o) => observations.push(o),
-            Err(p) => problems.push(p),
-        }
-    }
+    let problems: Vec<&String> = read.items.iter().filter_map(|i| i.as_ref().err()).collect();
     if !problems.is_empty() {
         return Err(ReportError::Unscorable {
             path: records_path,
@@ -123,12 +119,18 @@ pub fn compute(run_dir: &Path, lock: &RunLock, gold: &GoldTable) -> Result<Compu
             first: problems
                 .iter()
                 .take(3)
-                .cloned()
+                .map(|p| p.as_str())
                 .collect::<Vec<_>>()
                 .join("; "),
         });
     }
-    observations.sort_by(|a, b| {
+    // Collected in place (a `Result` of an observation is laid out like one), so a million
+    // observations are never held twice.
+    let mut observations: Vec<Observation> =
+        read.items.into_iter().filter_map(Result::ok).collect();
+    // Request ids are unique after `read_counting`, so the key is total and an unstable sort gives
+    // the one order; it also needs no scratch copy (a stable sort of a million would take one).
+    observations.sort_unstable_by(|a, b| {
         (
             a.round_index,
             &lanes.lanes[a.lane as usize].lane,
@@ -212,10 +214,10 @@ fn write_atomic(
     Ok(write_atomic_with(path, write)?)
 }
 
-fn pretty(value: &impl Serialize) -> std::io::Result<Vec<u8>> {
-    let mut bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
-    bytes.push(b'\n');
-    Ok(bytes)
+/// Pretty JSON and a newline, streamed: the paired comparisons of 1,000 lanes are a million rows.
+fn pretty(w: &mut dyn Write, value: &impl Serialize) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *w, value).map_err(std::io::Error::other)?;
+    w.write_all(b"\n")
 }
 
 /// sha256 and size of a file, streaming; `None` when absent.
@@ -283,15 +285,12 @@ pub fn write_all(
         Ok(())
     })?;
     written.push(path);
-    for (name, bytes) in [
-        (layout::METRICS, pretty(&computed.metrics)),
-        (layout::PAIRED, pretty(&computed.paired)),
-    ] {
-        let path = layout::path(run_dir, name);
-        let bytes = bytes.map_err(|e| file_error(&path, e))?;
-        write_atomic(&path, |w| w.write_all(&bytes))?;
-        written.push(path);
-    }
+    let path = layout::path(run_dir, layout::METRICS);
+    write_atomic(&path, |w| pretty(w, &computed.metrics))?;
+    written.push(path);
+    let path = layout::path(run_dir, layout::PAIRED);
+    write_atomic(&path, |w| pretty(w, &computed.paired))?;
+    written.push(path);
     let reported = reported_files(run_dir)?;
     let names = [
         layout::RUN_LOCK.to_string(),
@@ -338,4 +337,19 @@ pub fn write_all(
         markdown::summary_text(&computed.metrics, lock.simulator_time_scale),
         written,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_result_of_an_observation_is_laid_out_like_one() {
+        // `compute` relies on this to collect the final records in place.
+        assert_eq!(
+            std::mem::size_of::<Result<Observation, String>>(),
+            std::mem::size_of::<Observation>()
+        );
+        assert!(std::mem::size_of::<Observation>() <= 256);
+    }
 }
