@@ -4,7 +4,7 @@
 //! ranking and paired tie-splitting, on observations and records built by hand.
 
 use openbench_common::layout::{LockedProvider, RunLock};
-use openbench_common::record::{Outcome, TerminalRecord};
+use openbench_common::record::{ErrorType, Outcome, TerminalRecord};
 use openbench_common::rundir::{Lane, Plan, PlanKind, PlannedLane, PlannedRound};
 use openbench_micro_single_task::metrics::observe::{
     self, FailureInfo, LaneKey, LaneTable, Observation,
@@ -49,7 +49,7 @@ fn obs(lane: u32, round: u64, e2e: Option<f64>, class: EvalClass) -> Observation
         failure: failed.then(|| {
             Box::new(FailureInfo {
                 outcome: Outcome::Timeout,
-                error_type: Some("timeout"),
+                error_type: Some(ErrorType::Timeout),
                 http_status: None,
                 message: None,
             })
@@ -345,7 +345,7 @@ fn harness_records_are_not_submitted_and_leave_their_request_missing() {
         h.outcome = Outcome::HarnessError;
         h.failure = Some(Box::new(FailureInfo {
             outcome: Outcome::HarnessError,
-            error_type: Some("harness"),
+            error_type: Some(ErrorType::Harness),
             http_status: None,
             message: Some("probe did not answer".into()),
         }));

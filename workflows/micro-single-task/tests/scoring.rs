@@ -43,7 +43,7 @@ fn contract() -> GoldRef {
 /// (classification, error_type) of an answer.
 fn verdict(gold: &GoldRef, answer: &str) -> (EvalClass, Option<&'static str>) {
     let s = score_answer(gold, answer);
-    (s.classification, s.error_type)
+    (s.classification, s.error_type.map(|e| e.as_str()))
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! Texts are scored and dropped as each record is read, so a million-record run stays small in
 //! memory: lanes are interned, field correctness is a bit set, error labels are static.
 
-use crate::scoring::{self, EvalClass, Family, GoldRef, Scored};
+use crate::scoring::{self, EvalClass, EvalErrorType, Family, GoldRef, Scored};
 use openbench_common::record::{ErrorType, Outcome, TerminalRecord, Usage};
 use std::collections::HashMap;
 
@@ -44,8 +44,8 @@ impl LaneTable {
 pub struct FailureInfo {
     /// Outcome label (`timeout`, `http_error`, …).
     pub outcome: Outcome,
-    /// Finer error type label.
-    pub error_type: Option<&'static str>,
+    /// Finer error type.
+    pub error_type: Option<ErrorType>,
     /// HTTP status.
     pub http_status: Option<u16>,
     /// Redacted message.
@@ -69,8 +69,8 @@ pub struct Observation {
     pub outcome: Outcome,
     /// Scoring class.
     pub class: EvalClass,
-    /// Scoring or failure error label.
-    pub error_type: Option<&'static str>,
+    /// Scoring or failure error.
+    pub error_type: Option<EvalErrorType>,
     /// Schema-valid answer.
     pub schema_valid: bool,
     /// Bit i set when field i of `crate::scoring::family_fields(family)` is correct.
@@ -180,7 +180,6 @@ pub fn observe(
         region: record.region.clone(),
     });
     let completed = record.outcome == Outcome::Completed;
-    let failure_label = record.error_type.map(error_type_label);
     let scored: Scored = if completed {
         let g = gold(&record.item_id).ok_or_else(|| {
             format!(
@@ -201,7 +200,7 @@ pub fn observe(
     } else {
         scoring::failed(
             family,
-            failure_label.unwrap_or(outcome_label(record.outcome)),
+            EvalErrorType::of_failure(record.error_type, record.outcome),
         )
     };
     let field_bits = scored
@@ -226,7 +225,7 @@ pub fn observe(
     let failure = (!completed).then(|| {
         Box::new(FailureInfo {
             outcome: record.outcome,
-            error_type: failure_label,
+            error_type: record.error_type,
             http_status: record.http_status,
             message: record.error_message.clone(),
         })

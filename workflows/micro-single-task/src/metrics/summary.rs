@@ -2,7 +2,7 @@
 
 use super::observe::Observation;
 use crate::scoring::{EvalClass, Family};
-use openbench_common::record::Outcome;
+use openbench_common::record::{ErrorType, Outcome};
 use openbench_common::stats::rank_index;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -36,9 +36,11 @@ impl FailureBreakdown {
             Outcome::TransportError => self.transport += 1,
             Outcome::StreamError => self.stream_error += 1,
             Outcome::HttpError => match (error, status) {
-                (Some("http_429"), _) | (_, Some(429)) => self.http_429 += 1,
-                (Some("http_5xx"), _) | (_, Some(500..=599)) => self.http_5xx += 1,
-                (Some("other_http_4xx"), _) | (_, Some(400..=499)) => self.other_http_4xx += 1,
+                (Some(ErrorType::Http429), _) | (_, Some(429)) => self.http_429 += 1,
+                (Some(ErrorType::Http5xx), _) | (_, Some(500..=599)) => self.http_5xx += 1,
+                (Some(ErrorType::OtherHttp4xx), _) | (_, Some(400..=499)) => {
+                    self.other_http_4xx += 1
+                }
                 _ => self.other_http_status += 1,
             },
             Outcome::Completed | Outcome::HarnessError => {}

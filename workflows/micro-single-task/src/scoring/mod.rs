@@ -4,10 +4,12 @@
 //! line written to `artifacts/evaluations.jsonl` and by `score`.
 
 pub mod answers;
+pub mod error_type;
 pub mod gold;
 pub mod schema;
 pub mod strict_json;
 
+pub use error_type::EvalErrorType;
 pub use gold::{Family, GoldRef, family_fields};
 
 use serde::{Deserialize, Serialize};
@@ -35,7 +37,7 @@ pub struct Scored {
     /// Class of the answer.
     pub classification: EvalClass,
     /// Why it is invalid (`invalid_json`, `duplicate_key`, `schema_enum`, …); `None` when valid.
-    pub error_type: Option<&'static str>,
+    pub error_type: Option<EvalErrorType>,
     /// Human-readable detail of the error.
     pub error_detail: Option<String>,
     /// True when the answer parsed and met the family's schema.
@@ -65,7 +67,7 @@ pub fn normalize(text: &str) -> String {
 /// Scores one answer text against its gold.
 pub fn score_answer(gold: &GoldRef, answer_text: &str) -> Scored {
     let family = gold.family();
-    let invalid = |error_type: &'static str, detail: String, field_correct: Vec<bool>| Scored {
+    let invalid = |error_type: EvalErrorType, detail: String, field_correct: Vec<bool>| Scored {
         classification: EvalClass::InvalidResult,
         error_type: Some(error_type),
         error_detail: Some(detail),
@@ -75,7 +77,11 @@ pub fn score_answer(gold: &GoldRef, answer_text: &str) -> Scored {
     };
     let none_correct = vec![false; family_fields(family).len()];
     if answer_text.trim().is_empty() {
-        return invalid("empty_answer", "the answer is empty".into(), none_correct);
+        return invalid(
+            EvalErrorType::EmptyAnswer,
+            "the answer is empty".into(),
+            none_correct,
+        );
     }
     let value = match strict_json::parse_strict(answer_text) {
         Ok(v) => v,
@@ -161,7 +167,7 @@ pub struct Evaluation {
     /// Evaluation class.
     pub classification: EvalClass,
     /// Scoring error (`invalid_json`, …) or, for a failed request, its failure type.
-    pub error_type: Option<String>,
+    pub error_type: Option<EvalErrorType>,
     /// True when the answer met its schema.
     pub schema_valid: bool,
     /// True when schema-valid and exactly right.
@@ -183,7 +189,7 @@ impl Evaluation {
             lane: None,
             task_family: family.as_str().to_string(),
             classification: scored.classification,
-            error_type: scored.error_type.map(str::to_string),
+            error_type: scored.error_type,
             schema_valid: scored.schema_valid,
             correct: scored.correct,
             correct_field_count: scored.correct_field_count(),
@@ -197,7 +203,7 @@ impl Evaluation {
 }
 
 /// The verdict for a request that failed operationally: nothing to score, every field wrong.
-pub fn failed(family: Family, error_type: &'static str) -> Scored {
+pub fn failed(family: Family, error_type: EvalErrorType) -> Scored {
     Scored {
         classification: EvalClass::FailedRequest,
         error_type: Some(error_type),

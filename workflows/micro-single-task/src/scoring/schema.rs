@@ -3,6 +3,7 @@
 //! A schema check names the first problem found, in a fixed order: missing keys, extra keys,
 //! then each field in the family's field order (type before enum/date).
 
+use super::EvalErrorType;
 use super::gold::{
     CONTRACT_BOOL_FIELDS, CONTRACT_DATE_FIELDS, CONTRACT_FIELDS, agreement_types,
     ticket_categories, ticket_priorities,
@@ -13,13 +14,13 @@ use serde_json::{Map, Value};
 /// Why a parsed answer breaks its family's schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchemaProblem {
-    /// `schema_type`, `schema_missing_key`, `schema_extra_key`, `schema_enum` or `invalid_date`.
-    pub error_type: &'static str,
+    /// `SchemaType`, `SchemaMissingKey`, `SchemaExtraKey`, `SchemaEnum` or `InvalidDate`.
+    pub error_type: EvalErrorType,
     /// What was wrong, naming the field.
     pub message: String,
 }
 
-fn problem(error_type: &'static str, message: String) -> SchemaProblem {
+fn problem(error_type: EvalErrorType, message: String) -> SchemaProblem {
     SchemaProblem {
         error_type,
         message,
@@ -28,16 +29,19 @@ fn problem(error_type: &'static str, message: String) -> SchemaProblem {
 
 /// The answer as an object, or a `schema_type` problem.
 pub fn as_object(value: &Value) -> Result<&Map<String, Value>, SchemaProblem> {
-    value
-        .as_object()
-        .ok_or_else(|| problem("schema_type", "the answer must be a JSON object".into()))
+    value.as_object().ok_or_else(|| {
+        problem(
+            EvalErrorType::SchemaType,
+            "the answer must be a JSON object".into(),
+        )
+    })
 }
 
 /// Checks that `map` has exactly the keys `expected`.
 fn exact_keys(map: &Map<String, Value>, expected: &[&str]) -> Result<(), SchemaProblem> {
     if let Some(missing) = expected.iter().find(|k| !map.contains_key(**k)) {
         return Err(problem(
-            "schema_missing_key",
+            EvalErrorType::SchemaMissingKey,
             format!("missing key {missing:?}"),
         ));
     }
@@ -48,7 +52,7 @@ fn exact_keys(map: &Map<String, Value>, expected: &[&str]) -> Result<(), SchemaP
     extra.sort();
     if let Some(extra) = extra.first() {
         return Err(problem(
-            "schema_extra_key",
+            EvalErrorType::SchemaExtraKey,
             format!("unexpected key {extra:?}"),
         ));
     }
@@ -60,10 +64,13 @@ fn enum_field(map: &Map<String, Value>, key: &str, allowed: &[&str]) -> Result<(
     match map.get(key) {
         Some(Value::String(s)) if allowed.contains(&s.as_str()) => Ok(()),
         Some(Value::String(s)) => Err(problem(
-            "schema_enum",
+            EvalErrorType::SchemaEnum,
             format!("{key}: {s:?} is not one of {}", allowed.join(", ")),
         )),
-        _ => Err(problem("schema_type", format!("{key}: expected a string"))),
+        _ => Err(problem(
+            EvalErrorType::SchemaType,
+            format!("{key}: expected a string"),
+        )),
     }
 }
 
@@ -72,7 +79,10 @@ pub fn check_meeting(map: &Map<String, Value>) -> Result<(), SchemaProblem> {
     exact_keys(map, &["answer"])?;
     match map.get("answer") {
         Some(Value::String(_)) => Ok(()),
-        _ => Err(problem("schema_type", "answer: expected a string".into())),
+        _ => Err(problem(
+            EvalErrorType::SchemaType,
+            "answer: expected a string".into(),
+        )),
     }
 }
 
@@ -96,7 +106,7 @@ pub fn check_contract(map: &Map<String, Value>) -> Result<(), SchemaProblem> {
 pub fn check_contract_field(field: &str, value: Option<&Value>) -> Result<(), SchemaProblem> {
     let Some(value) = value else {
         return Err(problem(
-            "schema_missing_key",
+            EvalErrorType::SchemaMissingKey,
             format!("missing key {field:?}"),
         ));
     };
@@ -109,11 +119,11 @@ pub fn check_contract_field(field: &str, value: Option<&Value>) -> Result<(), Sc
         return match value {
             Value::String(s) if is_iso_date(s) => Ok(()),
             Value::String(s) => Err(problem(
-                "invalid_date",
+                EvalErrorType::InvalidDate,
                 format!("{field}: {s:?} is not a real YYYY-MM-DD date"),
             )),
             _ => Err(problem(
-                "schema_type",
+                EvalErrorType::SchemaType,
                 format!("{field}: expected a date string"),
             )),
         };
@@ -122,7 +132,7 @@ pub fn check_contract_field(field: &str, value: Option<&Value>) -> Result<(), Sc
         return match value {
             Value::Bool(_) => Ok(()),
             _ => Err(problem(
-                "schema_type",
+                EvalErrorType::SchemaType,
                 format!("{field}: expected a JSON boolean"),
             )),
         };
@@ -131,7 +141,7 @@ pub fn check_contract_field(field: &str, value: Option<&Value>) -> Result<(), Sc
         Value::Null => Ok(()),
         Value::Number(n) if n.is_i64() || n.is_u64() => Ok(()),
         _ => Err(problem(
-            "schema_type",
+            EvalErrorType::SchemaType,
             format!("{field}: expected a JSON integer or null"),
         )),
     }

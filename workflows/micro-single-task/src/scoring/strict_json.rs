@@ -8,32 +8,33 @@
 //! One number is read by hand: serde_json hands `-0` over as the float `-0.0`, but `-0` is a JSON
 //! integer (no fraction, no exponent) whose value is 0, so it is read as the integer 0.
 
+use super::EvalErrorType;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 use std::borrow::Cow;
 use std::fmt;
 
 /// Why a text is not exactly one JSON value.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum StrictJsonError {
     /// Not JSON at all (syntax error, NaN/Infinity, code fences, comments, empty text).
     #[error("invalid JSON: {0}")]
-    Invalid(String),
+    Invalid(#[source] serde_json::Error),
     /// An object repeats a key.
     #[error("duplicate key {0:?}")]
     DuplicateKey(String),
     /// A complete value is followed by more non-whitespace text.
     #[error("trailing value after the JSON value: {0}")]
-    TrailingValue(String),
+    TrailingValue(#[source] serde_json::Error),
 }
 
 impl StrictJsonError {
-    /// The `error_type` label used in evaluations.
-    pub fn error_type(&self) -> &'static str {
+    /// The evaluation's `error_type` for this error.
+    pub fn error_type(&self) -> EvalErrorType {
         match self {
-            StrictJsonError::Invalid(_) => "invalid_json",
-            StrictJsonError::DuplicateKey(_) => "duplicate_key",
-            StrictJsonError::TrailingValue(_) => "trailing_value",
+            StrictJsonError::Invalid(_) => EvalErrorType::InvalidJson,
+            StrictJsonError::DuplicateKey(_) => EvalErrorType::DuplicateKey,
+            StrictJsonError::TrailingValue(_) => EvalErrorType::TrailingValue,
         }
     }
 }
@@ -54,11 +55,10 @@ pub fn parse_strict(text: &str) -> Result<Value, StrictJsonError> {
                 let key = rest.split(DUPLICATE_MARKER).next().unwrap_or_default();
                 return Err(StrictJsonError::DuplicateKey(key.to_string()));
             }
-            return Err(StrictJsonError::Invalid(message));
+            return Err(StrictJsonError::Invalid(e));
         }
     };
-    de.end()
-        .map_err(|e| StrictJsonError::TrailingValue(e.to_string()))?;
+    de.end().map_err(StrictJsonError::TrailingValue)?;
     Ok(value)
 }
 
@@ -174,7 +174,7 @@ mod tests {
     fn kind(text: &str) -> &'static str {
         match parse_strict(text) {
             Ok(_) => "ok",
-            Err(e) => e.error_type(),
+            Err(e) => e.error_type().as_str(),
         }
     }
 
@@ -210,9 +210,8 @@ mod tests {
 
     #[test]
     fn rejects_duplicate_keys_at_any_depth() {
-        assert_eq!(
-            parse_strict(r#"{"a": 1, "a": 1}"#),
-            Err(StrictJsonError::DuplicateKey("a".into()))
+        assert!(
+            matches!(parse_strict(r#"{"a": 1, "a": 1}"#), Err(StrictJsonError::DuplicateKey(k)) if k == "a")
         );
         assert_eq!(kind(r#"{"o": [{"k": 1, "k": 2}]}"#), "duplicate_key");
         // Same key in two different objects is fine.
@@ -233,5 +232,15 @@ mod tests {
         assert_eq!(kind("   "), "invalid_json");
         assert_eq!(kind(r#"{"a": 1,}"#), "invalid_json");
         assert_eq!(kind(r#"{'a': 1}"#), "invalid_json");
+    }
+
+    #[test]
+    fn invalid_and_trailing_errors_keep_the_parser_error() {
+        for text in ["{\"a\": NaN}", "{\"a\": 1} x"] {
+            let err = parse_strict(text).err().expect("refused");
+            let source = std::error::Error::source(&err).expect("the parser error is kept");
+            assert!(source.is::<serde_json::Error>(), "{text}: {source:?}");
+            assert!(err.to_string().ends_with(&source.to_string()), "{err}");
+        }
     }
 }
