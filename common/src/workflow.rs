@@ -58,10 +58,12 @@ pub struct CannedAnswer {
     pub incorrect: String,
 }
 
-/// A failure inside a workflow, already phrased for a person (names the file, line or field).
+/// A failure inside a workflow, phrased for a person (names the file, line or field). It wraps
+/// the workflow's own error, so `source()` still reaches the I/O or parse error underneath; a
+/// plain message converts with `.into()`.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct WorkflowError(pub String);
+#[error(transparent)]
+pub struct WorkflowError(pub Box<dyn std::error::Error + Send + Sync + 'static>);
 
 /// What a workflow provides to the runner.
 pub trait Workflow: Send + Sync {

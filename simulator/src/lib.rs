@@ -55,12 +55,23 @@ impl Default for SimConfig {
     }
 }
 
+/// Why the embedded profile table was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    /// `simulator/profiles.yaml` does not parse.
+    #[error("simulator/profiles.yaml: {0}")]
+    Yaml(#[source] serde_saphyr::Error),
+    /// A profile has a bad field ([`SimError::Profile`]).
+    #[error(transparent)]
+    Profile(Box<SimError>),
+}
+
 /// Everything that can go wrong in the simulator.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
-    /// The embedded profile table does not parse or fit.
+    /// The embedded profile table does not parse or fit (shared: the table is parsed once).
     #[error("profile table: {0}")]
-    Table(String),
+    Table(#[source] std::sync::Arc<TableError>),
     /// One profile has a bad field.
     #[error("profile {profile}: {field}: {message}")]
     Profile {
@@ -86,6 +97,12 @@ pub enum SimError {
         name: String,
         /// Where it came from (header or model suffix).
         origin: String,
+    },
+    /// A request body that is not JSON.
+    #[error("bad request: body: not JSON: {source}")]
+    BodyNotJson {
+        /// The parser's error.
+        source: serde_json::Error,
     },
     /// A request the simulator cannot serve.
     #[error("bad request: {field}: {message}")]

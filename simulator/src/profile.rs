@@ -4,11 +4,11 @@
 //! The table lives in `profiles.yaml` (embedded at build time); this module parses it, checks
 //! it, and turns seed figures into distribution parameters. Nothing here sleeps or does I/O.
 
-use crate::SimError;
 use crate::quirk::{self, Quirk};
+use crate::{SimError, TableError};
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// The embedded profile table.
 const PROFILES_YAML: &str = include_str!("../profiles.yaml");
@@ -169,19 +169,19 @@ impl Profile {
 
 /// Every profile in table order, parsed and fitted once.
 pub fn profiles() -> Result<&'static [Profile], SimError> {
-    static TABLE: OnceLock<Result<Vec<Profile>, String>> = OnceLock::new();
+    static TABLE: OnceLock<Result<Vec<Profile>, Arc<TableError>>> = OnceLock::new();
     let table = TABLE.get_or_init(|| {
-        let file: ProfileFile = serde_saphyr::from_str(PROFILES_YAML)
-            .map_err(|e| format!("simulator/profiles.yaml: {e}"))?;
+        let file: ProfileFile =
+            serde_saphyr::from_str(PROFILES_YAML).map_err(|e| Arc::new(TableError::Yaml(e)))?;
         file.profiles
             .into_iter()
-            .map(|spec| Profile::fit(spec).map_err(|e| e.to_string()))
+            .map(|spec| Profile::fit(spec).map_err(|e| Arc::new(TableError::Profile(Box::new(e)))))
             .collect()
     });
     table
         .as_ref()
         .map(Vec::as_slice)
-        .map_err(|message| SimError::Table(message.clone()))
+        .map_err(|error| SimError::Table(Arc::clone(error)))
 }
 
 /// The profile with this name, or an error listing the known names.

@@ -33,7 +33,7 @@ impl SimRequest {
             message: message.to_string(),
         };
         let json: Value =
-            serde_json::from_slice(body).map_err(|e| bad("body", &format!("not JSON: {e}")))?;
+            serde_json::from_slice(body).map_err(|source| SimError::BodyNotJson { source })?;
         let raw_model = json
             .get("model")
             .and_then(Value::as_str)
@@ -124,6 +124,17 @@ mod tests {
         assert!(
             err.to_string().starts_with("bad request: x-sim-schedule:"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn a_body_that_is_not_json_keeps_the_parser_error() {
+        let err = SimRequest::parse(b"{not json", None, None).unwrap_err();
+        let source = std::error::Error::source(&err).expect("the parser error is kept");
+        assert!(source.is::<serde_json::Error>(), "{source:?}");
+        assert_eq!(
+            err.to_string(),
+            format!("bad request: body: not JSON: {source}")
         );
     }
 }

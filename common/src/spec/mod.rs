@@ -23,13 +23,21 @@ pub enum SpecError {
         /// Underlying error.
         source: std::io::Error,
     },
+    /// The file is not UTF-8 text.
+    #[error("spec {path} is not valid: not UTF-8: {source}")]
+    NotUtf8 {
+        /// Spec path.
+        path: PathBuf,
+        /// Where the bytes stop being UTF-8.
+        source: std::str::Utf8Error,
+    },
     /// The YAML did not parse into the spec's shape.
-    #[error("spec {path} is not valid: {message}")]
+    #[error("spec {path} is not valid: {source}")]
     Parse {
         /// Spec path.
         path: PathBuf,
-        /// Parser message (names the field and position).
-        message: String,
+        /// The parser's error (names the field and position).
+        source: serde_saphyr::Error,
     },
     /// The spec parsed but breaks one or more rules; every problem is listed.
     #[error("spec {path} has {} problem(s):\n  - {}", problems.len(), problems.join("\n  - "))]

@@ -10,13 +10,13 @@ use std::path::Path;
 impl Spec {
     /// Parses YAML bytes and validates them; `path` only names the file in errors.
     pub fn parse(path: &Path, bytes: &[u8]) -> Result<Spec, SpecError> {
-        let text = std::str::from_utf8(bytes).map_err(|e| SpecError::Parse {
+        let text = std::str::from_utf8(bytes).map_err(|source| SpecError::NotUtf8 {
             path: path.to_path_buf(),
-            message: format!("not UTF-8: {e}"),
+            source,
         })?;
-        let spec: Spec = serde_saphyr::from_str(text).map_err(|e| SpecError::Parse {
+        let spec: Spec = serde_saphyr::from_str(text).map_err(|source| SpecError::Parse {
             path: path.to_path_buf(),
-            message: e.to_string(),
+            source,
         })?;
         let problems = spec.problems();
         if problems.is_empty() {

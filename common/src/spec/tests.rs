@@ -177,3 +177,25 @@ fn timeouts_and_grace_have_upper_bounds() {
         "{err}"
     );
 }
+
+#[test]
+fn parse_and_utf8_errors_keep_their_source() {
+    use std::error::Error;
+    let text = MINIMAL.replace("top_p: 1", "top_p: 1\n  topp: 1");
+    let err = Spec::parse(Path::new("s.yaml"), text.as_bytes())
+        .err()
+        .unwrap_or_else(|| panic!("an unknown field is refused"));
+    let source = err.source().unwrap_or_else(|| panic!("no source: {err:?}"));
+    assert!(source.is::<serde_saphyr::Error>(), "{source:?}");
+    assert_eq!(
+        err.to_string(),
+        format!("spec s.yaml is not valid: {source}")
+    );
+
+    let err = Spec::parse(Path::new("s.yaml"), b"benchmark: \xff")
+        .err()
+        .unwrap_or_else(|| panic!("bytes that are not UTF-8 are refused"));
+    let source = err.source().unwrap_or_else(|| panic!("no source: {err:?}"));
+    assert!(source.is::<std::str::Utf8Error>(), "{source:?}");
+    assert!(err.to_string().contains("not UTF-8"), "{err}");
+}

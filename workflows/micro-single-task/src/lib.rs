@@ -30,7 +30,7 @@ impl Workflow for MicroSingleTask {
     fn load_dataset(&self, dir: &Path, manifest: &str) -> Result<DatasetRelease, WorkflowError> {
         dataset::load_release(dir, manifest)
             .map(|release| release.to_dataset_release())
-            .map_err(|e| WorkflowError(e.to_string()))
+            .map_err(|e| WorkflowError(Box::new(e)))
     }
     fn answer_is_schema_valid(&self, record: &TerminalRecord) -> bool {
         record.outcome == Outcome::Completed
@@ -39,7 +39,7 @@ impl Workflow for MicroSingleTask {
                 .is_some_and(|f| scoring::is_schema_valid(f, &record.answer_text))
     }
     fn report(&self, run_dir: &Path) -> Result<ReportOutcome, WorkflowError> {
-        let fail = |e: report::ReportError| WorkflowError(e.to_string());
+        let fail = |e: report::ReportError| WorkflowError(Box::new(e));
         let lock = report::read_lock(run_dir).map_err(fail)?;
         let gold = gold_table(&lock)?;
         let (summary_table, written) = report::write_all(run_dir, &lock, &gold).map_err(fail)?;
@@ -54,14 +54,17 @@ impl Workflow for MicroSingleTask {
 pub fn gold_table(lock: &RunLock) -> Result<report::GoldTable, WorkflowError> {
     let dir = Path::new(&lock.dataset_dir);
     let release = dataset::load_release(dir, &lock.dataset_manifest)
-        .map_err(|e| WorkflowError(format!("dataset {}: {e}", dir.display())))?;
+        .map_err(|e| WorkflowError(format!("dataset {}: {e}", dir.display()).into()))?;
     if release.release_hash != lock.dataset_release_hash {
-        return Err(WorkflowError(format!(
-            "dataset {}: release hash {} differs from the run lock's {}",
-            dir.display(),
-            release.release_hash,
-            lock.dataset_release_hash
-        )));
+        return Err(WorkflowError(
+            format!(
+                "dataset {}: release hash {} differs from the run lock's {}",
+                dir.display(),
+                release.release_hash,
+                lock.dataset_release_hash
+            )
+            .into(),
+        ));
     }
     Ok(report::GoldTable(
         release

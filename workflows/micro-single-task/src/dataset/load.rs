@@ -24,9 +24,12 @@ pub fn load_release(dir: &Path, manifest: &str) -> Result<Release, DatasetError>
     };
     let text = match std::fs::read_to_string(dir.join(manifest)) {
         Ok(t) => t,
-        Err(e) => {
-            problems.push(whole(manifest, format!("cannot read: {e}")));
-            return Err(refuse(problems));
+        Err(source) => {
+            return Err(DatasetError::ManifestUnreadable {
+                dir: dir.to_path_buf(),
+                manifest: manifest.to_string(),
+                source,
+            });
         }
     };
     let Some(parsed) = Manifest::parse(manifest, &text, &mut problems) else {

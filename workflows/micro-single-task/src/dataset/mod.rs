@@ -187,6 +187,16 @@ pub enum DatasetError {
         /// Every problem, in file and line order.
         problems: Vec<Problem>,
     },
+    /// The manifest could not be read, so nothing else could be checked.
+    #[error("dataset {} refused: cannot read {}: {source}", dir.display(), manifest)]
+    ManifestUnreadable {
+        /// Folder that was loaded.
+        dir: PathBuf,
+        /// The manifest's file name.
+        manifest: String,
+        /// The read error.
+        source: std::io::Error,
+    },
 }
 
 impl DatasetError {
@@ -194,6 +204,7 @@ impl DatasetError {
     pub fn problems(&self) -> &[Problem] {
         match self {
             DatasetError::Invalid { problems, .. } => problems,
+            DatasetError::ManifestUnreadable { .. } => &[],
         }
     }
 }

@@ -23,14 +23,6 @@ use std::path::{Path, PathBuf};
 /// A failure while reporting, naming the file or record.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    /// A file could not be read or written.
-    #[error("{path}: {message}")]
-    File {
-        /// The file.
-        path: PathBuf,
-        /// What went wrong.
-        message: String,
-    },
     /// A run-directory file could not be read or written.
     #[error(transparent)]
     RunDir(#[from] RunDirError),
