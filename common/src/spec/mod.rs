@@ -36,8 +36,8 @@ pub enum SpecError {
     Parse {
         /// Spec path.
         path: PathBuf,
-        /// The parser's error (names the field and position).
-        source: serde_saphyr::Error,
+        /// The parser's error (names the field and position), boxed: it is large.
+        source: Box<serde_saphyr::Error>,
     },
     /// The spec parsed but breaks one or more rules; every problem is listed.
     #[error("spec {path} has {} problem(s):\n  - {}", problems.len(), problems.join("\n  - "))]

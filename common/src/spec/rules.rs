@@ -16,7 +16,7 @@ impl Spec {
         })?;
         let spec: Spec = serde_saphyr::from_str(text).map_err(|source| SpecError::Parse {
             path: path.to_path_buf(),
-            source,
+            source: Box::new(source),
         })?;
         let problems = spec.problems();
         if problems.is_empty() {

@@ -186,7 +186,7 @@ fn parse_and_utf8_errors_keep_their_source() {
         .err()
         .unwrap_or_else(|| panic!("an unknown field is refused"));
     let source = err.source().unwrap_or_else(|| panic!("no source: {err:?}"));
-    assert!(source.is::<serde_saphyr::Error>(), "{source:?}");
+    assert!(source.is::<Box<serde_saphyr::Error>>(), "{source:?}");
     assert_eq!(
         err.to_string(),
         format!("spec s.yaml is not valid: {source}")

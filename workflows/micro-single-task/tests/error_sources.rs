@@ -23,10 +23,9 @@ fn io_source<'a>(error: &'a (dyn Error + 'static)) -> Option<&'a std::io::Error>
 #[test]
 fn a_report_on_a_directory_without_a_lock_keeps_the_not_found_error() {
     let dir = tempfile::tempdir().unwrap();
-    let err = MicroSingleTask
-        .report(dir.path())
-        .err()
-        .expect("no lock: refused");
+    let Err(err) = MicroSingleTask.report(dir.path()) else {
+        panic!("a directory without a lock is refused");
+    };
     let io = io_source(&err).unwrap_or_else(|| panic!("no io::Error under {err:?}"));
     assert_eq!(io.kind(), ErrorKind::NotFound);
     assert!(err.to_string().contains("run-lock.json"), "{err}");
@@ -35,9 +34,9 @@ fn a_report_on_a_directory_without_a_lock_keeps_the_not_found_error() {
 #[test]
 fn a_dataset_without_its_manifest_keeps_the_not_found_error() {
     let dir = tempfile::tempdir().unwrap();
-    let err = load_release(dir.path(), "manifest.json")
-        .err()
-        .expect("no manifest: refused");
+    let Err(err) = load_release(dir.path(), "manifest.json") else {
+        panic!("a folder without a manifest is refused");
+    };
     let io = io_source(&err).unwrap_or_else(|| panic!("no io::Error under {err:?}"));
     assert_eq!(io.kind(), ErrorKind::NotFound);
     let shown = err.to_string();

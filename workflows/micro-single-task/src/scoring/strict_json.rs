@@ -237,7 +237,7 @@ mod tests {
     #[test]
     fn invalid_and_trailing_errors_keep_the_parser_error() {
         for text in ["{\"a\": NaN}", "{\"a\": 1} x"] {
-            let err = parse_strict(text).err().expect("refused");
+            let err = parse_strict(text).expect_err("refused");
             let source = std::error::Error::source(&err).expect("the parser error is kept");
             assert!(source.is::<serde_json::Error>(), "{text}: {source:?}");
             assert!(err.to_string().ends_with(&source.to_string()), "{err}");
