@@ -6,16 +6,16 @@ use crate::error::CoordinatorError;
 use openbench_common::spec::{LoadedSpec, ProviderAdapter};
 use openbench_common::workflow::CannedAnswer;
 use openbench_probe::Credentials;
+use openbench_probe::client::{ClientSecurity, ProbeChannel};
 use openbench_probe::server::{ProbeConfig, ProbeServerHandle, serve_on};
 use openbench_proto::v1::probe_client::ProbeClient;
 use openbench_simulator::{SimConfig, SimServer};
 use std::collections::BTreeMap;
-use tonic::transport::Channel;
 
 /// Running simulator, probe servers and the clients that reach them.
 pub struct Infra {
     /// Region label → gRPC client of that region's probe.
-    pub clients: BTreeMap<String, ProbeClient<Channel>>,
+    pub clients: BTreeMap<String, ProbeClient<ProbeChannel>>,
     sim: Option<SimServer>,
     servers: Vec<ProbeServerHandle>,
 }
@@ -120,6 +120,11 @@ impl Infra {
                 .map(|r| (r.name.clone(), r.probe.clone()))
                 .collect()
         };
+        // TLS files and the token for remote probes, from the coordinator's environment.
+        let security = ClientSecurity::from_env().map_err(|e| CoordinatorError::Setup {
+            what: "probe client settings".into(),
+            message: e.to_string(),
+        })?;
         for (name, probe) in regions {
             let url = if probe == "local" {
                 let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
@@ -148,7 +153,12 @@ impl Infra {
             } else {
                 probe.clone()
             };
-            let client = connect(&name, &url).await?;
+            let client = openbench_probe::client::connect(&url, &security)
+                .await
+                .map_err(|e| CoordinatorError::Setup {
+                    what: format!("region {name}"),
+                    message: e.to_string(),
+                })?;
             infra.clients.insert(name, client);
         }
         Ok(infra)
@@ -165,23 +175,4 @@ impl Infra {
             sim.stopped().await;
         }
     }
-}
-
-async fn connect(region: &str, url: &str) -> Result<ProbeClient<Channel>, CoordinatorError> {
-    let endpoint = Channel::from_shared(url.to_string()).map_err(|e| CoordinatorError::Setup {
-        what: format!("region {region}: probe URL {url}"),
-        message: e.to_string(),
-    })?;
-    let channel = endpoint
-        .connect_timeout(std::time::Duration::from_secs(10))
-        .tcp_nodelay(true)
-        .connect()
-        .await
-        .map_err(|e| CoordinatorError::Setup {
-            what: format!("region {region}: probe at {url}"),
-            message: e.to_string(),
-        })?;
-    Ok(ProbeClient::new(channel)
-        .max_decoding_message_size(256 * 1024 * 1024)
-        .max_encoding_message_size(64 * 1024 * 1024))
 }

@@ -40,4 +40,42 @@ pub enum ProbeError {
         /// What went wrong.
         message: String,
     },
+    /// The probe token could not be loaded.
+    #[error("probe token from {source_name}: {message}")]
+    Token {
+        /// Where the token came from (a file path or `$VARIABLE`, never the token).
+        source_name: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A TLS certificate, key or CA file could not be used.
+    #[error("TLS {role} {path}: {message}")]
+    Tls {
+        /// Which file (`certificate`, `key`, `client CA`, `CA`).
+        role: String,
+        /// Path of the file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The listen address is reachable from other machines but the probe is unprotected.
+    #[error(
+        "refusing to listen on {listen} without {missing}: a probe spends its provider keys for \
+         whoever calls it (use a loopback address, add TLS and a token, or pass \
+         --insecure-plaintext on a network you trust)"
+    )]
+    Exposure {
+        /// The listen address.
+        listen: String,
+        /// What protection is missing.
+        missing: String,
+    },
+    /// A probe could not be reached.
+    #[error("probe at {url}: {message}")]
+    Connect {
+        /// The probe's URL.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
 }

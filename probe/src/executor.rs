@@ -377,8 +377,9 @@ fn capture_headers(headers: &HeaderMap, exchange: &mut Exchange) {
     }
 }
 
-/// An error and its sources joined with `: ` (callers strip URLs first).
-fn error_chain(error: &dyn std::error::Error) -> String {
+/// An error and its sources joined with `: ` (callers strip URLs first): tonic's and hyper's own
+/// messages ("transport error") say nothing without their sources.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(s) = source {

@@ -6,6 +6,7 @@
 //! `#[instrument]` function, where `set_parent` fails), and the trace id is also kept as a field.
 
 use crate::actor::{Busy, ProviderActor, ProviderMsg};
+use crate::auth::{ProbeToken, RequireToken};
 use crate::credentials::Credentials;
 use crate::error::ProbeError;
 use crate::executor::Executor;
@@ -18,6 +19,8 @@ use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, Tra
 use ractor::{Actor, ActorRef, rpc::CallResult};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::ServerTlsConfig;
 use tonic::{Request, Response, Status};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
@@ -34,6 +37,19 @@ pub struct ProbeConfig {
     pub credentials: Credentials,
     /// Digest of the code the probe runs (the lock's `code` hash), reported by `Describe`.
     pub code_digest: String,
+}
+
+/// Largest request message a probe decodes: a planned request is a few KiB of messages, so 1 MiB
+/// leaves ample room while refusing a caller who sends megabytes for the provider to read.
+pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
+
+/// How a probe server is protected. The default (no TLS, no token) is for loopback only.
+#[derive(Debug, Clone, Default)]
+pub struct ProbeSecurity {
+    /// TLS (and, with a client CA, mutual TLS); `None` serves plaintext.
+    pub tls: Option<ServerTlsConfig>,
+    /// The bearer token every call must carry; `None` admits calls without one.
+    pub token: Option<ProbeToken>,
 }
 
 /// A running probe server.
@@ -72,10 +88,20 @@ impl ProbeServerHandle {
     }
 }
 
-/// Starts one actor per provider and serves the `Probe` service on `listener`.
+/// Starts one actor per provider and serves the `Probe` service on `listener` in plaintext,
+/// without a token (the coordinator's in-process loopback probes).
 pub async fn serve_on(
     listener: tokio::net::TcpListener,
     config: ProbeConfig,
+) -> Result<ProbeServerHandle, ProbeError> {
+    serve_secured(listener, config, ProbeSecurity::default()).await
+}
+
+/// [`serve_on`] with TLS and a token as `security` says.
+pub async fn serve_secured(
+    listener: tokio::net::TcpListener,
+    config: ProbeConfig,
+    security: ProbeSecurity,
 ) -> Result<ProbeServerHandle, ProbeError> {
     let addr = listener.local_addr().map_err(|e| ProbeError::Server {
         message: format!("listener has no local address: {e}"),
@@ -116,17 +142,27 @@ pub async fn serve_on(
         region: config.region.clone(),
         providers: config.providers.iter().map(|p| p.key.clone()).collect(),
         lock_hashes,
+        timeout_ms: config.contract.timeout_ms,
         actors: actors.clone(),
     };
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(tls) = security.tls {
+        builder = builder.tls_config(tls).map_err(|e| ProbeError::Server {
+            message: format!("cannot use the TLS configuration: {e}"),
+        })?;
+    }
+    let guarded = InterceptedService::new(
+        ProbeServer::new(service).max_decoding_message_size(MAX_REQUEST_BYTES),
+        RequireToken::new(security.token.as_ref()),
+    );
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-    let task = tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(ProbeServer::new(service))
-            .serve_with_incoming_shutdown(incoming, async {
-                let _ = stopped.await;
-            }),
-    );
+    let task = tokio::spawn(builder.add_service(guarded).serve_with_incoming_shutdown(
+        incoming,
+        async {
+            let _ = stopped.await;
+        },
+    ));
     Ok(ProbeServerHandle {
         addr,
         stop: Some(stop),
@@ -140,6 +176,8 @@ struct ProbeService {
     region: String,
     providers: Vec<String>,
     lock_hashes: BTreeMap<String, String>,
+    /// The spec's `timeout_ms`: no caller may ask for a longer deadline.
+    timeout_ms: u64,
     actors: HashMap<String, ActorRef<ProviderMsg>>,
 }
 
@@ -171,9 +209,7 @@ impl Probe for ProbeService {
                 call.request_id, planned.provider, call.provider
             )));
         }
-        if planned.deadline_ms == 0 {
-            planned.deadline_ms = call.deadline_ms;
-        }
+        planned.deadline_ms = bounded_deadline(&call, &planned, self.timeout_ms)?;
         let span = request_span(&call);
         let reply = actor
             .call(
@@ -216,6 +252,32 @@ impl Probe for ProbeService {
             providers: self.providers.clone(),
         }))
     }
+}
+
+/// The deadline to run with (the planned one, else the call's), refused with `INVALID_ARGUMENT`
+/// naming the field when either exceeds the spec's `timeout_ms`: a caller cannot hold a lane (and
+/// the provider's key) longer than the contract allows.
+fn bounded_deadline(
+    call: &ExecuteRequest,
+    planned: &PlannedRequest,
+    timeout_ms: u64,
+) -> Result<u64, Status> {
+    for (field, value) in [
+        ("deadline_ms", call.deadline_ms),
+        ("planned_request_json.deadline_ms", planned.deadline_ms),
+    ] {
+        if value > timeout_ms {
+            return Err(Status::invalid_argument(format!(
+                "request {}: {field} {value} exceeds the spec's timeout_ms {timeout_ms}",
+                call.request_id
+            )));
+        }
+    }
+    Ok(if planned.deadline_ms > 0 {
+        planned.deadline_ms
+    } else {
+        call.deadline_ms
+    })
 }
 
 /// The probe span of one request, a child of the caller's span when `traceparent` is valid.
