@@ -14,7 +14,6 @@ pub mod client;
 pub mod credentials;
 pub mod error;
 pub mod executor;
-pub mod health;
 pub mod record;
 pub mod redact;
 pub mod server;

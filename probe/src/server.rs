@@ -52,7 +52,7 @@ pub struct ProbeSecurity {
     pub token: Option<ProbeToken>,
 }
 
-/// A running probe server.
+/// A running probe server (or its health service alone, from [`serve_health`]).
 #[derive(Debug)]
 pub struct ProbeServerHandle {
     addr: SocketAddr,
@@ -168,6 +168,32 @@ pub async fn serve_secured(
         stop: Some(stop),
         task,
         actors: actors.into_values().collect(),
+    })
+}
+
+/// Serves the standard gRPC health service (`grpc.health.v1`, from tonic-health) on a listener of
+/// its own, in plaintext and without a token, for orchestrators: Kubernetes' gRPC readiness
+/// probes speak neither TLS nor bearer tokens. It reports the whole server (`""`) as serving and
+/// reveals nothing about the providers.
+pub fn serve_health(listener: tokio::net::TcpListener) -> Result<ProbeServerHandle, ProbeError> {
+    let addr = listener.local_addr().map_err(|e| ProbeError::Server {
+        message: format!("health listener has no local address: {e}"),
+    })?;
+    let (_reporter, service) = tonic_health::server::health_reporter();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let task = tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(service)
+            .serve_with_incoming_shutdown(incoming, async {
+                let _ = stopped.await;
+            }),
+    );
+    Ok(ProbeServerHandle {
+        addr,
+        stop: Some(stop),
+        task,
+        actors: Vec::new(),
     })
 }
 

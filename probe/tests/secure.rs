@@ -375,7 +375,7 @@ async fn health_service_answers_serving_without_a_token() {
     use tonic_health::pb::health_check_response::ServingStatus;
     use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let health = openbench_probe::health::serve_health(listener).unwrap();
+    let health = openbench_probe::server::serve_health(listener).unwrap();
     let channel = tonic::transport::Channel::from_shared(format!("http://{}", health.addr()))
         .unwrap()
         .connect()

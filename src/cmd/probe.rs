@@ -315,7 +315,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("cannot listen on {addr} (--health-listen)"))?;
-            let health = openbench_probe::health::serve_health(listener)?;
+            let health = openbench_probe::server::serve_health(listener)?;
             eprintln!("probe: grpc.health.v1 on {}", health.addr());
             Some(health)
         }
