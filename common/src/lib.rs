@@ -6,6 +6,7 @@
 
 pub mod clock;
 pub mod credentials;
+pub mod error_text;
 pub mod hash;
 pub mod limits;
 pub mod record;

@@ -9,6 +9,7 @@
 use openbench_common::record::{ErrorType, Execution, Outcome, TerminalRecord};
 use openbench_common::request::PlannedRequest;
 use openbench_common::rundir::{Checkpoint, PlannedLane, PlannedRound, RoundLine, RunWriter};
+use openbench_proto::link::ProbeChannel;
 use openbench_proto::v1::ExecuteRequest;
 use openbench_proto::v1::probe_client::ProbeClient;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -17,7 +18,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{Barrier, oneshot};
 use tokio::task::JoinHandle;
-use tonic::transport::Channel;
 use tracing::Instrument;
 
 /// Live progress, reported after every terminal record and every round.
@@ -117,7 +117,7 @@ pub struct CoordArgs {
     /// Rounds to execute, in plan order.
     pub jobs: VecDeque<RoundJob>,
     /// Region → probe client.
-    pub clients: BTreeMap<String, ProbeClient<Channel>>,
+    pub clients: BTreeMap<String, ProbeClient<ProbeChannel>>,
     /// Provider key → requested model id (for harness records).
     pub models: BTreeMap<String, String>,
     /// The writer of this plan's raw files.
@@ -441,7 +441,7 @@ fn ms(d: Duration) -> f64 {
 
 /// Calls the probe; any failure of our own machinery becomes a harness record.
 async fn execute(
-    client: Option<ProbeClient<Channel>>,
+    client: Option<ProbeClient<ProbeChannel>>,
     request: &PlannedRequest,
     model: &str,
     wait: Duration,

@@ -6,18 +6,18 @@
 use crate::error::CoordinatorError;
 use crate::session::RunInputs;
 use openbench_common::spec::ProbeLocation;
+use openbench_proto::link::{ClientSecurity, ProbeChannel};
 use openbench_proto::v1::probe_client::ProbeClient;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use tonic::transport::Channel;
 
 /// A boxed, sendable future (object-safe async in [`TargetHost`]).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// What was started for one session: where each region's probe listens, and how to stop it.
 pub struct Targets {
-    /// Region label → probe URL (`http://…`).
+    /// Region label → probe URL (`http://…`, or `https://…` for a probe serving TLS).
     pub probes: BTreeMap<String, String>,
     /// Stops whatever was started for the session (in-process probes, a simulator).
     pub stop: Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send>,
@@ -65,21 +65,27 @@ impl TargetHost for RemoteProbes {
 /// The clients of one session and what to stop when it ends.
 pub struct Infra {
     /// Region label → gRPC client of that region's probe.
-    pub clients: BTreeMap<String, ProbeClient<Channel>>,
+    pub clients: BTreeMap<String, ProbeClient<ProbeChannel>>,
     stop: Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send>,
 }
 
 impl Infra {
-    /// Starts the session's targets through `host` and connects a client to every region's probe.
+    /// Starts the session's targets through `host` and connects a client to every region's probe,
+    /// presenting the TLS files and token of the coordinator's environment
+    /// ([`ClientSecurity::from_env`]).
     pub async fn start(
         inputs: &RunInputs,
         attempt: u32,
         host: &dyn TargetHost,
     ) -> Result<Infra, CoordinatorError> {
+        let security = ClientSecurity::from_env().map_err(|e| CoordinatorError::Setup {
+            what: "probe client settings".into(),
+            message: e.to_string(),
+        })?;
         let targets = host.start(inputs, attempt).await?;
         let mut clients = BTreeMap::new();
         for (region, url) in &targets.probes {
-            match connect(region, url).await {
+            match connect(region, url, &security).await {
                 Ok(client) => {
                     clients.insert(region.clone(), client);
                 }
@@ -101,21 +107,16 @@ impl Infra {
     }
 }
 
-async fn connect(region: &str, url: &str) -> Result<ProbeClient<Channel>, CoordinatorError> {
-    let endpoint = Channel::from_shared(url.to_string()).map_err(|e| CoordinatorError::Setup {
-        what: format!("region {region}: probe URL {url}"),
-        message: e.to_string(),
-    })?;
-    let channel = endpoint
-        .connect_timeout(std::time::Duration::from_secs(10))
-        .tcp_nodelay(true)
-        .connect()
+/// Connects to one region's probe through the link's one connector.
+async fn connect(
+    region: &str,
+    url: &str,
+    security: &ClientSecurity,
+) -> Result<ProbeClient<ProbeChannel>, CoordinatorError> {
+    openbench_proto::link::connect(url, security)
         .await
         .map_err(|e| CoordinatorError::Setup {
-            what: format!("region {region}: probe at {url}"),
+            what: format!("region {region}"),
             message: e.to_string(),
-        })?;
-    Ok(ProbeClient::new(channel)
-        .max_decoding_message_size(openbench_common::limits::GRPC_MESSAGE_LIMIT_BYTES)
-        .max_encoding_message_size(64 * 1024 * 1024))
+        })
 }

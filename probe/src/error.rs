@@ -26,4 +26,19 @@ pub enum ProbeError {
         /// What went wrong.
         message: String,
     },
+    /// The token or a TLS file of the probe link could not be used.
+    #[error(transparent)]
+    Link(#[from] openbench_proto::link::LinkError),
+    /// The listen address is reachable from other machines but the probe is unprotected.
+    #[error(
+        "refusing to listen on {listen} without {missing}: a probe spends its provider keys for \
+         whoever calls it (use a loopback address, add TLS and a token, or pass \
+         --insecure-plaintext on a network you trust)"
+    )]
+    Exposure {
+        /// The listen address.
+        listen: String,
+        /// What protection is missing.
+        missing: String,
+    },
 }

@@ -14,6 +14,7 @@ use crate::limits::{over_events, over_text};
 use crate::record::{Ending, Exchange, StreamState, finalize};
 use crate::redact::Redactor;
 use crate::sse::{SseDecoder, SseFrame};
+use openbench_common::error_text::error_chain;
 use openbench_common::limits::StreamLimits;
 use openbench_common::record::{Classification, ErrorType, Execution, Outcome, TerminalRecord};
 use openbench_common::request::PlannedRequest;
@@ -407,19 +408,4 @@ fn capture_headers(headers: &HeaderMap, exchange: &mut Exchange) {
                 .insert(name.to_string(), v.to_string());
         }
     }
-}
-
-/// An error and its sources joined with `: ` (callers strip URLs first).
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(s) = source {
-        let part = s.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = s.source();
-    }
-    text
 }

@@ -4,11 +4,14 @@
 //! Read top-down: [`sse`] frames the byte stream, [`classify`] says what each chunk carried,
 //! [`body`] builds the request from adapter data, [`executor`] runs the timed request and
 //! [`record`] turns what it saw into a terminal record; [`server`] puts one actor per provider
-//! behind the tonic `Probe` service.
+//! behind the tonic `Probe` service, guarded by [`auth`] and [`tls`]. The caller's side of the
+//! link ([`client`]) lives in the contract crate, so the coordinator needs no probe.
 
 mod actor;
+pub mod auth;
 pub mod body;
 pub mod classify;
+pub use openbench_proto::link::client;
 pub mod error;
 pub mod executor;
 pub mod genai_metrics;
@@ -19,6 +22,7 @@ pub mod redact;
 pub use openbench_common::semconv;
 pub mod server;
 pub mod sse;
+pub mod tls;
 pub use openbench_proto::trace_context;
 
 pub use error::ProbeError;

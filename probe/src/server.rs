@@ -5,8 +5,13 @@
 //! gRPC metadata by [`crate::trace_context`], is the remote parent of the request's GenAI span
 //! ([`crate::genai_span`]), created by hand (never inside an `#[instrument]` function, where
 //! `set_parent` fails).
+//!
+//! Guards, before a provider is ever called: the bearer token ([`crate::auth`]) and TLS
+//! ([`ProbeSecurity`]), a request-size limit ([`MAX_REQUEST_BYTES`]), a deadline no longer than
+//! the spec's `timeout_ms` ([`bounded_deadline`]) and one request at a time per provider lane.
 
 use crate::actor::{Busy, ProviderActor, ProviderMsg};
+use crate::auth::{ProbeToken, RequireToken};
 use crate::credentials::Credentials;
 use crate::error::ProbeError;
 use crate::executor::Executor;
@@ -22,6 +27,8 @@ use openbench_proto::v1::{DescribeRequest, DescribeResponse, ExecuteRequest, Exe
 use ractor::{Actor, ActorRef, rpc::CallResult};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::ServerTlsConfig;
 use tonic::{Request, Response, Status};
 
 /// Everything a probe server needs.
@@ -39,7 +46,20 @@ pub struct ProbeConfig {
     pub code_digest: String,
 }
 
-/// A running probe server.
+/// Largest request message a probe decodes: a planned request is a few KiB of messages, so 1 MiB
+/// leaves ample room while refusing a caller who sends megabytes for the provider to read.
+pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
+
+/// How a probe server is protected. The default (no TLS, no token) is for loopback only.
+#[derive(Debug, Clone, Default)]
+pub struct ProbeSecurity {
+    /// TLS (and, with a client CA, mutual TLS); `None` serves plaintext.
+    pub tls: Option<ServerTlsConfig>,
+    /// The bearer token every call must carry; `None` admits calls without one.
+    pub token: Option<ProbeToken>,
+}
+
+/// A running probe server (or its health service alone, from [`serve_health`]).
 #[derive(Debug)]
 pub struct ProbeServerHandle {
     addr: SocketAddr,
@@ -75,10 +95,20 @@ impl ProbeServerHandle {
     }
 }
 
-/// Starts one actor per provider and serves the `Probe` service on `listener`.
+/// Starts one actor per provider and serves the `Probe` service on `listener` in plaintext,
+/// without a token (in-process probes on loopback).
 pub async fn serve_on(
     listener: tokio::net::TcpListener,
     config: ProbeConfig,
+) -> Result<ProbeServerHandle, ProbeError> {
+    serve_secured(listener, config, ProbeSecurity::default()).await
+}
+
+/// [`serve_on`] with TLS and a token as `security` says.
+pub async fn serve_secured(
+    listener: tokio::net::TcpListener,
+    config: ProbeConfig,
+    security: ProbeSecurity,
 ) -> Result<ProbeServerHandle, ProbeError> {
     let addr = listener.local_addr().map_err(|e| ProbeError::Server {
         message: format!("listener has no local address: {e}"),
@@ -119,6 +149,7 @@ pub async fn serve_on(
         region: config.region.clone(),
         providers: config.providers.iter().map(|p| p.key.clone()).collect(),
         lock_hashes,
+        timeout_ms: config.contract.timeout_ms,
         actors: actors.clone(),
         span_templates: config
             .providers
@@ -128,15 +159,24 @@ pub async fn serve_on(
         span_policy: SpanPolicy::from_env(),
         metrics: RequestMetrics::global(),
     };
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(tls) = security.tls {
+        builder = builder.tls_config(tls).map_err(|e| ProbeError::Server {
+            message: format!("cannot use the TLS configuration: {e}"),
+        })?;
+    }
+    let guarded = InterceptedService::new(
+        ProbeServer::new(service).max_decoding_message_size(MAX_REQUEST_BYTES),
+        RequireToken::new(security.token.as_ref()),
+    );
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-    let task = tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(ProbeServer::new(service))
-            .serve_with_incoming_shutdown(incoming, async {
-                let _ = stopped.await;
-            }),
-    );
+    let task = tokio::spawn(builder.add_service(guarded).serve_with_incoming_shutdown(
+        incoming,
+        async {
+            let _ = stopped.await;
+        },
+    ));
     Ok(ProbeServerHandle {
         addr,
         stop: Some(stop),
@@ -145,11 +185,39 @@ pub async fn serve_on(
     })
 }
 
+/// Serves the standard gRPC health service (`grpc.health.v1`, from tonic-health) on a listener of
+/// its own, in plaintext and without a token, for orchestrators: Kubernetes' gRPC readiness
+/// probes speak neither TLS nor bearer tokens. It reports the whole server (`""`) as serving and
+/// reveals nothing about the providers.
+pub fn serve_health(listener: tokio::net::TcpListener) -> Result<ProbeServerHandle, ProbeError> {
+    let addr = listener.local_addr().map_err(|e| ProbeError::Server {
+        message: format!("health listener has no local address: {e}"),
+    })?;
+    let (_reporter, service) = tonic_health::server::health_reporter();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let task = tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(service)
+            .serve_with_incoming_shutdown(incoming, async {
+                let _ = stopped.await;
+            }),
+    );
+    Ok(ProbeServerHandle {
+        addr,
+        stop: Some(stop),
+        task,
+        actors: Vec::new(),
+    })
+}
+
 /// The tonic service: routes and describes.
 struct ProbeService {
     region: String,
     providers: Vec<String>,
     lock_hashes: BTreeMap<String, String>,
+    /// The spec's `timeout_ms`: no caller may ask for a longer deadline.
+    timeout_ms: u64,
     actors: HashMap<String, ActorRef<ProviderMsg>>,
     /// Per provider, what its GenAI request spans share.
     span_templates: HashMap<String, SpanTemplate>,
@@ -173,13 +241,8 @@ impl Probe for ProbeService {
                     "planned_request_json is not a PlannedRequest: {e}"
                 ))
             })?;
+        bounded_deadline(&planned, self.timeout_ms)?;
         let id = &planned.identity;
-        if planned.deadline_ms > MAX_TIMEOUT_MS {
-            return Err(Status::invalid_argument(format!(
-                "request {}: deadline_ms {} is above {MAX_TIMEOUT_MS}",
-                id.request_id, planned.deadline_ms
-            )));
-        }
         let actor = self.actors.get(&id.provider).ok_or_else(|| {
             Status::not_found(format!(
                 "request {}: probe in region {} serves no provider {:?} (it serves: {})",
@@ -238,4 +301,24 @@ impl Probe for ProbeService {
             providers: self.providers.clone(),
         }))
     }
+}
+
+/// Refuses, with `INVALID_ARGUMENT` naming the field, a planned deadline above the longest any
+/// spec allows ([`MAX_TIMEOUT_MS`]) or above this probe's spec `timeout_ms`: a caller cannot hold
+/// a lane (and the provider's key) longer than the contract allows. Zero means the contract's
+/// timeout (the executor's default).
+fn bounded_deadline(planned: &PlannedRequest, timeout_ms: u64) -> Result<(), Status> {
+    let (request_id, deadline_ms) = (&planned.identity.request_id, planned.deadline_ms);
+    if deadline_ms > MAX_TIMEOUT_MS {
+        return Err(Status::invalid_argument(format!(
+            "request {request_id}: deadline_ms {deadline_ms} is above {MAX_TIMEOUT_MS}"
+        )));
+    }
+    if deadline_ms > timeout_ms {
+        return Err(Status::invalid_argument(format!(
+            "request {request_id}: deadline_ms {deadline_ms} exceeds the spec's timeout_ms \
+             {timeout_ms}"
+        )));
+    }
+    Ok(())
 }

@@ -5,7 +5,9 @@ use anyhow::{Context, bail};
 use openbench_common::record::{Classification, Execution, TerminalRecord};
 use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Role};
 use openbench_common::spec::{Auth, LoadedSpec, MaxTokensField, ProviderAdapter, RequestContract};
-use openbench_probe::server::{ProbeConfig, serve_on};
+use openbench_probe::auth::{Exposure, ProbeToken, TOKEN_ENV, check_exposure};
+use openbench_probe::server::{ProbeConfig, ProbeSecurity, serve_secured};
+use openbench_probe::tls::ServerTlsFiles;
 use openbench_probe::{Credentials, Executor};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -83,6 +85,24 @@ pub struct ServeArgs {
     /// Region this probe serves (one of the spec's regions).
     #[arg(long)]
     region: String,
+    /// TLS certificate chain (PEM); with `--tls-key`, the probe speaks TLS.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// CA (PEM) that must have signed callers' client certificates (mutual TLS).
+    #[arg(long, requires = "tls_cert")]
+    tls_client_ca: Option<PathBuf>,
+    /// File holding the bearer token every call must carry (else `$OPENBENCH_PROBE_TOKEN`).
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// Also serve plaintext `grpc.health.v1` here (for Kubernetes readiness probes).
+    #[arg(long)]
+    health_listen: Option<String>,
+    /// Allow a non-loopback listen address without TLS and a token (says so loudly at start).
+    #[arg(long)]
+    insecure_plaintext: bool,
 }
 
 impl ProbeCommand {
@@ -280,11 +300,21 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     // The same digest the coordinator locks, so `Describe` can be checked against a run's lock.
     let code_digest = crate::cmd::runs::CODE_SHA256.to_string();
+    let security = serve_security(&args)?;
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let exposure = Exposure {
+        tls: security.tls.is_some(),
+        token: security.token.is_some(),
+        insecure_plaintext: args.insecure_plaintext,
+    };
+    if let Some(warning) = check_exposure(listener.local_addr()?, exposure)? {
+        eprintln!("{warning}");
+        tracing::warn!("{warning}");
+    }
     let keys: Vec<String> = providers.iter().map(|p| p.key.clone()).collect();
-    let handle = serve_on(
+    let handle = serve_secured(
         listener,
         ProbeConfig {
             region: args.region.clone(),
@@ -293,16 +323,58 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             credentials,
             code_digest,
         },
+        security.clone(),
     )
     .await?;
     eprintln!(
-        "probe: region {} serving {} on {}",
+        "probe: region {} serving {} on {} ({}, {})",
         args.region,
         keys.join(", "),
-        handle.addr()
+        handle.addr(),
+        if security.tls.is_some() {
+            "TLS"
+        } else {
+            "plaintext"
+        },
+        if security.token.is_some() {
+            "token required"
+        } else {
+            "no token"
+        },
     );
+    let health = match &args.health_listen {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr} (--health-listen)"))?;
+            let health = openbench_probe::server::serve_health(listener)?;
+            eprintln!("probe: grpc.health.v1 on {}", health.addr());
+            Some(health)
+        }
+        None => None,
+    };
     super::wait_for_signal().await?;
     eprintln!("probe: shutting down");
+    if let Some(health) = health {
+        health.shutdown().await?;
+    }
     handle.shutdown().await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// TLS and the token of `probe serve`, from its flags and environment.
+fn serve_security(args: &ServeArgs) -> anyhow::Result<ProbeSecurity> {
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(
+            ServerTlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                client_ca: args.tls_client_ca.clone(),
+            }
+            .load()?,
+        ),
+        _ => None,
+    };
+    let token = ProbeToken::load(args.token_file.as_deref(), TOKEN_ENV)?;
+    Ok(ProbeSecurity { tls, token })
 }

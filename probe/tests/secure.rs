@@ -1,0 +1,359 @@
+//! A protected probe over real gRPC on loopback, with certificates generated here: a good TLS and
+//! token call works; no token, a wrong token, plaintext to a TLS probe, mutual TLS without a
+//! client certificate, an over-long deadline, an oversized request and a second caller on a busy
+//! lane are each refused, and none of the refused calls reaches the provider.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use openbench_common::error_text::error_chain;
+use openbench_common::record::{Execution, Outcome};
+use openbench_probe::Credentials;
+use openbench_probe::auth::ProbeToken;
+use openbench_probe::client::{ClientSecurity, ProbeChannel, connect};
+use openbench_probe::server::{ProbeConfig, ProbeSecurity, ProbeServerHandle, serve_secured};
+use openbench_probe::tls::{ClientTlsFiles, ServerTlsFiles};
+use openbench_proto::link::LinkError;
+use openbench_proto::v1::probe_client::ProbeClient;
+use openbench_proto::v1::{DescribeRequest, ExecuteRequest};
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use std::path::PathBuf;
+use std::sync::Arc;
+use support::*;
+use tokio::sync::Semaphore;
+
+const TOKEN: &str = "probe-token-3f9a1c";
+const TIMEOUT_MS: u64 = 20_000;
+
+/// A CA and the PEM files it signed, on disk.
+struct Pki {
+    dir: tempfile::TempDir,
+}
+
+impl Pki {
+    /// A server CA with a certificate for `localhost`/`127.0.0.1`, and a separate client CA with
+    /// one client certificate.
+    fn generate() -> Pki {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: String| std::fs::write(dir.path().join(name), text).unwrap();
+        let server_ca = ca("test server CA");
+        write("ca.pem", server_ca.pem());
+        let (cert, key) = leaf(&server_ca, &["localhost", "127.0.0.1"]);
+        write("server.pem", cert);
+        write("server.key", key);
+        let client_ca = ca("test client CA");
+        write("client-ca.pem", client_ca.pem());
+        let (cert, key) = leaf(&client_ca, &["coordinator"]);
+        write("client.pem", cert);
+        write("client.key", key);
+        Pki { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn server(&self, mutual: bool) -> ServerTlsFiles {
+        ServerTlsFiles {
+            cert: self.path("server.pem"),
+            key: self.path("server.key"),
+            client_ca: mutual.then(|| self.path("client-ca.pem")),
+        }
+    }
+
+    fn client(&self, identity: bool) -> ClientTlsFiles {
+        ClientTlsFiles {
+            ca: Some(self.path("ca.pem")),
+            identity: identity.then(|| (self.path("client.pem"), self.path("client.key"))),
+        }
+    }
+}
+
+fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
+}
+
+fn leaf(issuer: &CertifiedIssuer<'static, KeyPair>, names: &[&str]) -> (String, String) {
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(names)
+        .unwrap()
+        .signed_by(&key, issuer)
+        .unwrap();
+    (cert.pem(), key.serialize_pem())
+}
+
+fn token(text: &str) -> Option<ProbeToken> {
+    Some(ProbeToken::new(text, "test").unwrap())
+}
+
+/// A streaming answer whose last chunk waits for a permit of `gate` when one is given.
+fn stream(gate: Option<&Arc<Semaphore>>) -> Vec<Step> {
+    let mut steps = vec![
+        sse_head(),
+        data(r#"{"model":"m","choices":[{"delta":{"role":"assistant"}}]}"#),
+    ];
+    steps.extend(gate.map(|gate| Step::Gate(gate.clone())));
+    steps.extend([
+        data(r#"{"model":"m","choices":[{"delta":{"content":"{}"},"finish_reason":"stop"}]}"#),
+        chunk("data: [DONE]\n\n"),
+        Step::End,
+    ]);
+    steps
+}
+
+/// A probe for provider `together` in front of `upstream`, protected as given.
+async fn probe(upstream: &RawServer, tls: Option<ServerTlsFiles>) -> ProbeServerHandle {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let security = ProbeSecurity {
+        tls: tls.map(|files| files.load().unwrap()),
+        token: token(TOKEN),
+    };
+    let config = ProbeConfig {
+        region: "eu-west".into(),
+        contract: contract(TIMEOUT_MS),
+        providers: vec![adapter("together", &upstream.endpoint())],
+        credentials: Credentials::from_pairs([("TEST_KEY", SECRET)]),
+        code_digest: "code".into(),
+    };
+    serve_secured(listener, config, security).await.unwrap()
+}
+
+fn https(handle: &ProbeServerHandle) -> String {
+    format!("https://localhost:{}", handle.addr().port())
+}
+
+async fn client(
+    url: &str,
+    tls: ClientTlsFiles,
+    token: Option<ProbeToken>,
+) -> ProbeClient<ProbeChannel> {
+    connect(url, &ClientSecurity { tls, token }).await.unwrap()
+}
+
+fn call(deadline_ms: u64) -> ExecuteRequest {
+    let planned = planned("together", deadline_ms);
+    ExecuteRequest {
+        planned_request_json: serde_json::to_string(&planned).unwrap(),
+    }
+}
+
+#[tokio::test]
+async fn good_tls_and_token_call_succeeds_over_https() {
+    let pki = Pki::generate();
+    let upstream = start(stream(None)).await;
+    let handle = probe(&upstream, Some(pki.server(false))).await;
+    let mut client = client(&https(&handle), pki.client(false), token(TOKEN)).await;
+    let described = client
+        .describe(DescribeRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(described.region, "eu-west");
+    let reply = client.execute(call(5_000)).await.unwrap().into_inner();
+    let execution: Execution = serde_json::from_str(&reply.execution_json).unwrap();
+    assert_eq!(execution.record.outcome, Outcome::Completed);
+    assert_eq!(upstream.received().len(), 1);
+    handle.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn missing_or_wrong_token_is_unauthenticated() {
+    let pki = Pki::generate();
+    let upstream = start(stream(None)).await;
+    let handle = probe(&upstream, Some(pki.server(false))).await;
+
+    let mut anonymous = client(&https(&handle), pki.client(false), None).await;
+    let err = anonymous.execute(call(5_000)).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unauthenticated);
+    assert_eq!(err.message(), "this probe requires a bearer token");
+    let err = anonymous.describe(DescribeRequest {}).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unauthenticated);
+
+    // A token that differs only in its last character.
+    let mut impostor = client(
+        &https(&handle),
+        pki.client(false),
+        token("probe-token-3f9a1d"),
+    )
+    .await;
+    let err = impostor.execute(call(5_000)).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unauthenticated);
+    assert_eq!(err.message(), "the bearer token is not this probe's");
+    // A prefix of the right token.
+    let mut prefix = client(&https(&handle), pki.client(false), token("probe-token")).await;
+    let err = prefix.describe(DescribeRequest {}).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unauthenticated);
+
+    assert_eq!(
+        upstream.received().len(),
+        0,
+        "a refused call reached the provider"
+    );
+    handle.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn plaintext_to_a_tls_probe_fails() {
+    let pki = Pki::generate();
+    let upstream = start(stream(None)).await;
+    let handle = probe(&upstream, Some(pki.server(false))).await;
+    let url = format!("http://{}", handle.addr());
+    let security = ClientSecurity {
+        tls: pki.client(false),
+        token: token(TOKEN),
+    };
+    // tonic connects lazily enough that the refusal shows on the first call: the TLS server
+    // reads the HTTP/2 preface as a bad handshake and closes the connection.
+    match connect(&url, &security).await {
+        Err(error) => assert!(
+            matches!(error, LinkError::Connect { url: ref u, .. } if *u == url),
+            "{error}"
+        ),
+        Ok(mut client) => {
+            let err = client.describe(DescribeRequest {}).await.unwrap_err();
+            assert_eq!(err.code(), tonic::Code::Unknown, "{err:?}");
+            assert_eq!(err.message(), "transport error");
+        }
+    }
+    assert_eq!(upstream.received().len(), 0);
+    handle.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn mutual_tls_requires_a_client_certificate() {
+    let pki = Pki::generate();
+    let upstream = start(stream(None)).await;
+    let handle = probe(&upstream, Some(pki.server(true))).await;
+    let security = ClientSecurity {
+        tls: pki.client(false),
+        token: token(TOKEN),
+    };
+    // With TLS 1.3 the client finishes its handshake first; the probe's refusal arrives as a
+    // `certificate_required` alert on the first call.
+    match connect(&https(&handle), &security).await {
+        Err(error) => assert!(error.to_string().contains("CertificateRequired"), "{error}"),
+        Ok(mut client) => {
+            let err = client.execute(call(5_000)).await.unwrap_err();
+            assert_eq!(err.code(), tonic::Code::Unknown, "{err:?}");
+            assert!(
+                error_chain(&err).contains("received fatal alert: CertificateRequired"),
+                "{err:?}"
+            );
+        }
+    }
+    assert_eq!(upstream.received().len(), 0);
+
+    // The same call with the client certificate goes through.
+    let mut client = client(&https(&handle), pki.client(true), token(TOKEN)).await;
+    let reply = client.execute(call(5_000)).await.unwrap().into_inner();
+    let execution: Execution = serde_json::from_str(&reply.execution_json).unwrap();
+    assert_eq!(execution.record.outcome, Outcome::Completed);
+    handle.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn deadline_beyond_the_spec_timeout_is_invalid_argument() {
+    let pki = Pki::generate();
+    let upstream = start(stream(None)).await;
+    let handle = probe(&upstream, Some(pki.server(false))).await;
+    let mut client = client(&https(&handle), pki.client(false), token(TOKEN)).await;
+
+    // Above what any spec allows.
+    let err = client.execute(call(u64::MAX)).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    assert_eq!(
+        err.message(),
+        format!("request req-1: deadline_ms {} is above 600000", u64::MAX)
+    );
+    // Within that, but one millisecond over this probe's spec.
+    let err = client.execute(call(TIMEOUT_MS + 1)).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    assert_eq!(
+        err.message(),
+        "request req-1: deadline_ms 20001 exceeds the spec's timeout_ms 20000"
+    );
+    assert_eq!(upstream.received().len(), 0);
+    // Exactly the timeout is allowed.
+    let reply = client.execute(call(TIMEOUT_MS)).await.unwrap().into_inner();
+    let execution: Execution = serde_json::from_str(&reply.execution_json).unwrap();
+    assert_eq!(execution.record.outcome, Outcome::Completed);
+    handle.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn oversized_request_is_refused_before_the_provider() {
+    let upstream = start(stream(None)).await;
+    let handle = probe(&upstream, None).await;
+    let mut client = client(
+        &format!("http://{}", handle.addr()),
+        ClientTlsFiles::default(),
+        token(TOKEN),
+    )
+    .await;
+    let mut planned = planned("together", 5_000);
+    planned.messages[1].content = "x".repeat(2 * 1024 * 1024);
+    let mut big = call(5_000);
+    big.planned_request_json = serde_json::to_string(&planned).unwrap();
+    let err = client.execute(big).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::OutOfRange, "{}", err.message());
+    assert_eq!(upstream.received().len(), 0);
+    handle.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn second_caller_on_a_busy_lane_is_refused() {
+    let pki = Pki::generate();
+    // The first answer is held at the gate until the second caller has been refused.
+    let gate = Arc::new(Semaphore::new(0));
+    let upstream = start(stream(Some(&gate))).await;
+    let handle = probe(&upstream, Some(pki.server(false))).await;
+    let mut first = client(&https(&handle), pki.client(false), token(TOKEN)).await;
+    let mut second = client(&https(&handle), pki.client(false), token(TOKEN)).await;
+    let running = tokio::spawn(async move { first.execute(call(5_000)).await });
+    upstream.wait_for_requests(1).await;
+    let err = second.execute(call(5_000)).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::FailedPrecondition);
+    assert_eq!(
+        err.message(),
+        "provider together is busy with another request in region eu-west (one at a time)"
+    );
+    gate.add_permits(1);
+    let reply = running.await.unwrap().unwrap().into_inner();
+    let execution: Execution = serde_json::from_str(&reply.execution_json).unwrap();
+    assert_eq!(execution.record.outcome, Outcome::Completed);
+    assert_eq!(
+        upstream.received().len(),
+        1,
+        "the refused call reached the provider"
+    );
+    handle.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn health_service_answers_serving_without_a_token() {
+    use tonic_health::pb::health_check_response::ServingStatus;
+    use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let health = openbench_probe::server::serve_health(listener).unwrap();
+    let channel = tonic::transport::Channel::from_shared(format!("http://{}", health.addr()))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut client = HealthClient::new(channel);
+    let reply = client
+        .check(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(reply.status, ServingStatus::Serving as i32);
+    health.shutdown().await.unwrap();
+}

@@ -1,0 +1,99 @@
+//! The one connector to a probe: a channel per probe, TLS for `https://` URLs and the bearer
+//! token on every call. The coordinator connects through here; so do the probe's tests.
+
+use super::LinkError;
+use super::tls::ClientTlsFiles;
+use super::token::{AttachToken, ProbeToken, TOKEN_ENV};
+use crate::v1::probe_client::ProbeClient;
+use openbench_common::error_text::error_chain;
+use openbench_common::limits::GRPC_MESSAGE_LIMIT_BYTES;
+use std::path::PathBuf;
+use std::time::Duration;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::Channel;
+
+/// A channel to a probe that attaches the token to every call.
+pub type ProbeChannel = InterceptedService<Channel, AttachToken>;
+
+/// Environment variable naming a file that holds the probe token (read before [`TOKEN_ENV`]).
+pub const TOKEN_FILE_ENV: &str = "OPENBENCH_PROBE_TOKEN_FILE";
+/// Environment variable naming the PEM CA that signed the probes' certificates.
+pub const CA_ENV: &str = "OPENBENCH_PROBE_CA";
+/// Environment variable naming the client certificate (PEM) for mutual TLS.
+pub const CLIENT_CERT_ENV: &str = "OPENBENCH_PROBE_CLIENT_CERT";
+/// Environment variable naming the client key (PEM) for mutual TLS.
+pub const CLIENT_KEY_ENV: &str = "OPENBENCH_PROBE_CLIENT_KEY";
+
+/// Largest request a caller encodes: a planned request is a few KiB, far below this.
+const MAX_ENCODING_BYTES: usize = 64 * 1024 * 1024;
+
+/// What a caller presents to probes: TLS files for `https://` URLs and the token.
+#[derive(Debug, Clone, Default)]
+pub struct ClientSecurity {
+    /// CA and client identity used for `https://` probe URLs.
+    pub tls: ClientTlsFiles,
+    /// Bearer token sent on every call.
+    pub token: Option<ProbeToken>,
+}
+
+impl ClientSecurity {
+    /// Reads the coordinator's settings from the environment: the token from the file named by
+    /// `OPENBENCH_PROBE_TOKEN_FILE` or from `OPENBENCH_PROBE_TOKEN`, the CA from
+    /// `OPENBENCH_PROBE_CA`, the client identity from `OPENBENCH_PROBE_CLIENT_CERT` and
+    /// `OPENBENCH_PROBE_CLIENT_KEY` (both or neither).
+    pub fn from_env() -> Result<ClientSecurity, LinkError> {
+        let path = |name: &str| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let token = ProbeToken::load(path(TOKEN_FILE_ENV).as_deref(), TOKEN_ENV)?;
+        let identity = match (path(CLIENT_CERT_ENV), path(CLIENT_KEY_ENV)) {
+            (Some(cert), Some(key)) => Some((cert, key)),
+            (None, None) => None,
+            _ => {
+                return Err(LinkError::Tls {
+                    role: "client identity".into(),
+                    path: format!("${CLIENT_CERT_ENV} / ${CLIENT_KEY_ENV}"),
+                    message: "set both or neither".into(),
+                });
+            }
+        };
+        Ok(ClientSecurity {
+            tls: ClientTlsFiles {
+                ca: path(CA_ENV),
+                identity,
+            },
+            token,
+        })
+    }
+}
+
+/// Connects to the probe at `url` (`http://` or `https://`), presenting `security`. Responses
+/// up to [`GRPC_MESSAGE_LIMIT_BYTES`] are decoded (the probe keeps its records within it).
+pub async fn connect(
+    url: &str,
+    security: &ClientSecurity,
+) -> Result<ProbeClient<ProbeChannel>, LinkError> {
+    let error = |message: String| LinkError::Connect {
+        url: url.to_string(),
+        message,
+    };
+    let mut endpoint = Channel::from_shared(url.to_string())
+        .map_err(|e| error(format!("not a valid URL: {e}")))?
+        .connect_timeout(Duration::from_secs(10))
+        .tcp_nodelay(true);
+    if url.starts_with("https://") {
+        endpoint = endpoint
+            .tls_config(security.tls.load()?)
+            .map_err(|e| error(format!("cannot use the TLS configuration: {e}")))?;
+    }
+    let channel = endpoint
+        .connect()
+        .await
+        .map_err(|e| error(error_chain(&e)))?;
+    let token = AttachToken::new(security.token.as_ref())?;
+    Ok(ProbeClient::with_interceptor(channel, token)
+        .max_decoding_message_size(GRPC_MESSAGE_LIMIT_BYTES)
+        .max_encoding_message_size(MAX_ENCODING_BYTES))
+}
