@@ -9,8 +9,8 @@ mod coordinator_support;
 mod otlp_support;
 
 use coordinator_support::*;
-use openbench_common::layout;
 use openbench_common::record::{Outcome, TerminalRecord};
+use openbench_common::rundir as layout;
 use otlp_support::{Got, Point, Receiver, Val};
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -211,7 +211,7 @@ fn probe_spans_join_the_coordinators_trace_over_otlp() {
     assert!(out.contains("smoke attempt 1"), "{out}");
     let run_dir = printed_run_dir(&o.stdout);
     let recs: Vec<_> = (1..=2)
-        .map(|a| run_dir.join(openbench_common::layout::smoke_results(a)))
+        .map(|a| run_dir.join(openbench_common::rundir::smoke_results(a)))
         .filter(|p| p.exists())
         .flat_map(|p| records(&p))
         .collect();

@@ -18,11 +18,5 @@ pub mod stats;
 pub mod tokenizer;
 pub mod workflow;
 
-/// Planned requests and their ids under the name earlier code imports ("plan" now names only
-/// the plan file, `rundir::Plan`).
-pub use request as plan;
-/// The run directory's layout, schema and primitives under the name earlier code imports.
-pub use rundir as layout;
-
 /// Version of this program, recorded in locks, manifests and probe descriptions.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -5,8 +5,8 @@
 //! live in [`crate::semconv`].
 
 use crate::semconv as sc;
-use openbench_common::plan::PlannedRequest;
 use openbench_common::record::{Execution, Outcome, TerminalRecord};
+use openbench_common::request::PlannedRequest;
 use openbench_common::spec::{ProviderAdapter, RequestContract};
 use opentelemetry::trace::{Status, TraceContextExt};
 use opentelemetry::{KeyValue, StringValue, Value};

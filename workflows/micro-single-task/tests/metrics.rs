@@ -3,9 +3,9 @@
 //! boundaries, harness records kept out of the submitted population, the model-echo check,
 //! ranking and paired tie-splitting, on observations and records built by hand.
 
-use openbench_common::layout::{LockedProvider, RunLock};
 use openbench_common::record::{ErrorType, Outcome, TerminalRecord};
 use openbench_common::rundir::{Lane, Plan, PlanKind, PlannedLane, PlannedRound};
+use openbench_common::rundir::{LockedProvider, RunLock};
 use openbench_micro_single_task::metrics::observe::{
     self, FailureInfo, LaneKey, LaneTable, Observation,
 };
