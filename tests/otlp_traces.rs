@@ -198,7 +198,9 @@ fn probe_spans_join_the_coordinators_trace_over_otlp() {
         |line| {
             line.strip_prefix("probe: region east serving ")
                 .and_then(|rest| rest.rsplit(" on ").next())
-                .map(|addr| addr.trim().to_string())
+                // "… on 127.0.0.1:PORT (plaintext, no token)": the address is the first word.
+                .and_then(|addr| addr.split_whitespace().next())
+                .map(str::to_string)
         },
     );
     with_probe(&format!("http://{probe_addr}"));
