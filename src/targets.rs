@@ -80,7 +80,7 @@ impl LocalTargets {
                     .await
                     .map_err(|e| CoordinatorError::Setup {
                         what: "embedded simulator".into(),
-                        message: e.to_string(),
+                        source: e.into(),
                     })?;
                 Some(server)
             }
@@ -125,7 +125,7 @@ async fn start_probe(
 ) -> Result<ProbeServerHandle, CoordinatorError> {
     let setup = |e: std::io::Error| CoordinatorError::Setup {
         what: format!("region {region}: local probe"),
-        message: e.to_string(),
+        source: e.into(),
     };
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
         .await
@@ -134,7 +134,7 @@ async fn start_probe(
         .await
         .map_err(|e| CoordinatorError::Setup {
             what: format!("region {region}: local probe"),
-            message: e.to_string(),
+            source: e.into(),
         })
 }
 
@@ -171,7 +171,7 @@ pub fn resolve_providers(
             Endpoint::Simulator { profile } => {
                 let sim = sim.ok_or_else(|| CoordinatorError::Setup {
                     what: format!("provider {}: endpoint sim://{profile}", p.key),
-                    message: "the embedded simulator is not running".into(),
+                    source: "the embedded simulator is not running".into(),
                 })?;
                 Some(sim.profile_endpoint(profile))
             }
@@ -180,12 +180,12 @@ pub fn resolve_providers(
                     .get(var)
                     .ok_or_else(|| CoordinatorError::Setup {
                         what: format!("provider {}: endpoint env://{var}", p.key),
-                        message: format!("environment variable {var} is not set"),
+                        source: format!("environment variable {var} is not set").into(),
                     })?;
                 if !matches!(Endpoint::parse(url), Endpoint::Url(_)) {
                     return Err(CoordinatorError::Setup {
                         what: format!("provider {}: endpoint env://{var}", p.key),
-                        message: format!("{var} must hold an http(s) URL"),
+                        source: format!("{var} must hold an http(s) URL").into(),
                     });
                 }
                 Some(url.to_string())

@@ -8,12 +8,12 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum CoordinatorError {
     /// Starting the simulator, a probe or a client failed.
-    #[error("{what}: {message}")]
+    #[error("{what}: {source}")]
     Setup {
         /// What was being set up (names the region, provider or URL).
         what: String,
-        /// Why it failed.
-        message: String,
+        /// Why it failed: the underlying error, or a sentence when there is none.
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A run-directory file could not be read or written.
     #[error(transparent)]
@@ -40,6 +40,14 @@ pub enum CoordinatorError {
     /// The workflow refused (dataset, canned answers).
     #[error("workflow: {0}")]
     Workflow(String),
+    /// The workflow could not load the dataset named in the spec.
+    #[error("workflow: dataset {}: {source}", dir.display())]
+    Dataset {
+        /// The dataset directory.
+        dir: PathBuf,
+        /// The workflow's error.
+        source: openbench_common::workflow::WorkflowError,
+    },
     /// The coordinator actor failed.
     #[error("coordinator actor: {0}")]
     Actor(String),

@@ -50,7 +50,7 @@ impl TargetHost for RemoteProbes {
             if ProbeLocation::parse(&probe) == ProbeLocation::InProcess {
                 return Box::pin(std::future::ready(Err(CoordinatorError::Setup {
                     what: format!("region {region}: probe local"),
-                    message: "no host to start an in-process probe was given".into(),
+                    source: "no host to start an in-process probe was given".into(),
                 })));
             }
             probes.insert(region, probe);
@@ -80,7 +80,7 @@ impl Infra {
     ) -> Result<Infra, CoordinatorError> {
         let security = ClientSecurity::from_env().map_err(|e| CoordinatorError::Setup {
             what: "probe client settings".into(),
-            message: e.to_string(),
+            source: e.into(),
         })?;
         let targets = host.start(inputs, attempt).await?;
         let mut clients = BTreeMap::new();
@@ -117,6 +117,6 @@ async fn connect(
         .await
         .map_err(|e| CoordinatorError::Setup {
             what: format!("region {region}"),
-            message: e.to_string(),
+            source: e.into(),
         })
 }

@@ -39,28 +39,32 @@ pub fn prepare_inputs(
 ) -> Result<RunInputs, CoordinatorError> {
     let spec = LoadedSpec::load(spec_path).map_err(|e| CoordinatorError::Setup {
         what: format!("spec {}", spec_path.display()),
-        message: e.to_string(),
+        source: e.into(),
     })?;
     if spec.spec.benchmark.workflow != workflow.name() {
         return Err(CoordinatorError::Setup {
             what: format!("spec {} benchmark.workflow", spec_path.display()),
-            message: format!(
+            source: format!(
                 "{:?} does not match the selected workflow {:?}",
                 spec.spec.benchmark.workflow,
                 workflow.name()
-            ),
+            )
+            .into(),
         });
     }
     let credentials = Credentials::from_env(&spec.spec.credential_names()).map_err(|e| {
         CoordinatorError::Setup {
             what: format!("credentials for spec {}", spec_path.display()),
-            message: e.to_string(),
+            source: e.into(),
         }
     })?;
     let dir = spec.dataset_dir();
     let dataset = workflow
         .load_dataset(&dir, &spec.spec.dataset.manifest)
-        .map_err(|e| CoordinatorError::Workflow(format!("dataset {}: {e}", dir.display())))?;
+        .map_err(|source| CoordinatorError::Dataset {
+            dir: dir.clone(),
+            source,
+        })?;
     Ok(RunInputs {
         spec,
         workflow,
