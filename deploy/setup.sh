@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One-time machine setup for the tests and reports. The demo itself needs nothing beyond a Rust
 # toolchain.
-#   - Debian: chromium (HTML report screenshots), curl, python3
+#   - Debian: chromium (HTML report screenshots), curl, python3, tmux (the watch TUI test)
 #   - PyPI: rotel, a Rust OpenTelemetry collector the OTLP trace test exports to
 #   deploy/setup.sh        installs what is missing
 #   deploy/setup.sh --ci   the same
@@ -11,6 +11,9 @@ need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v python3 >/dev/null 2>&1 || need+=(python3 python3-pip)
+# tmux: tests/watch_tui.rs drives `watch`'s terminal UI in a tmux pane and reads it back with
+# capture-pane (skipped without it locally, a failure in CI).
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "[setup] need root to install: ${need[*]}" >&2

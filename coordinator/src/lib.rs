@@ -6,7 +6,7 @@
 //! [`session`] loads inputs and opens or creates a locked run directory ([`lock`]; every file
 //! goes through `openbench_common::rundir`); [`runner`] runs a full plan or a smoke, driving the
 //! [`actor`] with gRPC clients from [`infra`] (what serves the probes and any `sim://` endpoint
-//! is the binary's [`TargetHost`]); [`watch`] reads a run back for the live view.
+//! is the binary's [`TargetHost`]). The live view of a run is the `openbench-watch` crate.
 
 pub mod actor;
 pub mod error;
@@ -18,7 +18,6 @@ pub mod schedule;
 pub mod selection;
 pub mod session;
 pub mod spans;
-pub mod watch;
 
 pub use actor::{Progress, ProgressFn, SessionReport, SessionStatus};
 pub use error::CoordinatorError;

@@ -1,10 +1,11 @@
-//! `watch`: a live terminal view of a run directory, rebuilt from its files every interval, so it
-//! works on a run written by another process and on a finished one; `--once` prints one JSON
-//! snapshot and exits.
+//! `watch`: the live view of a run directory that another process (here, or on another machine
+//! with the directory synced) is writing. A terminal UI on a terminal, plain text otherwise (or
+//! with `--plain`), one JSON snapshot with `--once`. It reads plain files only and never takes
+//! the run directory's writer lock (docs/watch.md).
 
 use anyhow::Context;
-use openbench_common::rundir::RunStatus;
-use openbench_coordinator::watch::{render, snapshot};
+use openbench_watch::{run_plain, run_tui, snapshot};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -18,32 +19,35 @@ pub struct WatchArgs {
     /// Print one JSON snapshot and exit.
     #[arg(long)]
     once: bool,
-    /// Refresh interval in milliseconds.
+    /// Plain text even on a terminal (the default when stdout is not one).
+    #[arg(long)]
+    plain: bool,
+    /// Refresh interval in milliseconds (at least 100).
     #[arg(long, default_value_t = 1000)]
     interval_ms: u64,
 }
 
 /// Runs `watch`.
 pub async fn run(args: WatchArgs) -> anyhow::Result<ExitCode> {
-    let read = || {
-        snapshot(&args.run_dir)
-            .with_context(|| format!("cannot read run directory {}", args.run_dir.display()))
-    };
+    let dir = args.run_dir;
+    let context = format!("watch {}", dir.display());
     if args.once {
-        let snap = read()?;
-        println!("{}", serde_json::to_string_pretty(&snap)?);
+        let view = snapshot(&dir).context(context)?;
+        println!("{}", serde_json::to_string_pretty(&view)?);
         return Ok(ExitCode::SUCCESS);
     }
-    loop {
-        let snap = read()?;
-        // Clear the screen and home the cursor, then draw.
-        print!("\x1b[2J\x1b[H{}", render(&snap));
-        let running = snap.status.is_some_and(RunStatus::is_live);
-        if !running {
-            let status = snap.status.map_or("unknown", RunStatus::as_str);
-            println!("\nrun is {status}; watch ends.");
-            return Ok(ExitCode::SUCCESS);
+    let interval = Duration::from_millis(args.interval_ms.max(100));
+    let tui = !args.plain && std::io::stdout().is_terminal();
+    // The view blocks on the terminal and the files: keep it off the async workers.
+    tokio::task::spawn_blocking(move || {
+        if tui {
+            run_tui(&dir, interval)
+        } else {
+            run_plain(&dir, interval, &mut std::io::stdout().lock())
         }
-        tokio::time::sleep(Duration::from_millis(args.interval_ms.max(100))).await;
-    }
+    })
+    .await
+    .context("the watch thread died")?
+    .context(context)?;
+    Ok(ExitCode::SUCCESS)
 }

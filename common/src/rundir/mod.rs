@@ -1,11 +1,12 @@
 //! The run directory, with one owner: where every file lives ([`layout`]), what each file holds
 //! ([`schema`]), how files are written ([`write`], [`append`]), which records count
-//! ([`records`]) and who may write ([`writer_lock`]).
+//! ([`records`]), how a live run is followed ([`follow`]) and who may write ([`writer_lock`]).
 //!
 //! The coordinator writes through this module; `watch`, `report` and the workflow read the same
 //! types. The on-disk format is the reference runner's; nothing here may change it.
 
 pub mod append;
+pub mod follow;
 pub mod layout;
 pub mod manifest;
 pub mod records;
@@ -14,6 +15,7 @@ pub mod write;
 pub mod writer_lock;
 
 pub use append::{RunWriter, repair};
+pub use follow::{Followed, LineFollower};
 pub use layout::*;
 pub use records::{CountingRecords, ReadStats, counting_records, read_counting};
 pub use schema::*;

@@ -1,0 +1,167 @@
+//! The plain-text view, for a `watch` whose output is not a terminal (a log, a pipe, CI): the
+//! same figures as the TUI, no colours, no cursor movement.
+
+use crate::view::{LaneView, Percentiles, View};
+use openbench_common::rundir::{RunMode, RunStatus};
+
+/// Eight block characters, lowest first: one per sparkline sample.
+const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// The run's one-line title: `run ID  [full, running]`.
+pub fn title(v: &View) -> String {
+    let what = match v.mode {
+        _ if v.attempt > 0 => format!("smoke attempt {}", v.attempt),
+        RunMode::Init => "init".to_string(),
+        RunMode::Smoke => "smoke".to_string(),
+        RunMode::Full => "full".to_string(),
+    };
+    format!(
+        "run {}  [{what}, {}]",
+        v.run_id,
+        v.status.map_or("unknown", RunStatus::as_str)
+    )
+}
+
+/// Progress, failures and ETA on one line.
+pub fn progress_line(v: &View) -> String {
+    let mut line = format!(
+        "rounds {}/{}  requests {}/{}  failures {}  harness {}  ETA {}",
+        v.rounds_done,
+        v.rounds_total,
+        v.requests_done,
+        v.requests_total,
+        v.failures,
+        v.harness_errors,
+        duration(v.eta_s)
+    );
+    if v.unreadable_lines > 0 {
+        line.push_str(&format!("  unreadable lines {}", v.unreadable_lines));
+    }
+    line
+}
+
+/// The filters and sort in force.
+pub fn options_line(v: &View) -> String {
+    format!(
+        "sort {}{}  family {}  region {}",
+        v.options.sort.label(),
+        if v.options.reverse { " (reversed)" } else { "" },
+        v.options.family.as_deref().unwrap_or("all"),
+        v.options.region.as_deref().unwrap_or("all"),
+    )
+}
+
+/// Seconds as `1 h 02 m`, `3 m 05 s` or `42 s`; `-` when unknown.
+pub fn duration(seconds: Option<f64>) -> String {
+    let Some(s) = seconds.filter(|s| s.is_finite() && *s >= 0.0) else {
+        return "-".into();
+    };
+    let s = s.round() as u64;
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} m {:02} s", s / 60, s % 60),
+        _ => format!("{} h {:02} m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// A millisecond figure with one decimal; `-` when absent.
+pub fn ms(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |x| format!("{x:.1}"))
+}
+
+/// `p50/p95/p99` of a population.
+pub fn triple(p: &Percentiles) -> String {
+    format!("{}/{}/{}", ms(p.p50), ms(p.p95), ms(p.p99))
+}
+
+/// A sparkline of `values` scaled from 0 to `max`.
+pub fn sparkline(values: &[f64], max: f64) -> String {
+    values
+        .iter()
+        .map(|v| {
+            let frac = if max > 0.0 {
+                (v / max).clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
+            BLOCKS[((frac * 7.0).round() as usize).min(7)]
+        })
+        .collect()
+}
+
+/// The largest recent E2E of the lanes shown: the common scale of their sparklines.
+pub fn sparkline_scale(v: &View) -> f64 {
+    v.lanes
+        .iter()
+        .flat_map(|l| l.recent_e2e_ms.iter().copied())
+        .fold(0.0, f64::max)
+}
+
+/// `done/planned` and the percentage.
+pub fn lane_progress(l: &LaneView) -> String {
+    let pct = if l.planned > 0 {
+        100.0 * l.submitted as f64 / l.planned as f64
+    } else {
+        0.0
+    };
+    format!("{}/{} {pct:.0}%", l.submitted, l.planned)
+}
+
+/// The whole view as text.
+pub fn render(v: &View) -> String {
+    let mut out = format!(
+        "{}\n{}\n{}\n\n",
+        title(v),
+        progress_line(v),
+        options_line(v)
+    );
+    out.push_str(&format!(
+        "{:<24} {:<10} {:>13} {:>5} {:>5} {:>22} {:>22} {:>14}  {}\n",
+        "lane",
+        "region",
+        "done",
+        "fail",
+        "harn",
+        "TTFA p50/p95/p99 ms",
+        "E2E p50/p95/p99 ms",
+        "tok/s p50/flr",
+        "latest error"
+    ));
+    for l in &v.lanes {
+        out.push_str(&format!(
+            "{:<24} {:<10} {:>13} {:>5} {:>5} {:>22} {:>22} {:>14}  {}\n",
+            l.lane,
+            l.region,
+            lane_progress(l),
+            l.failures,
+            l.harness_errors,
+            triple(&l.ttfa_ms),
+            triple(&l.e2e_ms),
+            format!(
+                "{}/{}",
+                ms(l.tokens_per_second_p50),
+                ms(l.tokens_per_second_p95_floor)
+            ),
+            l.latest_error.as_deref().unwrap_or("-")
+        ));
+    }
+    out.push_str("\nfailures by class: ");
+    if v.failure_classes.is_empty() {
+        out.push_str("none");
+    } else {
+        let parts: Vec<String> = v
+            .failure_classes
+            .iter()
+            .map(|(class, n)| format!("{class} {n}"))
+            .collect();
+        out.push_str(&parts.join(", "));
+    }
+    let r = &v.rounds;
+    out.push_str(&format!(
+        "\nrounds: {} lines, launch skew p50/p95/p99 {} ms, round p50 {} ms\n",
+        r.lines,
+        triple(&r.launch_skew_ms),
+        ms(r.round_ms.p50)
+    ));
+    out
+}
