@@ -110,6 +110,9 @@ impl RunSource {
             Followed::Line(line) => state.rounds_line(line),
         })?;
         changed |= results.lines > 0 || results.reset || rounds.lines > 0 || rounds.reset;
+        if results.lines > 0 || results.reset {
+            state.settle();
+        }
         Ok(Refresh { changed })
     }
 }

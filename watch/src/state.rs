@@ -50,11 +50,11 @@ pub struct Cell {
     pub failures: usize,
     /// Harness failures awaiting re-execution.
     pub harness_errors: usize,
-    /// TTFA of completed requests, ms.
+    /// TTFA of completed requests, ms (ascending after [`RunState::settle`]).
     pub ttfa_ms: Vec<f64>,
-    /// E2E of completed requests, ms.
+    /// E2E of completed requests, ms (ascending after [`RunState::settle`]).
     pub e2e_ms: Vec<f64>,
-    /// Visible-answer tokens/s of completed requests that have one.
+    /// Visible-answer tokens/s of completed requests that have one (ascending after settle).
     pub tokens_per_second: Vec<f64>,
     /// Counting failures (harness included) by class.
     pub classes: BTreeMap<String, usize>,
@@ -171,6 +171,23 @@ impl RunState {
         self.rounds_done = 0;
     }
 
+    /// Sorts every cell's values, after a batch of records. A sorted prefix plus a short new tail
+    /// sorts in about linear time, and the view's sort of a lane's cells then only merges sorted
+    /// runs, so a refresh costs about a pass over the values rather than a full sort of them.
+    pub fn settle(&mut self) {
+        for cell in self.cells.iter_mut().flatten() {
+            for values in [
+                &mut cell.ttfa_ms,
+                &mut cell.e2e_ms,
+                &mut cell.tokens_per_second,
+            ] {
+                if !values.is_sorted_by(|a, b| a.total_cmp(b).is_le()) {
+                    values.sort_by(f64::total_cmp);
+                }
+            }
+        }
+    }
+
     /// Forgets every round line (the rounds file started over).
     pub fn reset_rounds(&mut self) {
         self.rounds.clear();
@@ -263,9 +280,9 @@ impl RunState {
             Outcome::HarnessError => cell.harness_errors += 1,
             Outcome::Completed => {
                 cell.completed += 1;
-                cell.ttfa_ms.extend(k.ttfa_ms);
-                cell.e2e_ms.extend(k.e2e_ms);
-                cell.tokens_per_second.extend(k.tokens_per_second);
+                push_value(&mut cell.ttfa_ms, k.ttfa_ms);
+                push_value(&mut cell.e2e_ms, k.e2e_ms);
+                push_value(&mut cell.tokens_per_second, k.tokens_per_second);
                 if let Some(e2e) = k.e2e_ms {
                     cell.recent_e2e.push_back((k.seq, e2e));
                     if cell.recent_e2e.len() > RECENT {
@@ -350,11 +367,16 @@ pub fn failure_class(r: &TerminalRecord) -> String {
         .unwrap_or_else(|| "unknown".to_string())
 }
 
-/// Removes one occurrence of `value` (bit-equal) from `values`.
+/// Appends `value` (NaN is not a figure: dropped); [`RunState::settle`] sorts later.
+fn push_value(values: &mut Vec<f64>, value: Option<f64>) {
+    values.extend(value.filter(|v| !v.is_nan()));
+}
+
+/// Removes one occurrence of `value` (bit-equal) from `values`, keeping their order.
 fn remove_value(values: &mut Vec<f64>, value: Option<f64>) {
     let Some(value) = value else { return };
     if let Some(i) = values.iter().position(|v| v.to_bits() == value.to_bits()) {
-        values.swap_remove(i);
+        values.remove(i);
     }
 }
 

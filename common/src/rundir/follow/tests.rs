@@ -101,3 +101,22 @@ fn a_replaced_file_starts_over_with_a_reset() {
     append(&path, b"again\n");
     assert_eq!(poll(&mut f), ["again"]);
 }
+
+#[test]
+fn a_torn_tail_replaced_past_the_first_bytes_starts_over() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("results.jsonl");
+    // The first line alone is longer than the bytes remembered from the start, so only the bytes
+    // before the offset can show that the torn tail was cut and another line written there.
+    let first = "x".repeat(300);
+    append(&path, format!("{first}\nthr").as_bytes());
+    let mut f = LineFollower::new(&path);
+    assert_eq!(poll(&mut f), [first.as_str()]);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("{e}"));
+    file.set_len(301).unwrap_or_else(|e| panic!("{e}"));
+    append(&path, b"four-and-more\n");
+    assert_eq!(poll(&mut f), ["<reset>", first.as_str(), "four-and-more"]);
+}
