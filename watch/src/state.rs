@@ -7,7 +7,9 @@
 //! re-read of the file.
 
 use openbench_common::record::{Outcome, TerminalRecord};
-use openbench_common::rundir::{Lane, Plan, RoundLine};
+#[cfg(doc)]
+use openbench_common::rundir::RoundLine;
+use openbench_common::rundir::{Lane, Plan};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// How many of a lane's most recent E2E values its sparkline shows.
@@ -77,6 +79,19 @@ pub struct RoundPoint {
     pub round_ms: f64,
     /// Coordinator overhead before the release, ms.
     pub coordinator_overhead_ms: Option<f64>,
+}
+
+/// The fields of a [`RoundLine`] the view uses, read leniently: other fields (present, absent or
+/// added by a newer writer) do not make a line unreadable.
+#[derive(Debug, serde::Deserialize)]
+struct RoundFields {
+    round_index: u64,
+    #[serde(default)]
+    launch_skew_ms: f64,
+    #[serde(default)]
+    round_ms: f64,
+    #[serde(default)]
+    coordinator_overhead_ms: Option<f64>,
 }
 
 /// The compact form of the record that counts for one request id.
@@ -209,7 +224,7 @@ impl RunState {
         if line.trim().is_empty() {
             return;
         }
-        match serde_json::from_str::<RoundLine>(line) {
+        match serde_json::from_str::<RoundFields>(line) {
             Ok(r) => self.rounds.push(RoundPoint {
                 family: self.round_family.get(r.round_index as usize).copied(),
                 round_index: r.round_index,

@@ -3,7 +3,7 @@
 
 use super::*;
 use openbench_common::record::ErrorType;
-use openbench_common::rundir::{PlanKind, PlannedLane, PlannedRound};
+use openbench_common::rundir::{PlanKind, PlannedLane, PlannedRound, RoundLine};
 
 /// Lanes `a@eu` and `b@us`; rounds 0 (f1), 1 (f2), 2 (f1), request ids `req-<round><lane>`.
 pub fn plan() -> Plan {
@@ -188,6 +188,19 @@ fn a_reset_forgets_records_but_keeps_the_plan() {
     s.results_line("{not json");
     s.results_line("   ");
     assert_eq!(s.unreadable_lines, 1);
+    // A round line with only the fields the view needs (and one it does not know) is read.
+    s.rounds_line(
+        r#"{"round_index": 2, "launch_skew_ms": 0.25, "round_ms": 9, "probe_rtt_ms": 1}"#,
+    );
+    s.rounds_line(r#"{"launch_skew_ms": 0.25}"#);
+    assert_eq!(
+        s.rounds.last().map(|r| (r.round_index, r.family)),
+        Some((2, Some(0)))
+    );
+    assert_eq!(
+        s.unreadable_lines, 2,
+        "a line without its round index is not a round"
+    );
 }
 
 #[test]
