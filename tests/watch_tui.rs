@@ -23,15 +23,16 @@ fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_openbench-inference")
 }
 
-/// A tmux server of this test only (its own socket), killed when dropped.
+/// A tmux server of this test only (its socket in the test's temporary directory), killed when
+/// dropped.
 struct Tmux {
-    socket: String,
+    socket: PathBuf,
 }
 
 impl Tmux {
     fn run(&self, args: &[&str]) -> std::process::Output {
         Command::new("tmux")
-            .arg("-L")
+            .arg("-S")
             .arg(&self.socket)
             .args(args)
             .output()
@@ -151,7 +152,7 @@ fn watch_tui_follows_a_demo_run_in_tmux() {
         .unwrap();
 
     let tmux = Tmux {
-        socket: format!("openbench-watch-test-{}", std::process::id()),
+        socket: tmp.path().join("tmux.sock"),
     };
     // The pane's command prints how watch ended, then stays so the text can be read.
     let command = format!(
