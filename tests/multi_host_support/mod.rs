@@ -3,6 +3,7 @@
 //! tempdir), driven through `docker` and `docker-compose` and torn down on drop.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod faults;
 pub mod security;
 
 use std::path::{Path, PathBuf};
