@@ -55,12 +55,17 @@ fn two_regions_over_tls_measure_distance_and_survive_faults() {
         return;
     }
     let started = Instant::now();
-    let build = build_image(Path::new(bin()));
-    println!("image built in {:.1} s", build.as_secs_f64());
+    let image = build_image(Path::new(bin()));
+    println!(
+        "image {} built in {:.1} s, {:.1} MB",
+        image.tag,
+        image.took.as_secs_f64(),
+        image.size as f64 / 1e6
+    );
     let spec =
         std::fs::read_to_string(multi_host_support::repo().join("deploy/compose/two-regions.yaml"))
             .unwrap();
-    let mut topology = Topology::new(&spec);
+    let mut topology = Topology::new(&image, &spec);
     topology.up();
     println!("topology up at {:.1} s", started.elapsed().as_secs_f64());
 

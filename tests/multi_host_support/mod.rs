@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 /// The registry-free base image `deploy/docker/build-base.sh` makes (`.ci/run` builds it).
 pub const BASE_IMAGE: &str = "openbench-base:bookworm";
-/// The image this test builds from its own binary.
-pub const TEST_IMAGE: &str = "openbench-inference:multi-host-test";
+/// The repository of the image this test builds from its own binary; the tag is the test
+/// process's id, so concurrent runs on one engine never swap each other's binary.
+pub const TEST_IMAGE: &str = "openbench-inference";
 /// The bearer token of the test deployment.
 pub const TOKEN: &str = "obt-multi-host-token-5d1e";
 
@@ -62,10 +63,31 @@ pub fn must(program: &str, args: &[&str]) -> Output {
     out
 }
 
-/// Builds [`TEST_IMAGE`] with the Dockerfile's `prebuilt` target from this test's binary
+/// The image built for this test process; removed on drop (its base layers stay cached).
+pub struct TestImage {
+    /// `openbench-inference:multi-host-PID`.
+    pub tag: String,
+    /// How long the build took.
+    pub took: Duration,
+    /// Its size in bytes, as `docker image inspect` reports it.
+    pub size: u64,
+}
+
+impl Drop for TestImage {
+    fn drop(&mut self) {
+        if std::env::var_os(KEEP_ENV).is_none() {
+            let _ = Command::new("docker")
+                .args(["image", "rm", "-f", &self.tag])
+                .output();
+        }
+    }
+}
+
+/// Builds the test's image with the Dockerfile's `prebuilt` target from this test's binary
 /// (stripped), the dataset release and the bundled specs, in a context of only those files.
-pub fn build_image(binary: &Path) -> Duration {
+pub fn build_image(binary: &Path) -> TestImage {
     let started = Instant::now();
+    let tag = format!("{TEST_IMAGE}:multi-host-{}", std::process::id());
     let context = tempfile::tempdir().unwrap();
     let c = context.path();
     std::fs::create_dir_all(c.join("bin")).unwrap();
@@ -92,11 +114,17 @@ pub fn build_image(binary: &Path) -> Duration {
             "--build-arg",
             "BINARY=bin/openbench-inference",
             "-t",
-            TEST_IMAGE,
+            &tag,
             c.to_str().unwrap(),
         ],
     );
-    started.elapsed()
+    let took = started.elapsed();
+    let size = must("docker", &["image", "inspect", "-f", "{{.Size}}", &tag]);
+    let size = String::from_utf8_lossy(&size.stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    TestImage { tag, took, size }
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -125,7 +153,7 @@ pub struct Topology {
 impl Topology {
     /// Certificates for `probe-east` and `probe-west` (deploy/certs.sh), the token, a runs
     /// directory the containers' user can write, and `spec` as the mounted spec.
-    pub fn new(spec: &str) -> Topology {
+    pub fn new(image: &TestImage, spec: &str) -> Topology {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let pki = d.join("pki");
@@ -149,7 +177,7 @@ impl Topology {
         let topology = Topology {
             project: format!("obmh{}", std::process::id()),
             env: vec![
-                ("OPENBENCH_IMAGE".into(), TEST_IMAGE.into()),
+                ("OPENBENCH_IMAGE".into(), image.tag.clone()),
                 ("OPENBENCH_PKI".into(), pki.display().to_string()),
                 ("OPENBENCH_RUNS".into(), runs.display().to_string()),
             ],

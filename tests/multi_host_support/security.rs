@@ -1,11 +1,14 @@
-//! The probe's refusals over the container network, each asserted (the loopback versions, with
-//! the same expectations, are `probe/tests/secure.rs`). The test process reaches a probe
-//! container through an in-process relay on loopback (`openbench_inference::relay`), so the URL
-//! is `https://localhost:PORT`, a name the deployment's certificates carry, and the bytes cross
-//! the Docker bridge to the probe's address.
+//! The probe's refusals over the container network, each asserted: no token, a wrong token,
+//! plaintext to the TLS port, no client certificate, an over-long deadline, a second caller on
+//! a busy lane (the loopback versions, with the same expectations, are in
+//! `probe/tests/secure.rs`). The test process reaches a probe container through an in-process
+//! relay on loopback (`openbench_inference::relay`), so the URL is `https://localhost:PORT`, a
+//! name the deployment's certificates carry, and the bytes cross the Docker bridge to the
+//! probe's address.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::{TOKEN, Topology, must};
+use openbench_common::error_text::error_chain;
 use openbench_common::record::{Execution, Outcome};
 use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Role};
 use openbench_inference::relay::{Relay, RelayConfig};
@@ -129,6 +132,29 @@ pub async fn refusals(topology: &Topology) {
                 }
                 _ => panic!("plaintext to a TLS probe: {err:?}"),
             }
+        }
+    }
+
+    // Mutual TLS: without the coordinator's client certificate the handshake is refused (with
+    // TLS 1.3 the refusal arrives as a `certificate_required` alert on the first call).
+    let anonymous_tls = ClientSecurity {
+        tls: ClientTlsFiles {
+            identity: None,
+            ..coordinator_tls(topology)
+        },
+        token: Some(ProbeToken::new(TOKEN, "test").unwrap()),
+    };
+    match connect(&url, &anonymous_tls).await {
+        Err(error) => assert!(error.to_string().contains("CertificateRequired"), "{error}"),
+        Ok(mut client) => {
+            let err = client
+                .execute(call("alpha", "east", "no-client-cert", 5_000))
+                .await
+                .unwrap_err();
+            assert!(
+                error_chain(&err).contains("received fatal alert: CertificateRequired"),
+                "{err:?}"
+            );
         }
     }
 
