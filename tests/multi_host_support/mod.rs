@@ -50,13 +50,20 @@ pub fn missing_tools() -> Option<String> {
 
 /// Runs `program args`, panicking with its output when it fails.
 pub fn must(program: &str, args: &[&str]) -> Output {
-    let out = Command::new(program)
-        .args(args)
+    succeeded(
+        Command::new(program).args(args),
+        &format!("{program} {args:?}"),
+    )
+}
+
+/// Runs `command` to completion; its output, or a panic naming `what` with the output.
+fn succeeded(command: &mut Command, what: &str) -> Output {
+    let out = command
         .output()
-        .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
     assert!(
         out.status.success(),
-        "{program} {args:?} failed: {}{}",
+        "{what} failed: {}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
@@ -221,14 +228,7 @@ impl Topology {
 
     /// Runs a compose command to completion, panicking when it fails.
     pub fn must(&self, args: &[&str]) -> Output {
-        let out = self.compose(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "docker-compose {args:?} failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
+        succeeded(&mut self.compose(args), &format!("docker-compose {args:?}"))
     }
 
     /// Starts (or recreates, when its variables changed) every long-running service and waits
