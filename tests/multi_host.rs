@@ -40,9 +40,9 @@ const LINK_EAST_MS: u64 = 400;
 /// Allowed error of a median shift, ms. The relay never releases a byte early, so the shift's
 /// error is only what a loaded machine adds to wake-ups in the relay, the probe and the
 /// simulator: in five runs on the shared 2-core development machine the medians of 12 requests
-/// were at most 16 ms off. 100 ms is six times that and still below every error it must catch: a direction
-/// missing or doubled (at least 150 ms off, see above) or the coordinator↔probe delay leaking
-/// into east's timings (+400 ms or more).
+/// were at most 16 ms off. 100 ms is six times that and still below every error it must catch:
+/// a direction missing or doubled (at least 150 ms off, see above) or the coordinator↔probe
+/// delay leaking into east's timings (+400 ms or more).
 const TOLERANCE_MS: f64 = 100.0;
 
 #[test]

@@ -61,8 +61,14 @@ pub async fn run(args: RelayArgs) -> anyhow::Result<ExitCode> {
         loop {
             tokio::select! {
                 r = &mut stop => { r?; break; }
-                _ = start.recv() => { relay.set_blackhole(true); eprintln!("relay: black hole on"); }
-                _ = end.recv() => { relay.set_blackhole(false); eprintln!("relay: black hole off"); }
+                _ = start.recv() => {
+                    relay.set_blackhole(true);
+                    eprintln!("relay: black hole on");
+                }
+                _ = end.recv() => {
+                    relay.set_blackhole(false);
+                    eprintln!("relay: black hole off");
+                }
             }
         }
     }
