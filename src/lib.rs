@@ -1,7 +1,8 @@
 //! The library half of the `openbench-inference` package: the pieces the command line and the
 //! end-to-end tests share. [`registry`] names every workflow; [`targets`] decides what serves a
 //! run's probes and `sim://` endpoints on this machine, so the coordinator never sees the
-//! simulator.
+//! simulator; [`relay`] is the delaying TCP relay of the multi-host tests.
 
 pub mod registry;
+pub mod relay;
 pub mod targets;

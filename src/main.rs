@@ -51,6 +51,9 @@ enum Command {
     /// Benchmarks of our own machinery (see docs/performance.md).
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
+    /// A delaying TCP relay with a black hole, for multi-host tests (hidden).
+    #[command(hide = true)]
+    Relay(cmd::relay::RelayArgs),
 }
 
 fn main() -> ExitCode {
@@ -87,6 +90,7 @@ fn main() -> ExitCode {
             Command::Probe(command) => cmd::probe::run(command).await,
             Command::Sim(command) => cmd::sim::run(command).await,
             Command::Bench(command) => cmd::bench::run(command).await,
+            Command::Relay(args) => cmd::relay::run(args).await,
         };
         telemetry.shutdown().await;
         result

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod dataset;
 pub mod demo;
 pub mod probe;
+pub mod relay;
 pub mod report;
 pub mod runs;
 pub mod score;
