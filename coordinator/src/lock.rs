@@ -72,7 +72,8 @@ impl InputHashes {
     }
 }
 
-fn short(hash: &str) -> &str {
+/// The first 12 characters of a hash, as errors show it.
+pub(crate) fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
 }
 

@@ -8,7 +8,7 @@
 //! record is written.
 
 use crate::error::CoordinatorError;
-use crate::lock::lock_sha256;
+use crate::lock::{lock_sha256, short};
 use crate::session::{RunDir, RunInputs};
 use openbench_common::probe_session::SessionOpen;
 use openbench_common::rundir::SessionProbe;
@@ -115,10 +115,6 @@ pub fn check_identity(
         }
     }
     Ok(())
-}
-
-fn short(hash: &str) -> &str {
-    hash.get(..12).unwrap_or(hash)
 }
 
 /// One setup call, bounded by [`SETUP_CALL_TIMEOUT`]; a refusal names the region and the RPC.

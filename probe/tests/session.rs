@@ -30,6 +30,17 @@ fn answer() -> Vec<Step> {
     ]
 }
 
+/// Asserts that `call` is refused with `code` and exactly `message`.
+async fn refused(
+    client: &mut ProbeClient<ProbeChannel>,
+    call: openbench_proto::v1::ExecuteRequest,
+    code: tonic::Code,
+    message: &str,
+) {
+    let err = client.execute(call).await.unwrap_err();
+    assert_eq!((err.code(), err.message()), (code, message));
+}
+
 async fn serve(config: ProbeConfig) -> (ProbeServerHandle, ProbeClient<ProbeChannel>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let handle = serve_on(listener, config).await.unwrap();
@@ -231,24 +242,20 @@ async fn execute_needs_the_open_session_its_run_and_its_providers() {
     let planned = planned_in("together", "eu", 1_000);
 
     // No session yet.
-    let err = client
-        .execute(execute_call(&planned, ""))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), tonic::Code::FailedPrecondition);
-    assert_eq!(
-        err.message(),
-        "request req-1: no session: the coordinator opens one (OpenSession) before it executes"
-    );
-    let err = client
-        .execute(execute_call(&planned, "s-made-up"))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), tonic::Code::FailedPrecondition);
-    assert_eq!(
-        err.message(),
-        "request req-1: session s-made-up is not open on the probe in region eu"
-    );
+    refused(
+        &mut client,
+        execute_call(&planned, ""),
+        tonic::Code::FailedPrecondition,
+        "request req-1: no session: the coordinator opens one (OpenSession) before it executes",
+    )
+    .await;
+    refused(
+        &mut client,
+        execute_call(&planned, "s-made-up"),
+        tonic::Code::FailedPrecondition,
+        "request req-1: session s-made-up is not open on the probe in region eu",
+    )
+    .await;
 
     let both = vec![
         adapter("together", &upstream.endpoint()),
@@ -260,25 +267,21 @@ async fn execute_needs_the_open_session_its_run_and_its_providers() {
     // Another run's request, in the right session.
     let mut other_run = planned.clone();
     other_run.identity.run_id = "run-2".into();
-    let err = client
-        .execute(execute_call(&other_run, &first))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), tonic::Code::PermissionDenied);
-    assert_eq!(
-        err.message(),
-        format!("request req-1: run \"run-2\" is not the run of session {first}")
-    );
+    refused(
+        &mut client,
+        execute_call(&other_run, &first),
+        tonic::Code::PermissionDenied,
+        &format!("request req-1: run \"run-2\" is not the run of session {first}"),
+    )
+    .await;
     // Over the session's contract (1000 ms).
-    let err = client
-        .execute(execute_call(&planned_in("together", "eu", 1_001), &first))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), tonic::Code::InvalidArgument);
-    assert_eq!(
-        err.message(),
-        "request req-1: deadline_ms 1001 exceeds the session's timeout_ms 1000"
-    );
+    refused(
+        &mut client,
+        execute_call(&planned_in("together", "eu", 1_001), &first),
+        tonic::Code::InvalidArgument,
+        "request req-1: deadline_ms 1001 exceeds the session's timeout_ms 1000",
+    )
+    .await;
 
     // A newer session replaces the first and opens fireworks only.
     let second = open(
@@ -292,27 +295,23 @@ async fn execute_needs_the_open_session_its_run_and_its_providers() {
     .await
     .unwrap();
     assert_ne!(first, second);
-    let err = client
-        .execute(execute_call(&planned, &first))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), tonic::Code::FailedPrecondition);
-    assert_eq!(
-        err.message(),
-        format!("request req-1: session {first} is not open on the probe in region eu")
-    );
-    let err = client
-        .execute(execute_call(&planned, &second))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), tonic::Code::PermissionDenied);
-    assert_eq!(
-        err.message(),
-        format!(
+    refused(
+        &mut client,
+        execute_call(&planned, &first),
+        tonic::Code::FailedPrecondition,
+        &format!("request req-1: session {first} is not open on the probe in region eu"),
+    )
+    .await;
+    refused(
+        &mut client,
+        execute_call(&planned, &second),
+        tonic::Code::PermissionDenied,
+        &format!(
             "request req-1: provider \"together\" was not opened by session {second} in region \
              eu (it opened: fireworks)"
-        )
-    );
+        ),
+    )
+    .await;
     assert_eq!(
         upstream.received().len(),
         0,
