@@ -1,12 +1,14 @@
 //! What serves a run's requests on this machine: the embedded simulator for `sim://` endpoints
 //! (answering from canned answers the workflow derived from its gold) and one in-process probe
-//! per `local` region, behind a loopback gRPC server. The coordinator only sees probe URLs.
+//! per `local` region, behind a loopback gRPC server. The coordinator only sees probe URLs and
+//! opens its session on these probes as on remote ones; an in-process probe holds the
+//! coordinator's own credentials and calls `sim://` endpoints on the embedded simulator.
 
-use openbench_common::credentials::Credentials;
-use openbench_common::spec::{Endpoint, LoadedSpec, ProbeLocation, ProviderAdapter};
+use openbench_common::spec::{Endpoint, LoadedSpec, ProbeLocation};
 use openbench_common::workflow::CannedAnswer;
 use openbench_coordinator::{BoxFuture, CoordinatorError, RunInputs, TargetHost, Targets};
 use openbench_probe::server::{ProbeConfig, ProbeServerHandle, serve_on};
+use openbench_probe::session_open::{CredentialSource, EndpointRules};
 use openbench_simulator::{SimConfig, SimServer};
 use std::collections::BTreeMap;
 
@@ -86,7 +88,7 @@ impl LocalTargets {
             }
             _ => None,
         };
-        let providers = resolve_providers(spec, sim.as_ref(), &inputs.credentials)?;
+        let local = simulator_endpoints(spec, sim.as_ref())?;
         let mut probes = BTreeMap::new();
         let mut servers: Vec<ProbeServerHandle> = Vec::new();
         for (name, probe) in spec.spec.region_probes() {
@@ -96,9 +98,11 @@ impl LocalTargets {
             }
             let config = ProbeConfig {
                 region: name.clone(),
-                contract: spec.spec.request.clone(),
-                providers: providers.clone(),
-                credentials: inputs.credentials.clone(),
+                credentials: CredentialSource::Given(inputs.credentials.clone()),
+                endpoints: EndpointRules {
+                    local: local.clone(),
+                    allowed: None,
+                },
                 code_digest: inputs.code_sha256.clone(),
             };
             match start_probe(&name, config).await {
@@ -158,45 +162,21 @@ pub fn needs_simulator(spec: &LoadedSpec) -> bool {
         .any(|p| matches!(p.endpoint_kind(), Endpoint::Simulator { .. }))
 }
 
-/// The providers with every endpoint resolved to a real URL: `sim://<profile>` through the running
-/// simulator, `env://<VAR>` from the credentials.
-pub fn resolve_providers(
+/// The embedded simulator's route for every `sim://<profile>` endpoint of the spec, keyed by the
+/// endpoint as the spec writes it (what an in-process probe calls instead).
+pub fn simulator_endpoints(
     spec: &LoadedSpec,
     sim: Option<&SimServer>,
-    credentials: &Credentials,
-) -> Result<Vec<ProviderAdapter>, CoordinatorError> {
-    let mut out = Vec::new();
+) -> Result<BTreeMap<String, String>, CoordinatorError> {
+    let mut out = BTreeMap::new();
     for p in &spec.spec.providers {
-        let resolved = match p.endpoint_kind() {
-            Endpoint::Simulator { profile } => {
-                let sim = sim.ok_or_else(|| CoordinatorError::Setup {
-                    what: format!("provider {}: endpoint sim://{profile}", p.key),
-                    source: "the embedded simulator is not running".into(),
-                })?;
-                Some(sim.profile_endpoint(profile))
-            }
-            Endpoint::FromEnv { var } => {
-                let url = credentials
-                    .get(var)
-                    .ok_or_else(|| CoordinatorError::Setup {
-                        what: format!("provider {}: endpoint env://{var}", p.key),
-                        source: format!("environment variable {var} is not set").into(),
-                    })?;
-                if !matches!(Endpoint::parse(url), Endpoint::Url(_)) {
-                    return Err(CoordinatorError::Setup {
-                        what: format!("provider {}: endpoint env://{var}", p.key),
-                        source: format!("{var} must hold an http(s) URL").into(),
-                    });
-                }
-                Some(url.to_string())
-            }
-            Endpoint::Url(_) | Endpoint::Unknown(_) => None,
-        };
-        let mut p = p.clone();
-        if let Some(url) = resolved {
-            p.endpoint = url;
+        if let Endpoint::Simulator { profile } = p.endpoint_kind() {
+            let sim = sim.ok_or_else(|| CoordinatorError::Setup {
+                what: format!("provider {}: endpoint sim://{profile}", p.key),
+                source: "the embedded simulator is not running".into(),
+            })?;
+            out.insert(p.endpoint.clone(), sim.profile_endpoint(profile));
         }
-        out.push(p);
     }
     Ok(out)
 }

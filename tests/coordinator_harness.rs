@@ -14,7 +14,10 @@ use openbench_common::workflow::{
 };
 use openbench_coordinator::{RunDir, RunInputs, RunOptions, RunStatus, run_full};
 use openbench_proto::v1::probe_server::{Probe, ProbeServer};
-use openbench_proto::v1::{DescribeRequest, DescribeResponse, ExecuteRequest, ExecuteResponse};
+use openbench_proto::v1::{
+    DescribeRequest, DescribeResponse, ExecuteRequest, ExecuteResponse, OpenSessionRequest,
+    OpenSessionResponse, ProbeIdentity,
+};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -53,7 +56,26 @@ impl Probe for FakeProbe {
         &self,
         _request: tonic::Request<DescribeRequest>,
     ) -> Result<tonic::Response<DescribeResponse>, tonic::Status> {
-        Ok(tonic::Response::new(DescribeResponse::default()))
+        // The build the coordinator checks: this run's code digest and tokenizer.
+        Ok(tonic::Response::new(DescribeResponse {
+            identity: Some(ProbeIdentity {
+                code_digest: "c".into(),
+                tokenizer_sha256: openbench_common::tokenizer::O200K_BASE_RANKS_SHA256.into(),
+                probe_id: "far@fake".into(),
+                ..ProbeIdentity::default()
+            }),
+            ..DescribeResponse::default()
+        }))
+    }
+
+    async fn open_session(
+        &self,
+        _request: tonic::Request<OpenSessionRequest>,
+    ) -> Result<tonic::Response<OpenSessionResponse>, tonic::Status> {
+        Ok(tonic::Response::new(OpenSessionResponse {
+            session_id: "s-fake".into(),
+            probe_id: "far@fake".into(),
+        }))
     }
 }
 
@@ -169,6 +191,8 @@ run_root: runs
     // One region: the lane is the provider; the record still names the region.
     assert_eq!(recs[0].lane, recs[0].provider);
     assert_eq!(recs[0].region, "far");
+    // A harness record names the probe the coordinator was calling.
+    assert_eq!(recs[0].probe_id.as_deref(), Some("far@fake"));
 
     stall.store(false, Ordering::SeqCst);
     let dir = run.dir.clone();

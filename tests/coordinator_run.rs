@@ -250,7 +250,15 @@ async fn resume_refuses_changed_spec_adapters_dataset_or_code() {
             .to_string()
     };
 
+    // The spec is compared as data without its probe addresses: a comment changes nothing.
     std::fs::write(&spec, format!("{original}# a comment\n")).unwrap();
+    drop(RunDir::open(&inputs(&spec), &run_dir, "test").unwrap());
+
+    std::fs::write(
+        &spec,
+        original.replace("max_output_tokens: 256", "max_output_tokens: 255"),
+    )
+    .unwrap();
     let err = refuse(&inputs(&spec));
     assert!(
         err.contains("spec changed") && !err.contains("adapters"),

@@ -9,6 +9,7 @@ pub mod credentials;
 pub mod error_text;
 pub mod hash;
 pub mod limits;
+pub mod probe_session;
 pub mod record;
 pub mod request;
 pub mod rundir;

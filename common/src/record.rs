@@ -266,6 +266,11 @@ pub struct TerminalRecord {
     /// Server-reported generation figures (llama.cpp `timings`), kept for cross-checks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_timings: Option<serde_json::Value>,
+    /// The probe that produced the record (`<region>@<host fingerprint prefix>`; for a harness
+    /// record, the probe the coordinator was calling). Absent in records written before probes
+    /// were named, and for `probe once`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_id: Option<String>,
 }
 
 impl TerminalRecord {
@@ -322,6 +327,7 @@ impl TerminalRecord {
             rate_limit_headers: BTreeMap::new(),
             event_count: 0,
             server_timings: None,
+            probe_id: None,
         }
     }
 }

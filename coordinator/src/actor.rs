@@ -6,6 +6,7 @@
 //! when every lane is terminal. A probe that does not answer within deadline + grace yields a
 //! harness record, never a provider failure.
 
+use crate::session_open::ProbeSession;
 use openbench_common::record::{ErrorType, Execution, Outcome, TerminalRecord};
 use openbench_common::request::PlannedRequest;
 use openbench_common::rundir::{Checkpoint, PlannedLane, PlannedRound, RoundLine, RunWriter};
@@ -118,6 +119,8 @@ pub struct CoordArgs {
     pub jobs: VecDeque<RoundJob>,
     /// Region → probe client.
     pub clients: BTreeMap<String, ProbeClient<ProbeChannel>>,
+    /// Region → the session open on its probe (every `Execute` names it; records name its probe).
+    pub sessions: BTreeMap<String, ProbeSession>,
     /// Provider key → requested model id (for harness records).
     pub models: BTreeMap<String, String>,
     /// The writer of this plan's raw files.
@@ -251,6 +254,7 @@ fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prep
         gates.push(gate_tx);
         launch_order.push(lane.lane.clone());
         let client = args.clients.get(&lane.region).cloned();
+        let session = args.sessions.get(&lane.region).cloned();
         let model = args.models.get(&lane.provider).cloned().unwrap_or_default();
         let wait = harness_wait(request.deadline_ms, args.grace_ms);
         let ready = ready.clone();
@@ -262,7 +266,11 @@ fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prep
                 return;
             };
             let dispatched_at = Instant::now();
-            let execution = execute(client, &request, &model, wait, &round_span).await;
+            let session_id = session.as_ref().map(|s| s.session_id.clone());
+            let mut execution =
+                execute(client, session_id, &request, &model, wait, &round_span).await;
+            // The record names the probe this session checked, harness records included.
+            execution.record.probe_id = session.map(|s| s.probe.probe_id);
             let _ = me.cast(CoordMsg::LaneDone(Box::new(LaneResult {
                 round_index,
                 dispatched_at,
@@ -442,6 +450,7 @@ fn ms(d: Duration) -> f64 {
 /// Calls the probe; any failure of our own machinery becomes a harness record.
 async fn execute(
     client: Option<ProbeClient<ProbeChannel>>,
+    session_id: Option<String>,
     request: &PlannedRequest,
     model: &str,
     wait: Duration,
@@ -469,6 +478,7 @@ async fn execute(
     };
     let call = ExecuteRequest {
         planned_request_json: json,
+        session_id: session_id.unwrap_or_default(),
     };
     let mut call = tonic::Request::new(call);
     openbench_proto::trace_context::inject(round, call.metadata_mut());

@@ -48,6 +48,27 @@ pub enum CoordinatorError {
         /// The workflow's error.
         source: openbench_common::workflow::WorkflowError,
     },
+    /// A probe differs from this run: other code or another tokenizer (found by `Describe`).
+    #[error("region {region}: the probe's {field} differs: {message}")]
+    ProbeMismatch {
+        /// The region.
+        region: String,
+        /// The `Describe` field that differs (`code_digest`, `tokenizer_sha256`).
+        field: String,
+        /// Both values (abbreviated) and what it means.
+        message: String,
+    },
+    /// A probe refused a setup call (`Describe`, `OpenSession`) or did not answer it.
+    #[error("region {region}: the probe refused {rpc}: {message}")]
+    ProbeRefused {
+        /// The region.
+        region: String,
+        /// The call (`Describe`, `OpenSession`).
+        rpc: String,
+        /// The probe's status code and message (names the provider and variable when a
+        /// credential is missing).
+        message: String,
+    },
     /// The coordinator actor failed.
     #[error("coordinator actor: {0}")]
     Actor(String),

@@ -1,10 +1,12 @@
 //! What a session talks to: one gRPC client per region's probe. What serves those probes (an
 //! in-process probe for a `local` region, the embedded simulator behind `sim://` endpoints) is
 //! decided by the binary through a [`TargetHost`]; the coordinator only ever speaks gRPC to URLs,
-//! so it knows nothing of the simulator.
+//! so it knows nothing of the simulator. Every probe is checked and gets the run's session
+//! ([`crate::session_open`]) before the session's first round.
 
 use crate::error::CoordinatorError;
-use crate::session::RunInputs;
+use crate::session::{RunDir, RunInputs};
+use crate::session_open::ProbeSession;
 use openbench_common::spec::ProbeLocation;
 use openbench_proto::link::{ClientSecurity, ProbeChannel};
 use openbench_proto::v1::probe_client::ProbeClient;
@@ -66,15 +68,18 @@ impl TargetHost for RemoteProbes {
 pub struct Infra {
     /// Region label → gRPC client of that region's probe.
     pub clients: BTreeMap<String, ProbeClient<ProbeChannel>>,
+    /// Region label → the session open on that region's probe.
+    pub sessions: BTreeMap<String, ProbeSession>,
     stop: Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send>,
 }
 
 impl Infra {
-    /// Starts the session's targets through `host` and connects a client to every region's probe,
+    /// Starts the session's targets through `host`, connects a client to every region's probe,
     /// presenting the TLS files and token of the coordinator's environment
-    /// ([`ClientSecurity::from_env`]).
+    /// ([`ClientSecurity::from_env`]), checks each probe and opens `run`'s session on it.
     pub async fn start(
         inputs: &RunInputs,
+        run: &RunDir,
         attempt: u32,
         host: &dyn TargetHost,
     ) -> Result<Infra, CoordinatorError> {
@@ -84,10 +89,17 @@ impl Infra {
         })?;
         let targets = host.start(inputs, attempt).await?;
         let mut clients = BTreeMap::new();
+        let mut sessions = BTreeMap::new();
         for (region, url) in &targets.probes {
-            match connect(region, url, &security).await {
-                Ok(client) => {
+            let opened = async {
+                let mut client = connect(region, url, &security).await?;
+                let session = crate::session_open::open(region, &mut client, inputs, run).await?;
+                Ok::<_, CoordinatorError>((client, session))
+            };
+            match opened.await {
+                Ok((client, session)) => {
                     clients.insert(region.clone(), client);
+                    sessions.insert(region.clone(), session);
                 }
                 Err(e) => {
                     (targets.stop)().await;
@@ -97,6 +109,7 @@ impl Infra {
         }
         Ok(Infra {
             clients,
+            sessions,
             stop: targets.stop,
         })
     }

@@ -6,7 +6,8 @@
 //! [`session`] loads inputs and opens or creates a locked run directory ([`lock`]; every file
 //! goes through `openbench_common::rundir`); [`runner`] runs a full plan or a smoke, driving the
 //! [`actor`] with gRPC clients from [`infra`] (what serves the probes and any `sim://` endpoint
-//! is the binary's [`TargetHost`]). The live view of a run is the `openbench-watch` crate.
+//! is the binary's [`TargetHost`]; [`session_open`] checks each probe and opens the run's
+//! session on it). The live view of a run is the `openbench-watch` crate.
 
 pub mod actor;
 pub mod error;
@@ -17,6 +18,7 @@ pub mod runner;
 pub mod schedule;
 pub mod selection;
 pub mod session;
+pub mod session_open;
 pub mod spans;
 
 pub use actor::{Progress, ProgressFn, SessionReport, SessionStatus};

@@ -1,5 +1,9 @@
 //! The run lock: hashes of every input (spec, dataset release, adapters, tokenizer ranks, code),
 //! written once by `init` or the first run, and checked on every resume.
+//!
+//! A region's probe address is a placement, not an input: the spec hash a resume checks
+//! ([`spec_inputs_sha256`]) leaves it out, so a probe moved to a new address resumes; its
+//! endpoint, model or `extra_body` are in the adapters hash, so changing them does not.
 
 use openbench_common::hash::{canonical_json, sha256_hex};
 use openbench_common::rundir::{LockedProvider, RunLock};
@@ -14,6 +18,8 @@ pub const LOCK_VERSION: u32 = 1;
 pub struct InputHashes {
     /// sha256 of the spec file bytes.
     pub spec: String,
+    /// sha256 of the spec without its probe addresses ([`spec_inputs_sha256`]).
+    pub spec_inputs: String,
     /// Dataset release hash.
     pub dataset: String,
     /// sha256 of the canonical JSON of the providers' adapter data.
@@ -29,6 +35,7 @@ impl InputHashes {
     pub fn compute(spec: &LoadedSpec, dataset: &DatasetRelease, code_sha256: &str) -> InputHashes {
         InputHashes {
             spec: sha256_hex(&spec.bytes),
+            spec_inputs: spec_inputs_sha256(spec),
             dataset: dataset.release_hash.clone(),
             adapters: adapters_sha256(spec),
             tokenizer: openbench_common::tokenizer::ranks_sha256(),
@@ -37,9 +44,15 @@ impl InputHashes {
     }
 
     /// Names (with both values) of every hash that differs from the lock's, in a fixed order.
+    /// The spec is compared without its probe addresses when the lock holds that hash, else
+    /// (locks written before it) by its bytes.
     pub fn changes_against(&self, lock: &RunLock) -> Vec<String> {
+        let spec = match &lock.spec_inputs_sha256 {
+            Some(locked) => (locked, &self.spec_inputs),
+            None => (&lock.spec_sha256, &self.spec),
+        };
         let pairs = [
-            ("spec", &lock.spec_sha256, &self.spec),
+            ("spec", spec.0, spec.1),
             ("dataset", &lock.dataset_release_hash, &self.dataset),
             ("adapters", &lock.adapters_sha256, &self.adapters),
             ("tokenizer", &lock.tokenizer_ranks_sha256, &self.tokenizer),
@@ -59,13 +72,32 @@ impl InputHashes {
     }
 }
 
-fn short(hash: &str) -> &str {
+/// The first 12 characters of a hash, as errors show it.
+pub(crate) fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
 }
 
 /// sha256 of the canonical JSON of the providers' adapter data, in spec order.
 pub fn adapters_sha256(spec: &LoadedSpec) -> String {
     let value = serde_json::to_value(&spec.spec.providers).unwrap_or(serde_json::Value::Null);
+    sha256_hex(canonical_json(&value))
+}
+
+/// sha256 of the spec's canonical JSON with every region's `probe` emptied: the spec as an
+/// input, without where its probes happen to listen (comments and layout of the file drop out
+/// too, as they change nothing a run does).
+pub fn spec_inputs_sha256(spec: &LoadedSpec) -> String {
+    let mut inputs = spec.spec.clone();
+    for region in &mut inputs.regions {
+        region.probe.clear();
+    }
+    let value = serde_json::to_value(&inputs).unwrap_or(serde_json::Value::Null);
+    sha256_hex(canonical_json(&value))
+}
+
+/// sha256 of the lock's canonical JSON: the lock hash a session names to its probes.
+pub fn lock_sha256(lock: &RunLock) -> String {
+    let value = serde_json::to_value(lock).unwrap_or(serde_json::Value::Null);
     sha256_hex(canonical_json(&value))
 }
 
@@ -89,6 +121,7 @@ pub fn build_lock(
         families: s.benchmark.families.clone(),
         spec_path: spec.path.display().to_string(),
         spec_sha256: hashes.spec.clone(),
+        spec_inputs_sha256: Some(hashes.spec_inputs.clone()),
         dataset_dir: dataset_dir.display().to_string(),
         dataset_manifest: s.dataset.manifest.clone(),
         dataset_release_hash: hashes.dataset.clone(),
@@ -117,5 +150,51 @@ pub fn build_lock(
         timeout_ms: s.request.timeout_ms,
         approval_id,
         created_at: openbench_common::clock::now_rfc3339(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openbench_common::spec::Spec;
+    use std::path::Path;
+
+    fn loaded(text: &str) -> LoadedSpec {
+        let spec = Spec::parse(Path::new("spec.yaml"), text.as_bytes()).unwrap();
+        LoadedSpec {
+            spec,
+            path: "spec.yaml".into(),
+            bytes: text.as_bytes().to_vec(),
+        }
+    }
+
+    const SPEC: &str = "benchmark: {slug: s, workflow: w, schedule_version: v, families: [a]}
+request: {temperature: 0, top_p: 1, presence_penalty: 0, frequency_penalty: 0,
+  max_output_tokens: 16, response_format: json_object, timeout_ms: 100}
+providers:
+  - {key: p, endpoint: 'https://x.test/v1', model: m, auth: {scheme: none}, max_tokens_field: max_tokens}
+regions:
+  - {name: east, probe: 'https://10.0.0.1:7070'}
+dataset: {source: d}
+";
+
+    #[test]
+    fn a_probe_address_is_left_out_of_the_spec_hash_but_the_region_is_not() {
+        let base = spec_inputs_sha256(&loaded(SPEC));
+        let moved = SPEC.replace("https://10.0.0.1:7070", "https://10.9.9.9:443");
+        assert_eq!(spec_inputs_sha256(&loaded(&moved)), base);
+        assert_ne!(sha256_hex(moved.as_bytes()), sha256_hex(SPEC.as_bytes()));
+        let renamed = SPEC.replace("name: east", "name: west");
+        assert_ne!(spec_inputs_sha256(&loaded(&renamed)), base);
+        let endpoint = SPEC.replace("https://x.test/v1", "https://y.test/v1");
+        assert_ne!(spec_inputs_sha256(&loaded(&endpoint)), base);
+        assert_ne!(
+            adapters_sha256(&loaded(&endpoint)),
+            adapters_sha256(&loaded(SPEC))
+        );
+        assert_eq!(
+            adapters_sha256(&loaded(&moved)),
+            adapters_sha256(&loaded(SPEC))
+        );
     }
 }

@@ -13,8 +13,8 @@ use crate::schedule::{build_plan, find_item, planned_request};
 use crate::session::{RunDir, RunInputs};
 use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_common::rundir::{
-    Plan, RunFiles, RunManifest, RunMode, RunStatus, RunWriter, SmokeAttempt, counting_records,
-    repair, repair_jsonl, write_json_once,
+    Plan, RunFiles, RunManifest, RunMode, RunStatus, RunWriter, SessionProbes, SmokeAttempt,
+    counting_records, repair, repair_jsonl, write_json_once,
 };
 use ractor::Actor;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -287,6 +287,13 @@ async fn execute_plan(
         manifest.count(records.values());
         return Ok((report, records));
     }
+    // Probes are checked and sessions opened before the manifest says `running`: a probe that
+    // refuses leaves the run as it was, with no record written.
+    let host: &dyn TargetHost = match &options.targets {
+        Some(host) => host.as_ref(),
+        None => &RemoteProbes,
+    };
+    let infra = Infra::start(inputs, run, plan.attempt, host).await?;
     manifest.status = RunStatus::Running;
     manifest.sessions += 1;
     if manifest.period_start.is_none() {
@@ -294,13 +301,19 @@ async fn execute_plan(
     }
     manifest.rounds_done = rounds_done;
     manifest.count(records.values());
-    manifest.save(&run.dir)?;
-
-    let host: &dyn TargetHost = match &options.targets {
-        Some(host) => host.as_ref(),
-        None => &RemoteProbes,
-    };
-    let infra = Infra::start(inputs, plan.attempt, host).await?;
+    manifest.session_probes.push(SessionProbes {
+        session: manifest.sessions,
+        attempt: plan.attempt,
+        probes: infra
+            .sessions
+            .iter()
+            .map(|(region, s)| (region.clone(), s.probe.clone()))
+            .collect(),
+    });
+    if let Err(e) = manifest.save(&run.dir) {
+        infra.shutdown().await;
+        return Err(e.into());
+    }
     let session = drive(inputs, files, jobs, &infra, progress, options).await;
     infra.shutdown().await;
     let session = session?;
@@ -361,6 +374,7 @@ async fn drive(
     let args = CoordArgs {
         jobs,
         clients: infra.clients.clone(),
+        sessions: infra.sessions.clone(),
         models: inputs
             .spec
             .spec

@@ -24,14 +24,15 @@ pub struct RunInputs {
     pub workflow: Arc<dyn Workflow>,
     /// The dataset release.
     pub dataset: DatasetRelease,
-    /// Every credential the spec declares (values never printed).
+    /// The credentials this process needs itself: every declared one when a region's probe runs
+    /// in-process, none when every probe is remote (values never printed).
     pub credentials: Credentials,
     /// Digest of the sources built into the binary.
     pub code_sha256: String,
 }
 
-/// Loads the spec, the dataset (through the workflow) and every declared credential, from the
-/// process environment or `./.env`. No network.
+/// Loads the spec, the dataset (through the workflow) and the credentials in-process probes need
+/// (`Spec::local_credential_names`), from the process environment or `./.env`. No network.
 pub fn prepare_inputs(
     spec_path: &Path,
     workflow: Arc<dyn Workflow>,
@@ -52,7 +53,7 @@ pub fn prepare_inputs(
             .into(),
         });
     }
-    let credentials = Credentials::from_env(&spec.spec.credential_names()).map_err(|e| {
+    let credentials = Credentials::from_env(&spec.spec.local_credential_names()).map_err(|e| {
         CoordinatorError::Setup {
             what: format!("credentials for spec {}", spec_path.display()),
             source: e.into(),

@@ -24,6 +24,9 @@ pub(crate) enum ProviderMsg {
     ),
     /// The in-flight request finished (sent by its task before it replies).
     Done,
+    /// Execute the next requests with this executor (a new session's adapter). A request in
+    /// flight keeps the executor it started with; the lane stays busy until it ends.
+    Use(Executor),
 }
 
 /// Tells the actor its request is over when dropped: after the execution, or while unwinding
@@ -85,6 +88,7 @@ impl Actor for ProviderActor {
                 });
             }
             ProviderMsg::Done => state.busy = false,
+            ProviderMsg::Use(executor) => state.executor = executor,
         }
         Ok(())
     }

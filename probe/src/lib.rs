@@ -3,8 +3,10 @@
 //!
 //! Read top-down: [`sse`] frames the byte stream, [`classify`] says what each chunk carried,
 //! [`body`] builds the request from adapter data, [`executor`] runs the timed request and
-//! [`record`] turns what it saw into a terminal record; [`server`] puts one actor per provider
-//! behind the tonic `Probe` service, guarded by [`auth`] and [`tls`]. The caller's side of the
+//! [`record`] turns what it saw into a terminal record; [`server`] serves the tonic `Probe`
+//! service, guarded by [`auth`] and [`tls`]: a coordinator's session ([`session_open`]) brings
+//! the adapters and contract, one actor per provider executes them, and [`identity`] says who
+//! the probe is. The caller's side of the
 //! link ([`client`]) lives in the contract crate, so the coordinator needs no probe.
 
 mod actor;
@@ -16,11 +18,14 @@ pub mod error;
 pub mod executor;
 pub mod genai_metrics;
 pub mod genai_span;
+pub mod identity;
 pub mod limits;
 pub mod record;
 pub mod redact;
 pub use openbench_common::semconv;
 pub mod server;
+mod service;
+pub mod session_open;
 pub mod sse;
 pub mod tls;
 pub use openbench_proto::trace_context;

@@ -1,19 +1,19 @@
-//! The probe server over real gRPC on loopback: Execute round trip against the raw test server,
-//! Describe, unknown provider, busy provider, and a cancelled call that never cuts a measurement.
+//! The probe server over real gRPC on loopback: Describe, a session, Execute round trip against
+//! the raw test server, a provider the session did not open, busy provider, and a cancelled call
+//! that never cuts a measurement.
 //! The provider's answer waits at a gate the test opens, so "busy" and "cancelled while
 //! running" are states the test holds, not moments it hopes to hit with a sleep.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
-use openbench_common::hash::{canonical_json, sha256_hex};
 use openbench_common::record::{Execution, Outcome};
-use openbench_probe::Credentials;
+use openbench_probe::client::{ClientSecurity, connect};
 use openbench_probe::server::{ProbeConfig, serve_on};
-use openbench_proto::v1::probe_client::ProbeClient;
 use openbench_proto::v1::{DescribeRequest, ExecuteRequest};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::session::{execute_call, open, planned_in, probe_config, session};
 use support::*;
 use tokio::sync::Semaphore;
 
@@ -32,11 +32,12 @@ fn stream(gate: &Arc<Semaphore>, gap_ms: u64) -> Vec<Step> {
     ]
 }
 
+/// The session every call of this test names (set once it is open).
+static SESSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 fn call(provider: &str, deadline_ms: u64) -> ExecuteRequest {
-    let planned = planned(provider, deadline_ms);
-    ExecuteRequest {
-        planned_request_json: serde_json::to_string(&planned).unwrap(),
-    }
+    let id = SESSION.get().map(String::as_str).unwrap_or_default();
+    execute_call(&planned_in(provider, "eu-west", deadline_ms), id)
 }
 
 #[tokio::test]
@@ -48,20 +49,16 @@ async fn execute_describe_unknown_busy_and_cancelled() {
     let handle = serve_on(
         listener,
         ProbeConfig {
-            region: "eu-west".into(),
-            contract: contract(20_000),
-            providers: providers.clone(),
-            credentials: Credentials::from_pairs([("TEST_KEY", SECRET)]),
             code_digest: "code-digest-1".into(),
+            ..probe_config("eu-west")
         },
     )
     .await
     .unwrap();
-    let mut client = ProbeClient::connect(format!("http://{}", handle.addr()))
-        .await
-        .unwrap();
+    let url = format!("http://{}", handle.addr());
+    let mut client = connect(&url, &ClientSecurity::default()).await.unwrap();
 
-    // Describe.
+    // Describe: the build, the machine (hashed) and the clock; no providers before a session.
     let d = client
         .describe(DescribeRequest {})
         .await
@@ -69,17 +66,41 @@ async fn execute_describe_unknown_busy_and_cancelled() {
         .into_inner();
     assert_eq!(d.version, openbench_common::VERSION);
     assert_eq!(d.region, "eu-west");
-    assert_eq!(d.providers, vec!["together".to_string()]);
-    let adapters = sha256_hex(canonical_json(&serde_json::to_value(&providers).unwrap()));
-    assert_eq!(d.lock_hashes.get("adapters"), Some(&adapters));
+    assert_eq!(d.providers, Vec::<String>::new());
+    let identity = d.identity.unwrap();
+    assert_eq!(identity.code_digest, "code-digest-1");
+    assert_eq!(
+        identity.tokenizer_sha256,
+        openbench_common::tokenizer::O200K_BASE_RANKS_SHA256
+    );
+    assert_eq!(identity.version, openbench_common::VERSION);
+    assert_eq!(identity.host_fingerprint.len(), 64);
+    assert!(
+        identity.clock_source.starts_with("monotonic"),
+        "{}",
+        identity.clock_source
+    );
+    assert_eq!(
+        identity.probe_id,
+        format!("eu-west@{}", &identity.host_fingerprint[..12])
+    );
     assert_eq!(
         d.lock_hashes.get("code").map(String::as_str),
         Some("code-digest-1")
     );
-    assert_eq!(
-        d.lock_hashes.get("tokenizer").map(String::as_str),
-        Some(openbench_common::tokenizer::O200K_BASE_RANKS_SHA256)
-    );
+
+    // The session opens the provider; Describe then lists it.
+    let id = open(&mut client, &session("eu-west", providers, 20_000))
+        .await
+        .unwrap();
+    assert!(id.starts_with("s-"), "{id}");
+    SESSION.set(id).unwrap();
+    let d = client
+        .describe(DescribeRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(d.providers, vec!["together".to_string()]);
 
     // Execute round trip: the answer comes at least 300 ms after the request, and within the
     // call as the test timed it.
@@ -100,13 +121,23 @@ async fn execute_describe_unknown_busy_and_cancelled() {
         "{ttfa} of {elapsed_ms} ms"
     );
     assert_eq!(e.record.request_id, "req-1");
+    assert_eq!(
+        e.record.probe_id.as_deref(),
+        Some(identity.probe_id.as_str())
+    );
     assert!(!reply.execution_json.contains(SECRET));
 
-    // Unknown provider: an error naming it.
+    // A provider the session did not open: refused, naming it and what the session opened.
     let err = client.execute(call("fireworks", 5_000)).await.unwrap_err();
-    assert_eq!(err.code(), tonic::Code::NotFound);
-    assert!(err.message().contains("\"fireworks\""), "{}", err.message());
-    assert!(err.message().contains("together"), "{}", err.message());
+    assert_eq!(err.code(), tonic::Code::PermissionDenied);
+    assert_eq!(
+        err.message(),
+        format!(
+            "request req-1: provider \"fireworks\" was not opened by session {} in region \
+             eu-west (it opened: together)",
+            SESSION.get().unwrap()
+        )
+    );
 
     // A deadline above the spec's bound is refused before anything is sent.
     let err = client.execute(call("together", 600_001)).await.unwrap_err();

@@ -1,17 +1,17 @@
 //! A protected probe over real gRPC on loopback, with certificates generated here: a good TLS and
 //! token call works; no token, a wrong token, plaintext to a TLS probe, mutual TLS without a
-//! client certificate, an over-long deadline, an oversized request and a second caller on a busy
-//! lane are each refused, and none of the refused calls reaches the provider.
+//! client certificate, a deadline over the session's contract, an oversized request and a second
+//! caller on a busy lane are each refused, and none of the refused calls reaches the provider.
+//! (Session refusals themselves: `session.rs`.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
 use openbench_common::error_text::error_chain;
 use openbench_common::record::{Execution, Outcome};
-use openbench_probe::Credentials;
 use openbench_probe::auth::ProbeToken;
 use openbench_probe::client::{ClientSecurity, ProbeChannel, connect};
-use openbench_probe::server::{ProbeConfig, ProbeSecurity, ProbeServerHandle, serve_secured};
+use openbench_probe::server::{ProbeSecurity, ProbeServerHandle, serve_secured};
 use openbench_probe::tls::{ClientTlsFiles, ServerTlsFiles};
 use openbench_proto::link::LinkError;
 use openbench_proto::v1::probe_client::ProbeClient;
@@ -19,6 +19,7 @@ use openbench_proto::v1::{DescribeRequest, ExecuteRequest};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use std::path::PathBuf;
 use std::sync::Arc;
+use support::session::{execute_call, open, planned_in, probe_config, session};
 use support::*;
 use tokio::sync::Semaphore;
 
@@ -107,21 +108,24 @@ fn stream(gate: Option<&Arc<Semaphore>>) -> Vec<Step> {
     steps
 }
 
-/// A probe for provider `together` in front of `upstream`, protected as given.
-async fn probe(upstream: &RawServer, tls: Option<ServerTlsFiles>) -> ProbeServerHandle {
+/// A probe of region `eu-west` holding `TEST_KEY`, protected as given.
+async fn probe(tls: Option<ServerTlsFiles>) -> ProbeServerHandle {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let security = ProbeSecurity {
         tls: tls.map(|files| files.load().unwrap()),
         token: token(TOKEN),
     };
-    let config = ProbeConfig {
-        region: "eu-west".into(),
-        contract: contract(TIMEOUT_MS),
-        providers: vec![adapter("together", &upstream.endpoint())],
-        credentials: Credentials::from_pairs([("TEST_KEY", SECRET)]),
-        code_digest: "code".into(),
-    };
-    serve_secured(listener, config, security).await.unwrap()
+    serve_secured(listener, probe_config("eu-west"), security)
+        .await
+        .unwrap()
+}
+
+/// Opens the session of provider `together` in front of `upstream` (timeout [`TIMEOUT_MS`]).
+async fn opened(client: &mut ProbeClient<ProbeChannel>, upstream: &RawServer) -> String {
+    let adapters = vec![adapter("together", &upstream.endpoint())];
+    open(client, &session("eu-west", adapters, TIMEOUT_MS))
+        .await
+        .unwrap()
 }
 
 fn https(handle: &ProbeServerHandle) -> String {
@@ -136,18 +140,15 @@ async fn client(
     connect(url, &ClientSecurity { tls, token }).await.unwrap()
 }
 
-fn call(deadline_ms: u64) -> ExecuteRequest {
-    let planned = planned("together", deadline_ms);
-    ExecuteRequest {
-        planned_request_json: serde_json::to_string(&planned).unwrap(),
-    }
+fn call(session_id: &str, deadline_ms: u64) -> ExecuteRequest {
+    execute_call(&planned_in("together", "eu-west", deadline_ms), session_id)
 }
 
 #[tokio::test]
 async fn good_tls_and_token_call_succeeds_over_https() {
     let pki = Pki::generate();
     let upstream = start(stream(None)).await;
-    let handle = probe(&upstream, Some(pki.server(false))).await;
+    let handle = probe(Some(pki.server(false))).await;
     let mut client = client(&https(&handle), pki.client(false), token(TOKEN)).await;
     let described = client
         .describe(DescribeRequest {})
@@ -155,7 +156,8 @@ async fn good_tls_and_token_call_succeeds_over_https() {
         .unwrap()
         .into_inner();
     assert_eq!(described.region, "eu-west");
-    let reply = client.execute(call(5_000)).await.unwrap().into_inner();
+    let id = opened(&mut client, &upstream).await;
+    let reply = client.execute(call(&id, 5_000)).await.unwrap().into_inner();
     let execution: Execution = serde_json::from_str(&reply.execution_json).unwrap();
     assert_eq!(execution.record.outcome, Outcome::Completed);
     assert_eq!(upstream.received().len(), 1);
@@ -166,10 +168,12 @@ async fn good_tls_and_token_call_succeeds_over_https() {
 async fn missing_or_wrong_token_is_unauthenticated() {
     let pki = Pki::generate();
     let upstream = start(stream(None)).await;
-    let handle = probe(&upstream, Some(pki.server(false))).await;
+    let handle = probe(Some(pki.server(false))).await;
+    let mut good = client(&https(&handle), pki.client(false), token(TOKEN)).await;
+    let id = opened(&mut good, &upstream).await;
 
     let mut anonymous = client(&https(&handle), pki.client(false), None).await;
-    let err = anonymous.execute(call(5_000)).await.unwrap_err();
+    let err = anonymous.execute(call(&id, 5_000)).await.unwrap_err();
     assert_eq!(err.code(), tonic::Code::Unauthenticated);
     assert_eq!(err.message(), "this probe requires a bearer token");
     let err = anonymous.describe(DescribeRequest {}).await.unwrap_err();
@@ -182,12 +186,18 @@ async fn missing_or_wrong_token_is_unauthenticated() {
         token("probe-token-3f9a1d"),
     )
     .await;
-    let err = impostor.execute(call(5_000)).await.unwrap_err();
+    let err = impostor.execute(call(&id, 5_000)).await.unwrap_err();
     assert_eq!(err.code(), tonic::Code::Unauthenticated);
     assert_eq!(err.message(), "the bearer token is not this probe's");
     // A prefix of the right token.
     let mut prefix = client(&https(&handle), pki.client(false), token("probe-token")).await;
     let err = prefix.describe(DescribeRequest {}).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unauthenticated);
+    // Nor may a caller without the token open a session.
+    let adapters = vec![adapter("together", &upstream.endpoint())];
+    let err = open(&mut anonymous, &session("eu-west", adapters, TIMEOUT_MS))
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), tonic::Code::Unauthenticated);
 
     assert_eq!(
@@ -202,7 +212,7 @@ async fn missing_or_wrong_token_is_unauthenticated() {
 async fn plaintext_to_a_tls_probe_fails() {
     let pki = Pki::generate();
     let upstream = start(stream(None)).await;
-    let handle = probe(&upstream, Some(pki.server(false))).await;
+    let handle = probe(Some(pki.server(false))).await;
     let url = format!("http://{}", handle.addr());
     let security = ClientSecurity {
         tls: pki.client(false),
@@ -229,7 +239,7 @@ async fn plaintext_to_a_tls_probe_fails() {
 async fn mutual_tls_requires_a_client_certificate() {
     let pki = Pki::generate();
     let upstream = start(stream(None)).await;
-    let handle = probe(&upstream, Some(pki.server(true))).await;
+    let handle = probe(Some(pki.server(true))).await;
     let security = ClientSecurity {
         tls: pki.client(false),
         token: token(TOKEN),
@@ -239,7 +249,7 @@ async fn mutual_tls_requires_a_client_certificate() {
     match connect(&https(&handle), &security).await {
         Err(error) => assert!(error.to_string().contains("CertificateRequired"), "{error}"),
         Ok(mut client) => {
-            let err = client.execute(call(5_000)).await.unwrap_err();
+            let err = client.execute(call("s-any", 5_000)).await.unwrap_err();
             assert_eq!(err.code(), tonic::Code::Unknown, "{err:?}");
             assert!(
                 error_chain(&err).contains("received fatal alert: CertificateRequired"),
@@ -251,36 +261,42 @@ async fn mutual_tls_requires_a_client_certificate() {
 
     // The same call with the client certificate goes through.
     let mut client = client(&https(&handle), pki.client(true), token(TOKEN)).await;
-    let reply = client.execute(call(5_000)).await.unwrap().into_inner();
+    let id = opened(&mut client, &upstream).await;
+    let reply = client.execute(call(&id, 5_000)).await.unwrap().into_inner();
     let execution: Execution = serde_json::from_str(&reply.execution_json).unwrap();
     assert_eq!(execution.record.outcome, Outcome::Completed);
     handle.shutdown().await.unwrap();
 }
 
 #[tokio::test]
-async fn deadline_beyond_the_spec_timeout_is_invalid_argument() {
+async fn deadline_beyond_the_session_timeout_is_invalid_argument() {
     let pki = Pki::generate();
     let upstream = start(stream(None)).await;
-    let handle = probe(&upstream, Some(pki.server(false))).await;
+    let handle = probe(Some(pki.server(false))).await;
     let mut client = client(&https(&handle), pki.client(false), token(TOKEN)).await;
+    let id = opened(&mut client, &upstream).await;
 
     // Above what any spec allows.
-    let err = client.execute(call(u64::MAX)).await.unwrap_err();
+    let err = client.execute(call(&id, u64::MAX)).await.unwrap_err();
     assert_eq!(err.code(), tonic::Code::InvalidArgument);
     assert_eq!(
         err.message(),
         format!("request req-1: deadline_ms {} is above 600000", u64::MAX)
     );
-    // Within that, but one millisecond over this probe's spec.
-    let err = client.execute(call(TIMEOUT_MS + 1)).await.unwrap_err();
+    // Within that, but one millisecond over the session's contract.
+    let err = client.execute(call(&id, TIMEOUT_MS + 1)).await.unwrap_err();
     assert_eq!(err.code(), tonic::Code::InvalidArgument);
     assert_eq!(
         err.message(),
-        "request req-1: deadline_ms 20001 exceeds the spec's timeout_ms 20000"
+        "request req-1: deadline_ms 20001 exceeds the session's timeout_ms 20000"
     );
     assert_eq!(upstream.received().len(), 0);
     // Exactly the timeout is allowed.
-    let reply = client.execute(call(TIMEOUT_MS)).await.unwrap().into_inner();
+    let reply = client
+        .execute(call(&id, TIMEOUT_MS))
+        .await
+        .unwrap()
+        .into_inner();
     let execution: Execution = serde_json::from_str(&reply.execution_json).unwrap();
     assert_eq!(execution.record.outcome, Outcome::Completed);
     handle.shutdown().await.unwrap();
@@ -289,17 +305,17 @@ async fn deadline_beyond_the_spec_timeout_is_invalid_argument() {
 #[tokio::test]
 async fn oversized_request_is_refused_before_the_provider() {
     let upstream = start(stream(None)).await;
-    let handle = probe(&upstream, None).await;
+    let handle = probe(None).await;
     let mut client = client(
         &format!("http://{}", handle.addr()),
         ClientTlsFiles::default(),
         token(TOKEN),
     )
     .await;
-    let mut planned = planned("together", 5_000);
+    let id = opened(&mut client, &upstream).await;
+    let mut planned = planned_in("together", "eu-west", 5_000);
     planned.messages[1].content = "x".repeat(2 * 1024 * 1024);
-    let mut big = call(5_000);
-    big.planned_request_json = serde_json::to_string(&planned).unwrap();
+    let big = execute_call(&planned, &id);
     let err = client.execute(big).await.unwrap_err();
     assert_eq!(err.code(), tonic::Code::OutOfRange, "{}", err.message());
     assert_eq!(upstream.received().len(), 0);
@@ -312,12 +328,14 @@ async fn second_caller_on_a_busy_lane_is_refused() {
     // The first answer is held at the gate until the second caller has been refused.
     let gate = Arc::new(Semaphore::new(0));
     let upstream = start(stream(Some(&gate))).await;
-    let handle = probe(&upstream, Some(pki.server(false))).await;
+    let handle = probe(Some(pki.server(false))).await;
     let mut first = client(&https(&handle), pki.client(false), token(TOKEN)).await;
     let mut second = client(&https(&handle), pki.client(false), token(TOKEN)).await;
-    let running = tokio::spawn(async move { first.execute(call(5_000)).await });
+    let id = opened(&mut first, &upstream).await;
+    let first_call = call(&id, 5_000);
+    let running = tokio::spawn(async move { first.execute(first_call).await });
     upstream.wait_for_requests(1).await;
-    let err = second.execute(call(5_000)).await.unwrap_err();
+    let err = second.execute(call(&id, 5_000)).await.unwrap_err();
     assert_eq!(err.code(), tonic::Code::FailedPrecondition);
     assert_eq!(
         err.message(),

@@ -7,9 +7,10 @@ use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Ro
 use openbench_common::spec::{Auth, LoadedSpec, MaxTokensField, ProviderAdapter, RequestContract};
 use openbench_probe::auth::{Exposure, ProbeToken, TOKEN_ENV, check_exposure};
 use openbench_probe::server::{ProbeConfig, ProbeSecurity, serve_secured};
+use openbench_probe::session_open::{CredentialSource, EndpointAllowList, EndpointRules};
 use openbench_probe::tls::ServerTlsFiles;
 use openbench_probe::{Credentials, Executor};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,7 +20,8 @@ use std::process::ExitCode;
 pub enum ProbeCommand {
     /// Execute one timed streaming request and print its terminal record and events as JSON.
     Once(OnceArgs),
-    /// Serve the probe gRPC service for one region of a spec (credentials from this machine).
+    /// Serve the probe gRPC service for one region: the coordinator's session brings the adapters
+    /// and contract; this machine keeps the credentials.
     Serve(ServeArgs),
 }
 
@@ -79,12 +81,31 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:7070")]
     listen: String,
-    /// The run spec.
-    #[arg(long)]
-    spec: PathBuf,
-    /// Region this probe serves (one of the spec's regions).
+    /// Region this probe serves: a session for another region is refused.
     #[arg(long)]
     region: String,
+    /// A credential variable this probe may send (repeatable, or comma-separated in
+    /// `$OPENBENCH_PROBE_CREDENTIALS`); read from the environment, then `./.env`, at each session
+    /// open. A session naming any other variable is refused.
+    #[arg(
+        long = "credential",
+        env = "OPENBENCH_PROBE_CREDENTIALS",
+        value_delimiter = ','
+    )]
+    credentials: Vec<String>,
+    /// A spec to take the region list and credential variable names from (optional; its
+    /// adapters are not used: they come with the coordinator's session).
+    #[arg(long)]
+    spec: Option<PathBuf>,
+    /// An endpoint the credentials may be sent to, as a URL prefix (repeatable, or
+    /// comma-separated in `$OPENBENCH_PROBE_ALLOW_ENDPOINTS`). When given, a session whose
+    /// endpoint matches none is refused; without it, any http(s) endpoint is allowed.
+    #[arg(
+        long = "allow-endpoint",
+        env = "OPENBENCH_PROBE_ALLOW_ENDPOINTS",
+        value_delimiter = ','
+    )]
+    allow_endpoints: Vec<String>,
     /// TLS certificate chain (PEM); with `--tls-key`, the probe speaks TLS.
     #[arg(long, requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -266,37 +287,16 @@ impl<'a> OnceOutput<'a> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let loaded = LoadedSpec::load(&args.spec)?;
-    let spec = &loaded.spec;
-    let regions = spec.region_names();
-    if !regions.contains(&args.region) {
-        bail!(
-            "spec {}: region {:?} is not declared (regions: {})",
-            args.spec.display(),
-            args.region,
-            regions.join(", ")
-        );
-    }
-    for p in &spec.providers {
-        if p.endpoint.starts_with("sim://") {
-            bail!(
-                "provider {}: endpoint {} is the embedded simulator, which a remote probe cannot serve",
-                p.key,
-                p.endpoint
-            );
-        }
-    }
-    let credentials = Credentials::from_env(&spec.credential_names())?;
-    let mut providers = Vec::new();
-    for p in &spec.providers {
-        let mut adapter = p.clone();
-        if let Some(var) = p.endpoint.strip_prefix("env://") {
-            adapter.endpoint = credentials
-                .get(var)
-                .with_context(|| format!("provider {}: endpoint variable {var} is not set", p.key))?
-                .to_string();
-        }
-        providers.push(adapter);
+    let declared = declared_credentials(&args)?;
+    let allowed = if args.allow_endpoints.is_empty() {
+        None
+    } else {
+        Some(EndpointAllowList::parse(&args.allow_endpoints).map_err(anyhow::Error::msg)?)
+    };
+    // Names only: a variable missing now may be set in `.env` before the session opens.
+    let names: Vec<String> = declared.iter().cloned().collect();
+    if let Err(e) = Credentials::from_env(&names) {
+        eprintln!("probe: warning: {e} (a session that needs one is refused)");
     }
     // The same digest the coordinator locks, so `Describe` can be checked against a run's lock.
     let code_digest = crate::cmd::runs::CODE_SHA256.to_string();
@@ -309,27 +309,42 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         token: security.token.is_some(),
         insecure_plaintext: args.insecure_plaintext,
     };
-    if let Some(warning) = check_exposure(listener.local_addr()?, exposure)? {
+    let local = listener.local_addr()?;
+    if let Some(warning) = check_exposure(local, exposure)? {
         eprintln!("{warning}");
         tracing::warn!("{warning}");
     }
-    let keys: Vec<String> = providers.iter().map(|p| p.key.clone()).collect();
+    let holds = if names.is_empty() {
+        "no credentials".to_string()
+    } else {
+        format!("credentials {}", names.join(", "))
+    };
+    if allowed.is_none() && !local.ip().is_loopback() {
+        eprintln!(
+            "probe: warning: no --allow-endpoint: a token holder may send these credentials to \
+             any endpoint"
+        );
+    }
     let handle = serve_secured(
         listener,
         ProbeConfig {
             region: args.region.clone(),
-            contract: spec.request.clone(),
-            providers,
-            credentials,
+            credentials: CredentialSource::Environment {
+                declared,
+                dotenv: PathBuf::from(".env"),
+            },
+            endpoints: EndpointRules {
+                local: BTreeMap::new(),
+                allowed,
+            },
             code_digest,
         },
         security.clone(),
     )
     .await?;
     eprintln!(
-        "probe: region {} serving {} on {} ({}, {})",
+        "probe: region {} serving {holds} on {} ({}, {})",
         args.region,
-        keys.join(", "),
         handle.addr(),
         if security.tls.is_some() {
             "TLS"
@@ -360,6 +375,36 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     handle.shutdown().await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The credential variables `probe serve` may hand out: `--credential` names, plus the spec's
+/// when `--spec` is given (whose region list must then hold `--region`).
+fn declared_credentials(args: &ServeArgs) -> anyhow::Result<BTreeSet<String>> {
+    let mut declared: BTreeSet<String> = args
+        .credentials
+        .iter()
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty())
+        .collect();
+    for name in &declared {
+        if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            bail!("--credential {name:?}: a variable name is [A-Za-z0-9_]");
+        }
+    }
+    if let Some(path) = &args.spec {
+        let loaded = LoadedSpec::load(path)?;
+        let regions = loaded.spec.region_names();
+        if !regions.contains(&args.region) {
+            bail!(
+                "spec {}: region {:?} is not declared (regions: {})",
+                path.display(),
+                args.region,
+                regions.join(", ")
+            );
+        }
+        declared.extend(loaded.spec.credential_names());
+    }
+    Ok(declared)
 }
 
 /// TLS and the token of `probe serve`, from its flags and environment.

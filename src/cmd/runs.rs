@@ -103,7 +103,13 @@ pub async fn init(args: InitArgs) -> anyhow::Result<ExitCode> {
     let run = RunDir::create(&inputs, None, "init")?;
     println!("run directory: {}", run.dir.display());
     let names: Vec<&str> = inputs.credentials.names().collect();
-    if names.is_empty() {
+    let remote_names = inputs.spec.spec.credential_names();
+    if names.is_empty() && !remote_names.is_empty() {
+        println!(
+            "credentials: none needed here (the remote probes hold {})",
+            remote_names.join(", ")
+        );
+    } else if names.is_empty() {
         println!("credentials: none needed");
     } else {
         println!("credentials present: {}", names.join(", "));

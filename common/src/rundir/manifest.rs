@@ -30,6 +30,7 @@ impl RunManifest {
             rounds_done: 0,
             smoke: Vec::new(),
             artifacts: BTreeMap::new(),
+            session_probes: Vec::new(),
             updated_at: crate::clock::now_rfc3339(),
         }
     }

@@ -41,8 +41,13 @@ pub struct RunLock {
     pub families: Vec<String>,
     /// Spec path as given.
     pub spec_path: String,
-    /// sha256 of the spec file bytes.
+    /// sha256 of the spec file bytes (as written when the run was locked).
     pub spec_sha256: String,
+    /// sha256 of the spec's canonical JSON with every region's probe address left out: what a
+    /// resume checks, so moving a probe (a placement, not an input) does not block it. Absent in
+    /// locks written before this field; those are checked on `spec_sha256`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_inputs_sha256: Option<String>,
     /// Dataset folder (absolute).
     pub dataset_dir: String,
     /// Manifest file name inside the dataset folder.
@@ -185,8 +190,35 @@ pub struct RunManifest {
     /// Artifact path → sha256 of its bytes.
     #[serde(default)]
     pub artifacts: BTreeMap<String, String>,
+    /// The probes each session ran on, in session order (absent before probes were named).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub session_probes: Vec<SessionProbes>,
     /// Last update, RFC 3339 UTC.
     pub updated_at: String,
+}
+
+/// The probes one session opened, one per region.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionProbes {
+    /// The manifest's session number (1 for the first session, + 1 per resume).
+    pub session: u32,
+    /// Plan attempt (0 for the full run, N for smoke attempt N).
+    pub attempt: u32,
+    /// Region → the probe that served it.
+    pub probes: BTreeMap<String, SessionProbe>,
+}
+
+/// One region's probe in a session, as its `Describe` and `OpenSession` answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionProbe {
+    /// The id its records carry.
+    pub probe_id: String,
+    /// Program version.
+    pub version: String,
+    /// sha256 of the host's identity.
+    pub host_fingerprint: String,
+    /// The clock it times requests on.
+    pub clock_source: String,
 }
 
 /// Version of the plan file layout.

@@ -530,6 +530,21 @@ impl Spec {
         }
     }
 
+    /// The credential variables the coordinator's own process needs: every provider's when any
+    /// region's probe runs in-process (its lanes call providers from here), none when every
+    /// region is remote (each remote probe holds its own).
+    pub fn local_credential_names(&self) -> Vec<String> {
+        let any_local = self
+            .region_probes()
+            .iter()
+            .any(|(_, probe)| ProbeLocation::parse(probe) == ProbeLocation::InProcess);
+        if any_local {
+            self.credential_names()
+        } else {
+            Vec::new()
+        }
+    }
+
     /// Every credential environment variable the providers need, sorted and unique.
     pub fn credential_names(&self) -> Vec<String> {
         let mut names: BTreeSet<String> = BTreeSet::new();

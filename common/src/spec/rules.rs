@@ -2,7 +2,8 @@
 //! at once, each naming its field path and the offending value.
 
 use super::{
-    CONTRACT_BODY_FIELDS, Endpoint, MAX_GRACE_MS, MAX_TIMEOUT_MS, ProbeLocation, Spec, SpecError,
+    CONTRACT_BODY_FIELDS, Endpoint, MAX_GRACE_MS, MAX_TIMEOUT_MS, ProbeLocation, ProviderAdapter,
+    RequestContract, Spec, SpecError,
 };
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -32,91 +33,28 @@ impl Spec {
     /// Every rule the spec breaks, each naming its field and value.
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
-        let r = &self.request;
         if self.benchmark.slug.trim().is_empty() {
             problems.push("benchmark.slug: must not be empty".to_string());
         }
         if self.benchmark.families.is_empty() {
             problems.push("benchmark.families: must list at least one family".to_string());
         }
-        if !(0.0..=2.0).contains(&r.temperature) {
-            problems.push(format!(
-                "request.temperature: {} is outside 0..=2",
-                r.temperature
-            ));
-        }
-        if !(r.top_p > 0.0 && r.top_p <= 1.0) {
-            problems.push(format!("request.top_p: {} is outside (0, 1]", r.top_p));
-        }
-        if r.max_output_tokens == 0 {
-            problems.push("request.max_output_tokens: must be at least 1".to_string());
-        }
-        if r.timeout_ms == 0 || r.timeout_ms > MAX_TIMEOUT_MS {
-            problems.push(format!(
-                "request.timeout_ms: {} is outside 1..={MAX_TIMEOUT_MS}",
-                r.timeout_ms
-            ));
-        }
-        if r.harness_grace_ms > MAX_GRACE_MS {
-            problems.push(format!(
-                "request.harness_grace_ms: {} is above {MAX_GRACE_MS}",
-                r.harness_grace_ms
-            ));
-        }
-        problems.extend(r.limits.problems());
+        problems.extend(self.request.problems());
         if self.providers.is_empty() {
             problems.push("providers: must list at least one provider".to_string());
         }
         let mut keys = BTreeSet::new();
         for (i, p) in self.providers.iter().enumerate() {
             let at = format!("providers[{i}] ({})", p.key);
-            if p.key.is_empty()
-                || !p
-                    .key
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-            {
-                problems.push(format!(
-                    "{at}.key: {:?} must be non-empty [A-Za-z0-9_-]",
-                    p.key
-                ));
-            }
+            problems.extend(p.problems(&at));
             if !keys.insert(p.key.clone()) {
                 problems.push(format!("{at}.key: {:?} is listed twice", p.key));
             }
-            let e = &p.endpoint;
-            let kind = p.endpoint_kind();
-            if let Endpoint::Unknown(_) = kind {
+            if matches!(p.endpoint_kind(), Endpoint::Simulator { .. }) && self.simulator.is_none() {
                 problems.push(format!(
-                    "{at}.endpoint: {e:?} must start with https://, http://, sim:// or env://"
+                    "{at}.endpoint: {:?} needs a `simulator:` section in the spec",
+                    p.endpoint
                 ));
-            }
-            if matches!(kind, Endpoint::Simulator { .. }) && self.simulator.is_none() {
-                problems.push(format!(
-                    "{at}.endpoint: {e:?} needs a `simulator:` section in the spec"
-                ));
-            }
-            if p.model.trim().is_empty() {
-                problems.push(format!("{at}.model: must not be empty"));
-            }
-            for name in p.auth.env_names() {
-                if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                    problems.push(format!("{at}.auth: env name {name:?} must be [A-Za-z0-9_]"));
-                }
-            }
-            for reserved in CONTRACT_BODY_FIELDS {
-                if p.extra_body.contains_key(reserved) {
-                    problems.push(format!(
-                        "{at}.extra_body.{reserved}: the contract owns this field"
-                    ));
-                }
-            }
-            for header in p.extra_headers.keys() {
-                if header.eq_ignore_ascii_case("authorization") {
-                    problems.push(format!(
-                        "{at}.extra_headers.{header}: credentials belong in `auth`, never in the spec"
-                    ));
-                }
             }
         }
         let mut regions = BTreeSet::new();
@@ -150,6 +88,91 @@ impl Spec {
                 "simulator.time_scale: {} is outside (0, 10]",
                 sim.time_scale
             ));
+        }
+        problems
+    }
+}
+
+impl RequestContract {
+    /// Every rule the contract breaks, each naming its `request.` field and value (shared by the
+    /// spec and a probe checking the contract a session sent it).
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let r = self;
+        if !(0.0..=2.0).contains(&r.temperature) {
+            problems.push(format!(
+                "request.temperature: {} is outside 0..=2",
+                r.temperature
+            ));
+        }
+        if !(r.top_p > 0.0 && r.top_p <= 1.0) {
+            problems.push(format!("request.top_p: {} is outside (0, 1]", r.top_p));
+        }
+        if r.max_output_tokens == 0 {
+            problems.push("request.max_output_tokens: must be at least 1".to_string());
+        }
+        if r.timeout_ms == 0 || r.timeout_ms > MAX_TIMEOUT_MS {
+            problems.push(format!(
+                "request.timeout_ms: {} is outside 1..={MAX_TIMEOUT_MS}",
+                r.timeout_ms
+            ));
+        }
+        if r.harness_grace_ms > MAX_GRACE_MS {
+            problems.push(format!(
+                "request.harness_grace_ms: {} is above {MAX_GRACE_MS}",
+                r.harness_grace_ms
+            ));
+        }
+        problems.extend(r.limits.problems());
+        problems
+    }
+}
+
+impl ProviderAdapter {
+    /// Every rule this adapter breaks on its own, each prefixed with `at` (its place in the
+    /// spec): key, endpoint, model, credential names, contract-owned body fields, credentials in
+    /// headers. Shared by the spec and a probe checking the adapters a session sent it.
+    pub fn problems(&self, at: &str) -> Vec<String> {
+        let mut problems = Vec::new();
+        let p = self;
+        if p.key.is_empty()
+            || !p
+                .key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            problems.push(format!(
+                "{at}.key: {:?} must be non-empty [A-Za-z0-9_-]",
+                p.key
+            ));
+        }
+        let e = &p.endpoint;
+        if let Endpoint::Unknown(_) = p.endpoint_kind() {
+            problems.push(format!(
+                "{at}.endpoint: {e:?} must start with https://, http://, sim:// or env://"
+            ));
+        }
+        if p.model.trim().is_empty() {
+            problems.push(format!("{at}.model: must not be empty"));
+        }
+        for name in p.auth.env_names() {
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                problems.push(format!("{at}.auth: env name {name:?} must be [A-Za-z0-9_]"));
+            }
+        }
+        for reserved in CONTRACT_BODY_FIELDS {
+            if p.extra_body.contains_key(reserved) {
+                problems.push(format!(
+                    "{at}.extra_body.{reserved}: the contract owns this field"
+                ));
+            }
+        }
+        for header in p.extra_headers.keys() {
+            if header.eq_ignore_ascii_case("authorization") {
+                problems.push(format!(
+                    "{at}.extra_headers.{header}: credentials belong in `auth`, never in the spec"
+                ));
+            }
         }
         problems
     }

@@ -16,6 +16,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
+pub mod session;
+
 /// One step of a scripted response.
 #[derive(Debug, Clone)]
 pub enum Step {

@@ -138,6 +138,7 @@ fn lock(providers: &[String]) -> RunLock {
         families: FAMILIES.iter().map(|f| f.to_string()).collect(),
         spec_path: "spec.yaml".into(),
         spec_sha256: String::new(),
+        spec_inputs_sha256: None,
         dataset_dir: String::new(),
         dataset_manifest: String::new(),
         dataset_release_hash: String::new(),

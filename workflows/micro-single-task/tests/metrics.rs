@@ -212,6 +212,7 @@ fn lock() -> RunLock {
         families: vec!["ticket-triage".into()],
         spec_path: "spec.yaml".into(),
         spec_sha256: String::new(),
+        spec_inputs_sha256: None,
         dataset_dir: String::new(),
         dataset_manifest: String::new(),
         dataset_release_hash: String::new(),

@@ -98,6 +98,7 @@ fn lock() -> RunLock {
         families: ROUNDS[..3].iter().map(|r| r.0.to_string()).collect(),
         spec_path: "spec.yaml".into(),
         spec_sha256: "aa".repeat(32),
+        spec_inputs_sha256: None,
         dataset_dir: "/nonexistent".into(),
         dataset_manifest: "manifest.json".into(),
         dataset_release_hash: "bb".repeat(32),

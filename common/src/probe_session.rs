@@ -1,0 +1,82 @@
+//! What a coordinator sends a probe when it opens a session (`OpenSession`): the run, its lock,
+//! the region, the request contract and the adapters. The adapters name credential variables,
+//! never values: the probe keeps the credentials and refuses a session it cannot serve.
+
+use crate::spec::{ProviderAdapter, RequestContract};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+/// The session a coordinator opens on a probe before round 1: one source of truth for what the
+/// probe executes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionOpen {
+    /// Run id: every `Execute` of the session must be for this run.
+    pub run_id: String,
+    /// sha256 of the run's lock (`run-lock.json`), naming the locked inputs.
+    pub lock_sha256: String,
+    /// Region the coordinator expects this probe to serve.
+    pub region: String,
+    /// The request contract: timeout (the bound on every deadline), sampling, limits.
+    pub contract: RequestContract,
+    /// The providers this session opens, as in the spec (endpoints may be `env://` or `sim://`;
+    /// the probe resolves them).
+    pub adapters: Vec<ProviderAdapter>,
+}
+
+impl SessionOpen {
+    /// Every rule the session breaks, each naming its field: the same rules a spec's contract
+    /// and adapters follow, plus a run id, a region and unique provider keys.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.run_id.trim().is_empty() {
+            problems.push("run_id: must not be empty".to_string());
+        }
+        if self.region.trim().is_empty() {
+            problems.push("region: must not be empty".to_string());
+        }
+        problems.extend(self.contract.problems());
+        if self.adapters.is_empty() {
+            problems.push("adapters: must list at least one provider".to_string());
+        }
+        let mut keys = BTreeSet::new();
+        for (i, adapter) in self.adapters.iter().enumerate() {
+            let at = format!("adapters[{i}] ({})", adapter.key);
+            problems.extend(adapter.problems(&at));
+            if !keys.insert(adapter.key.as_str()) {
+                problems.push(format!("{at}.key: {:?} is listed twice", adapter.key));
+            }
+        }
+        problems
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_is_checked_by_the_spec_rules_naming_each_field() {
+        let mut adapter = ProviderAdapter::open("together", "https://x.test/v1", "m");
+        adapter
+            .extra_body
+            .insert("temperature".into(), serde_json::json!(1.7));
+        let session = SessionOpen {
+            run_id: String::new(),
+            lock_sha256: "aa".into(),
+            region: "eu".into(),
+            contract: RequestContract::reference(0),
+            adapters: vec![adapter.clone(), adapter],
+        };
+        assert_eq!(
+            session.problems(),
+            [
+                "run_id: must not be empty",
+                "request.timeout_ms: 0 is outside 1..=600000",
+                "adapters[0] (together).extra_body.temperature: the contract owns this field",
+                "adapters[1] (together).extra_body.temperature: the contract owns this field",
+                "adapters[1] (together).key: \"together\" is listed twice",
+            ]
+        );
+    }
+}

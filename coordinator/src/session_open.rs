@@ -1,0 +1,172 @@
+//! Before round 1, on every region's probe: `Describe` (refused when the probe runs other code or
+//! another tokenizer, naming the region and the field), then `OpenSession` with the run, the
+//! lock hash, the region, the request contract and the adapters as the spec writes them. The
+//! probe answers with the session id every `Execute` carries and the probe id records name.
+//!
+//! A probe that cannot be asked (no token, wrong token, unreachable) or refuses the session (a
+//! missing credential, naming the provider and variable) stops the session here, before any
+//! record is written.
+
+use crate::error::CoordinatorError;
+use crate::lock::{lock_sha256, short};
+use crate::session::{RunDir, RunInputs};
+use openbench_common::probe_session::SessionOpen;
+use openbench_common::rundir::SessionProbe;
+use openbench_proto::link::ProbeChannel;
+use openbench_proto::v1::probe_client::ProbeClient;
+use openbench_proto::v1::{DescribeRequest, OpenSessionRequest, ProbeIdentity};
+use std::time::Duration;
+
+/// How long a probe may take to answer `Describe` or `OpenSession` (opening builds one HTTP
+/// client per provider and, the first time, the tokenizer: well under a second).
+const SETUP_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One region's open session: what its `Execute` calls carry and its records name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeSession {
+    /// The id the probe gave the session.
+    pub session_id: String,
+    /// The probe, as it described itself (its id is what records name).
+    pub probe: SessionProbe,
+}
+
+/// Checks `region`'s probe and opens this run's session on it.
+pub async fn open(
+    region: &str,
+    client: &mut ProbeClient<ProbeChannel>,
+    inputs: &RunInputs,
+    run: &RunDir,
+) -> Result<ProbeSession, CoordinatorError> {
+    let described = call(region, "Describe", client.describe(DescribeRequest {})).await?;
+    let identity = described
+        .identity
+        .ok_or_else(|| CoordinatorError::ProbeMismatch {
+            region: region.to_string(),
+            field: "identity".into(),
+            message: "the probe does not describe its build (an older version?)".into(),
+        })?;
+    check_identity(
+        region,
+        &identity,
+        &inputs.code_sha256,
+        &run.lock.tokenizer_ranks_sha256,
+    )?;
+    let spec = &inputs.spec.spec;
+    let session = SessionOpen {
+        run_id: run.run_id().to_string(),
+        lock_sha256: lock_sha256(&run.lock),
+        region: region.to_string(),
+        contract: spec.request.clone(),
+        adapters: spec.providers.clone(),
+    };
+    let session_json = serde_json::to_string(&session).map_err(|e| CoordinatorError::Setup {
+        what: format!("region {region}: session"),
+        source: e.into(),
+    })?;
+    let opened = call(
+        region,
+        "OpenSession",
+        client.open_session(OpenSessionRequest { session_json }),
+    )
+    .await?;
+    Ok(ProbeSession {
+        session_id: opened.session_id,
+        probe: SessionProbe {
+            probe_id: opened.probe_id,
+            version: identity.version,
+            host_fingerprint: identity.host_fingerprint,
+            clock_source: identity.clock_source,
+        },
+    })
+}
+
+/// Refuses a probe whose code digest or tokenizer differs from this run's, naming the field.
+pub fn check_identity(
+    region: &str,
+    identity: &ProbeIdentity,
+    code_sha256: &str,
+    tokenizer_sha256: &str,
+) -> Result<(), CoordinatorError> {
+    let fields = [
+        (
+            "code_digest",
+            &identity.code_digest,
+            code_sha256,
+            "the probe was built from other sources",
+        ),
+        (
+            "tokenizer_sha256",
+            &identity.tokenizer_sha256,
+            tokenizer_sha256,
+            "the probe counts tokens with other ranks",
+        ),
+    ];
+    for (field, probe, expected, why) in fields {
+        if probe != expected {
+            return Err(CoordinatorError::ProbeMismatch {
+                region: region.to_string(),
+                field: field.to_string(),
+                message: format!(
+                    "the probe has {}…, this run has {}…: {why}",
+                    short(probe),
+                    short(expected)
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// One setup call, bounded by [`SETUP_CALL_TIMEOUT`]; a refusal names the region and the RPC.
+async fn call<T>(
+    region: &str,
+    rpc: &str,
+    future: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+) -> Result<T, CoordinatorError> {
+    let refused = |message: String| CoordinatorError::ProbeRefused {
+        region: region.to_string(),
+        rpc: rpc.to_string(),
+        message,
+    };
+    match tokio::time::timeout(SETUP_CALL_TIMEOUT, future).await {
+        Err(_) => Err(refused(format!(
+            "no answer within {} s",
+            SETUP_CALL_TIMEOUT.as_secs()
+        ))),
+        Ok(Err(status)) => Err(refused(format!(
+            "{:?}: {}",
+            status.code(),
+            status.message()
+        ))),
+        Ok(Ok(response)) => Ok(response.into_inner()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_probe_with_other_code_or_tokenizer_is_refused_by_field() {
+        let identity = ProbeIdentity {
+            code_digest: "c0de".repeat(16),
+            tokenizer_sha256: "70ce".repeat(16),
+            ..ProbeIdentity::default()
+        };
+        let code = "c0de".repeat(16);
+        let tok = "70ce".repeat(16);
+        assert!(check_identity("eu", &identity, &code, &tok).is_ok());
+        let err = check_identity("eu", &identity, &"beef".repeat(16), &tok).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "region eu: the probe's code_digest differs: the probe has c0dec0dec0de…, this run \
+             has beefbeefbeef…: the probe was built from other sources"
+        );
+        let err = check_identity("eu", &identity, &code, &"feed".repeat(16)).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("region eu: the probe's tokenizer_sha256 differs"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,377 @@
+//! The tonic `Probe` service: `Describe` says who this probe is, `OpenSession` takes the
+//! coordinator's session, `Execute` routes a planned request of that session to its provider's
+//! actor.
+//!
+//! Guards on `Execute`, before a provider is ever called (the token, TLS and the size limit sit
+//! in front, in [`crate::server`]): the request names the open session, its run, this probe's
+//! region and a provider the session opened; its deadline is within the session's `timeout_ms`
+//! ([`bounded_deadline`]); and one request at a time runs per provider lane.
+//!
+//! Trace context: the caller's context, read from the gRPC metadata by [`crate::trace_context`],
+//! is the remote parent of the request's GenAI span ([`crate::genai_span`]), created by hand
+//! (never inside an `#[instrument]` function, where `set_parent` fails).
+
+use crate::actor::{Busy, ProviderActor, ProviderMsg};
+use crate::error::ProbeError;
+use crate::executor::Executor;
+use crate::genai_metrics::RequestMetrics;
+use crate::genai_span::{SpanPolicy, SpanTemplate, record_execution, request_span};
+use crate::limits::encode_within;
+use crate::server::ProbeConfig;
+use crate::session_open::{CredentialSource, EndpointRules, executors};
+use openbench_common::hash::sha256_hex;
+use openbench_common::limits::GRPC_MESSAGE_LIMIT_BYTES;
+use openbench_common::probe_session::SessionOpen;
+use openbench_common::request::PlannedRequest;
+use openbench_common::spec::MAX_TIMEOUT_MS;
+use openbench_proto::v1::probe_server::Probe;
+use openbench_proto::v1::{
+    DescribeRequest, DescribeResponse, ExecuteRequest, ExecuteResponse, OpenSessionRequest,
+    OpenSessionResponse, ProbeIdentity,
+};
+use ractor::{Actor, ActorRef, rpc::CallResult};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tonic::{Request, Response, Status};
+
+/// Provider key → its actor, kept for the server's life: a new session hands each actor its new
+/// executor, so a lane's one-request-at-a-time rule holds across sessions. Shared with the
+/// server handle, which stops the actors at shutdown. The lock is never held across an await.
+#[derive(Clone, Default)]
+pub(crate) struct Actors(Arc<Mutex<HashMap<String, ActorRef<ProviderMsg>>>>);
+
+impl std::fmt::Debug for Actors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys: Vec<String> = self
+            .0
+            .lock()
+            .map(|map| map.keys().cloned().collect())
+            .unwrap_or_default();
+        f.debug_tuple("Actors").field(&keys).finish()
+    }
+}
+
+impl Actors {
+    fn get(&self, key: &str) -> Option<ActorRef<ProviderMsg>> {
+        self.0.lock().ok().and_then(|map| map.get(key).cloned())
+    }
+
+    /// Keeps `actor` for `key` unless another session open got there first; returns the one kept.
+    fn keep(&self, key: &str, actor: ActorRef<ProviderMsg>) -> ActorRef<ProviderMsg> {
+        let Ok(mut map) = self.0.lock() else {
+            return actor;
+        };
+        match map.get(key) {
+            Some(existing) => {
+                actor.stop(None);
+                existing.clone()
+            }
+            None => {
+                map.insert(key.to_string(), actor.clone());
+                actor
+            }
+        }
+    }
+
+    /// Stops every actor.
+    pub(crate) fn stop_all(&self) {
+        if let Ok(map) = self.0.lock() {
+            for actor in map.values() {
+                actor.stop(None);
+            }
+        }
+    }
+}
+
+/// The session a coordinator opened: what `Execute` is checked against.
+struct OpenSession {
+    id: String,
+    run_id: String,
+    /// The session contract's `timeout_ms`: no request may ask for a longer deadline.
+    timeout_ms: u64,
+    /// Provider key → its actor and the template of its request spans.
+    providers: BTreeMap<String, (ActorRef<ProviderMsg>, SpanTemplate)>,
+}
+
+/// The service behind the guards.
+pub(crate) struct ProbeService {
+    region: String,
+    identity: ProbeIdentity,
+    credentials: CredentialSource,
+    endpoints: EndpointRules,
+    actors: Actors,
+    /// The open session (a newer `OpenSession` replaces it); the lock is never held across an
+    /// await.
+    session: Mutex<Option<Arc<OpenSession>>>,
+    /// Sessions opened so far (feeds session ids).
+    opened: AtomicU64,
+    /// Names and content capture of the request spans, from the environment.
+    span_policy: SpanPolicy,
+    /// The request metrics (no-ops without a meter provider).
+    metrics: RequestMetrics,
+}
+
+impl ProbeService {
+    /// The service of `config`; hashes the tokenizer ranks once for `Describe`.
+    pub(crate) async fn new(config: ProbeConfig, actors: Actors) -> Result<Self, ProbeError> {
+        let tokenizer = tokio::task::spawn_blocking(openbench_common::tokenizer::ranks_sha256)
+            .await
+            .map_err(|e| ProbeError::Server {
+                message: format!("cannot hash the tokenizer ranks: {e}"),
+            })?;
+        Ok(ProbeService {
+            identity: crate::identity::describe(&config.region, &config.code_digest, &tokenizer),
+            region: config.region,
+            credentials: config.credentials,
+            endpoints: config.endpoints,
+            actors,
+            session: Mutex::new(None),
+            opened: AtomicU64::new(0),
+            span_policy: SpanPolicy::from_env(),
+            metrics: RequestMetrics::global(),
+        })
+    }
+
+    fn open_session_now(&self) -> Option<Arc<OpenSession>> {
+        self.session.lock().ok().and_then(|s| s.clone())
+    }
+
+    /// The actor of `executor`'s provider, now using `executor`.
+    async fn actor_for(&self, executor: Executor) -> Result<ActorRef<ProviderMsg>, Status> {
+        let key = executor.adapter().key.clone();
+        if let Some(actor) = self.actors.get(&key) {
+            actor
+                .cast(ProviderMsg::Use(executor))
+                .map_err(|e| Status::internal(format!("provider {key}: its actor stopped: {e}")))?;
+            return Ok(actor);
+        }
+        let (actor, _join) = Actor::spawn(None, ProviderActor, executor.clone())
+            .await
+            .map_err(|e| {
+                Status::internal(format!("provider {key}: cannot start its actor: {e}"))
+            })?;
+        let kept = self.actors.keep(&key, actor.clone());
+        if kept.get_id() != actor.get_id() {
+            kept.cast(ProviderMsg::Use(executor))
+                .map_err(|e| Status::internal(format!("provider {key}: its actor stopped: {e}")))?;
+        }
+        Ok(kept)
+    }
+
+    /// The open session `request` names, or the refusal saying why it may not run.
+    fn admit(
+        &self,
+        session_id: &str,
+        planned: &PlannedRequest,
+    ) -> Result<Arc<OpenSession>, Status> {
+        let id = &planned.identity;
+        let rid = &id.request_id;
+        if session_id.is_empty() {
+            return Err(Status::failed_precondition(format!(
+                "request {rid}: no session: the coordinator opens one (OpenSession) before it \
+                 executes"
+            )));
+        }
+        let session = self
+            .open_session_now()
+            .filter(|s| s.id == session_id)
+            .ok_or_else(|| {
+                Status::failed_precondition(format!(
+                    "request {rid}: session {session_id} is not open on the probe in region {}",
+                    self.region
+                ))
+            })?;
+        if id.run_id != session.run_id {
+            return Err(Status::permission_denied(format!(
+                "request {rid}: run {:?} is not the run of session {session_id}",
+                id.run_id
+            )));
+        }
+        if id.region != self.region {
+            return Err(Status::permission_denied(format!(
+                "request {rid}: region {:?} is not this probe's ({})",
+                id.region, self.region
+            )));
+        }
+        if !session.providers.contains_key(&id.provider) {
+            let opened: Vec<&str> = session.providers.keys().map(String::as_str).collect();
+            return Err(Status::permission_denied(format!(
+                "request {rid}: provider {:?} was not opened by session {session_id} in region {} \
+                 (it opened: {})",
+                id.provider,
+                self.region,
+                opened.join(", ")
+            )));
+        }
+        bounded_deadline(planned, session.timeout_ms)?;
+        Ok(session)
+    }
+}
+
+#[tonic::async_trait]
+impl Probe for ProbeService {
+    async fn execute(
+        &self,
+        request: Request<ExecuteRequest>,
+    ) -> Result<Response<ExecuteResponse>, Status> {
+        let parent = crate::trace_context::extract(request.metadata());
+        let call = request.into_inner();
+        let planned: PlannedRequest =
+            serde_json::from_str(&call.planned_request_json).map_err(|e| {
+                Status::invalid_argument(format!(
+                    "planned_request_json is not a PlannedRequest: {e}"
+                ))
+            })?;
+        let session = self.admit(&call.session_id, &planned)?;
+        let id = &planned.identity;
+        let Some((actor, template)) = session.providers.get(&id.provider) else {
+            return Err(Status::internal("the admitted provider has no actor"));
+        };
+        let span = request_span(template, &planned, parent, self.span_policy);
+        let actor_span = span.clone();
+        let (provider, request_id) = (id.provider.clone(), id.request_id.clone());
+        let reply = actor
+            .call(
+                |port| ProviderMsg::Execute(Box::new(planned), actor_span, port),
+                None,
+            )
+            .await;
+        let mut execution = match reply {
+            Ok(CallResult::Success(Ok(execution))) => execution,
+            Ok(CallResult::Success(Err(Busy))) => {
+                return Err(Status::failed_precondition(format!(
+                    "provider {} is busy with another request in region {} (one at a time)",
+                    provider, self.region
+                )));
+            }
+            Ok(CallResult::Timeout) | Ok(CallResult::SenderError) | Err(_) => {
+                return Err(Status::internal(format!(
+                    "provider {}: its probe actor did not answer request {}",
+                    provider, request_id
+                )));
+            }
+        };
+        execution.record.probe_id = Some(self.identity.probe_id.clone());
+        record_execution(&span, &execution, self.span_policy);
+        self.metrics.record(&execution);
+        let within = GRPC_MESSAGE_LIMIT_BYTES - 64 * 1024;
+        let execution_json = encode_within(&mut execution, within).map_err(|e| {
+            Status::internal(format!(
+                "request {request_id}: cannot encode the record: {e}"
+            ))
+        })?;
+        Ok(Response::new(ExecuteResponse { execution_json }))
+    }
+
+    async fn describe(
+        &self,
+        _request: Request<DescribeRequest>,
+    ) -> Result<Response<DescribeResponse>, Status> {
+        let providers = self
+            .open_session_now()
+            .map(|s| s.providers.keys().cloned().collect())
+            .unwrap_or_default();
+        let lock_hashes = [
+            ("code", &self.identity.code_digest),
+            ("tokenizer", &self.identity.tokenizer_sha256),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+        Ok(Response::new(DescribeResponse {
+            version: self.identity.version.clone(),
+            region: self.region.clone(),
+            lock_hashes,
+            providers,
+            identity: Some(self.identity.clone()),
+        }))
+    }
+
+    async fn open_session(
+        &self,
+        request: Request<OpenSessionRequest>,
+    ) -> Result<Response<OpenSessionResponse>, Status> {
+        let session: SessionOpen = serde_json::from_str(&request.into_inner().session_json)
+            .map_err(|e| {
+                Status::invalid_argument(format!("session_json is not a SessionOpen: {e}"))
+            })?;
+        // Reading `.env`, building HTTP clients and warming the tokenizer block: off the runtime.
+        let (region, credentials, endpoints) = (
+            self.region.clone(),
+            self.credentials.clone(),
+            self.endpoints.clone(),
+        );
+        let checked = session.clone();
+        let built = tokio::task::spawn_blocking(move || {
+            executors(&checked, &region, &credentials, &endpoints)
+        })
+        .await
+        .map_err(|e| Status::internal(format!("session open failed: {e}")))?;
+        let built = built.map_err(|refusal| refusal.status())?;
+        let mut providers = BTreeMap::new();
+        for executor in built {
+            let template = SpanTemplate::new(executor.adapter(), executor.contract());
+            let key = executor.adapter().key.clone();
+            let actor = self.actor_for(executor).await?;
+            providers.insert(key, (actor, template));
+        }
+        let n = self.opened.fetch_add(1, Ordering::Relaxed);
+        let id = session_id(&session, n);
+        let opened = Arc::new(OpenSession {
+            id: id.clone(),
+            run_id: session.run_id.clone(),
+            timeout_ms: session.contract.timeout_ms,
+            providers,
+        });
+        if let Ok(mut slot) = self.session.lock() {
+            *slot = Some(opened);
+        }
+        tracing::info!(
+            run_id = %session.run_id,
+            session_id = %id,
+            providers = session.adapters.len(),
+            "session opened"
+        );
+        Ok(Response::new(OpenSessionResponse {
+            session_id: id,
+            probe_id: self.identity.probe_id.clone(),
+        }))
+    }
+}
+
+/// `s-` + 24 hex of sha256(run id, lock hash, this server's session count, the wall clock and
+/// the process id): distinct for every session a probe opens. Not a secret: the token is.
+fn session_id(session: &SessionOpen, n: u64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let digest = sha256_hex(format!(
+        "{}\0{}\0{n}\0{now}\0{}",
+        session.run_id,
+        session.lock_sha256,
+        std::process::id()
+    ));
+    format!("s-{}", digest.get(..24).unwrap_or(&digest))
+}
+
+/// Refuses, with `INVALID_ARGUMENT` naming the field, a planned deadline above the longest any
+/// spec allows ([`MAX_TIMEOUT_MS`]) or above the session's `timeout_ms`: a caller cannot hold a
+/// lane (and the provider's key) longer than the contract allows. Zero means the contract's
+/// timeout (the executor's default).
+fn bounded_deadline(planned: &PlannedRequest, timeout_ms: u64) -> Result<(), Status> {
+    let (request_id, deadline_ms) = (&planned.identity.request_id, planned.deadline_ms);
+    if deadline_ms > MAX_TIMEOUT_MS {
+        return Err(Status::invalid_argument(format!(
+            "request {request_id}: deadline_ms {deadline_ms} is above {MAX_TIMEOUT_MS}"
+        )));
+    }
+    if deadline_ms > timeout_ms {
+        return Err(Status::invalid_argument(format!(
+            "request {request_id}: deadline_ms {deadline_ms} exceeds the session's timeout_ms \
+             {timeout_ms}"
+        )));
+    }
+    Ok(())
+}

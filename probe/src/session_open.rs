@@ -1,0 +1,334 @@
+//! Opening a session (`OpenSession`): the coordinator sends the run, the request contract and the
+//! adapters; the probe adds only what it keeps itself — credentials — and refuses, naming the
+//! provider and the variable (never its value), a session it cannot serve.
+//!
+//! What a probe owner controls: which credential variables the probe may read at all
+//! ([`CredentialSource`]; a session naming any other is refused, so a token holder cannot make
+//! the probe send an arbitrary variable), and which endpoints they may go to
+//! ([`EndpointAllowList`]; without one, any http(s) endpoint is allowed).
+
+use crate::credentials::Credentials;
+use crate::executor::Executor;
+use openbench_common::credentials::CredentialsError;
+use openbench_common::probe_session::SessionOpen;
+use openbench_common::spec::{Endpoint, ProviderAdapter};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+/// Where a probe's credentials come from.
+#[derive(Debug, Clone)]
+pub enum CredentialSource {
+    /// Values handed in by the process that starts the probe (an in-process probe gets the
+    /// coordinator's own).
+    Given(Credentials),
+    /// Read at every session open from the process environment, then the `.env` file at
+    /// `dotenv`, but only for the `declared` variable names.
+    Environment {
+        /// The only variables a session may name.
+        declared: BTreeSet<String>,
+        /// The `.env` file read for names the environment lacks.
+        dotenv: PathBuf,
+    },
+}
+
+impl CredentialSource {
+    /// The values of `names`; refuses names outside the declared set and names without a value.
+    fn collect(&self, names: &[String]) -> Result<Credentials, Lacking> {
+        match self {
+            CredentialSource::Given(credentials) => {
+                let missing: Vec<String> = names
+                    .iter()
+                    .filter(|n| credentials.get(n).is_none())
+                    .cloned()
+                    .collect();
+                if missing.is_empty() {
+                    Ok(credentials.clone())
+                } else {
+                    Err(Lacking::Missing(missing))
+                }
+            }
+            CredentialSource::Environment { declared, dotenv } => {
+                let undeclared: Vec<String> = names
+                    .iter()
+                    .filter(|n| !declared.contains(n.as_str()))
+                    .cloned()
+                    .collect();
+                if !undeclared.is_empty() {
+                    return Err(Lacking::Undeclared(undeclared));
+                }
+                Credentials::from_env_and_file(names, dotenv).map_err(|e| match e {
+                    CredentialsError::Missing { names } => Lacking::Missing(names),
+                    other => Lacking::Unreadable(other.to_string()),
+                })
+            }
+        }
+    }
+}
+
+/// Why credentials could not be collected.
+enum Lacking {
+    Undeclared(Vec<String>),
+    Missing(Vec<String>),
+    Unreadable(String),
+}
+
+/// Endpoints a probe owner lets its keys go to: an endpoint is allowed when its scheme, host and
+/// port equal an entry's and its path starts with the entry's path.
+#[derive(Debug, Clone, Default)]
+pub struct EndpointAllowList {
+    entries: Vec<reqwest::Url>,
+}
+
+impl EndpointAllowList {
+    /// An allow-list from URLs (`https://api.together.xyz/v1/`); refuses one that is not an
+    /// http(s) URL, naming it.
+    pub fn parse(entries: &[String]) -> Result<EndpointAllowList, String> {
+        let mut out = Vec::new();
+        for entry in entries {
+            let url = reqwest::Url::parse(entry)
+                .ok()
+                .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
+                .ok_or_else(|| format!("allowed endpoint {entry:?} is not an http(s) URL"))?;
+            out.push(url);
+        }
+        Ok(EndpointAllowList { entries: out })
+    }
+
+    /// True when `endpoint` may be called.
+    pub fn allows(&self, endpoint: &str) -> bool {
+        let Ok(url) = reqwest::Url::parse(endpoint) else {
+            return false;
+        };
+        self.entries.iter().any(|entry| {
+            entry.scheme() == url.scheme()
+                && entry.host_str() == url.host_str()
+                && entry.port_or_known_default() == url.port_or_known_default()
+                && url.path().starts_with(entry.path())
+        })
+    }
+}
+
+/// What decides the endpoints of a session's adapters.
+#[derive(Debug, Clone, Default)]
+pub struct EndpointRules {
+    /// Endpoints this process serves itself, as the spec writes them → the URL to call
+    /// (`sim://zai` → the embedded simulator's route). Empty for a remote probe.
+    pub local: BTreeMap<String, String>,
+    /// When set, only endpoints it allows may be called.
+    pub allowed: Option<EndpointAllowList>,
+}
+
+/// A session open the probe refuses; each names the provider and variable concerned.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionRefusal {
+    /// The session breaks the spec's rules.
+    #[error("the session is not valid: {}", problems.join("; "))]
+    Invalid {
+        /// One line per problem, each naming its field.
+        problems: Vec<String>,
+    },
+    /// The session is for another region.
+    #[error("this probe serves region {probe}, the session is for region {session}")]
+    WrongRegion {
+        /// The probe's region.
+        probe: String,
+        /// The region the session names.
+        session: String,
+    },
+    /// Credential variables this probe does not hold.
+    #[error(
+        "probe in region {region} lacks credentials: {}",
+        join_pairs(missing, "is not set on this probe (its environment or .env)")
+    )]
+    MissingCredentials {
+        /// The probe's region.
+        region: String,
+        /// (provider, variable name) pairs.
+        missing: Vec<(String, String)>,
+    },
+    /// Credential variables the probe owner did not declare.
+    #[error(
+        "probe in region {region} does not hand out these credentials: {} (the probe owner declares them with --credential)",
+        join_pairs(undeclared, "is not one of its credential variables")
+    )]
+    Undeclared {
+        /// The probe's region.
+        region: String,
+        /// (provider, variable name) pairs.
+        undeclared: Vec<(String, String)>,
+    },
+    /// An endpoint this probe cannot or may not call.
+    #[error("provider {provider}: endpoint {endpoint}: {why}")]
+    Endpoint {
+        /// Provider key.
+        provider: String,
+        /// The endpoint (an `env://` one's URL is never shown: it may be a secret).
+        endpoint: String,
+        /// Why.
+        why: String,
+    },
+    /// The adapter could not be turned into an executor (a bad header, for instance).
+    #[error("{0}")]
+    Adapter(#[from] crate::error::ProbeError),
+    /// The credentials could not be read (an unreadable `.env`).
+    #[error("probe in region {region}: {message}")]
+    Unreadable {
+        /// The probe's region.
+        region: String,
+        /// What went wrong (names the file).
+        message: String,
+    },
+}
+
+fn join_pairs(pairs: &[(String, String)], what: &str) -> String {
+    pairs
+        .iter()
+        .map(|(provider, var)| format!("provider {provider}: credential variable {var} {what}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl SessionRefusal {
+    /// The gRPC status a refusal travels as.
+    pub fn status(&self) -> tonic::Status {
+        let message = self.to_string();
+        match self {
+            SessionRefusal::Invalid { .. } | SessionRefusal::Adapter(_) => {
+                tonic::Status::invalid_argument(message)
+            }
+            SessionRefusal::Undeclared { .. } | SessionRefusal::Endpoint { .. } => {
+                tonic::Status::permission_denied(message)
+            }
+            SessionRefusal::WrongRegion { .. } | SessionRefusal::MissingCredentials { .. } => {
+                tonic::Status::failed_precondition(message)
+            }
+            SessionRefusal::Unreadable { .. } => tonic::Status::internal(message),
+        }
+    }
+}
+
+/// Checks a session against this probe and builds one executor per adapter, endpoints resolved.
+/// Every missing or undeclared credential of every provider is named at once.
+pub fn executors(
+    session: &SessionOpen,
+    region: &str,
+    credentials: &CredentialSource,
+    rules: &EndpointRules,
+) -> Result<Vec<Executor>, SessionRefusal> {
+    let problems = session.problems();
+    if !problems.is_empty() {
+        return Err(SessionRefusal::Invalid { problems });
+    }
+    if session.region != region {
+        return Err(SessionRefusal::WrongRegion {
+            probe: region.to_string(),
+            session: session.region.clone(),
+        });
+    }
+    let (mut missing, mut undeclared) = (Vec::new(), Vec::new());
+    let mut found = Vec::new();
+    for adapter in &session.adapters {
+        let mut names = adapter.auth.env_names();
+        if let Endpoint::FromEnv { var } = adapter.endpoint_kind()
+            && !rules.local.contains_key(&adapter.endpoint)
+        {
+            names.push(var.to_string());
+        }
+        let pair = |name: String| (adapter.key.clone(), name);
+        match credentials.collect(&names) {
+            Ok(values) => found.push((adapter, values)),
+            Err(Lacking::Missing(names)) => missing.extend(names.into_iter().map(pair)),
+            Err(Lacking::Undeclared(names)) => undeclared.extend(names.into_iter().map(pair)),
+            Err(Lacking::Unreadable(message)) => {
+                return Err(SessionRefusal::Unreadable {
+                    region: region.to_string(),
+                    message,
+                });
+            }
+        }
+    }
+    if !undeclared.is_empty() {
+        return Err(SessionRefusal::Undeclared {
+            region: region.to_string(),
+            undeclared,
+        });
+    }
+    if !missing.is_empty() {
+        return Err(SessionRefusal::MissingCredentials {
+            region: region.to_string(),
+            missing,
+        });
+    }
+    let mut out = Vec::new();
+    for (adapter, values) in found {
+        let resolved = resolve(adapter, &values, rules)?;
+        out.push(Executor::new(resolved, session.contract.clone(), &values)?);
+    }
+    Ok(out)
+}
+
+/// The adapter with its endpoint resolved and checked against the allow-list.
+fn resolve(
+    adapter: &ProviderAdapter,
+    credentials: &Credentials,
+    rules: &EndpointRules,
+) -> Result<ProviderAdapter, SessionRefusal> {
+    let refuse = |why: &str| SessionRefusal::Endpoint {
+        provider: adapter.key.clone(),
+        endpoint: adapter.endpoint.clone(),
+        why: why.to_string(),
+    };
+    let url = match (rules.local.get(&adapter.endpoint), adapter.endpoint_kind()) {
+        (Some(local), _) => local.clone(),
+        (None, Endpoint::Url(url)) => url.to_string(),
+        (None, Endpoint::FromEnv { var }) => {
+            let url = credentials.get(var).unwrap_or_default();
+            if !matches!(Endpoint::parse(url), Endpoint::Url(_)) {
+                return Err(refuse(&format!("{var} must hold an http(s) URL")));
+            }
+            url.to_string()
+        }
+        (None, Endpoint::Simulator { .. }) => {
+            return Err(refuse(
+                "the embedded simulator runs beside the coordinator; a remote probe cannot serve it",
+            ));
+        }
+        (None, Endpoint::Unknown(_)) => return Err(refuse("not an endpoint this probe knows")),
+    };
+    if let Some(allowed) = &rules.allowed
+        && !allowed.allows(&url)
+    {
+        return Err(refuse(
+            "not in this probe's allowed endpoints (--allow-endpoint)",
+        ));
+    }
+    let mut resolved = adapter.clone();
+    resolved.endpoint = url;
+    Ok(resolved)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_allow_list_matches_origin_and_path_prefix() {
+        let list = EndpointAllowList::parse(&[
+            "https://api.together.xyz/v1/".to_string(),
+            "http://127.0.0.1:8080".to_string(),
+        ])
+        .unwrap();
+        assert!(list.allows("https://api.together.xyz/v1/chat/completions"));
+        assert!(list.allows("https://api.together.xyz:443/v1/chat/completions"));
+        assert!(!list.allows("https://api.together.xyz/v2/chat/completions"));
+        assert!(!list.allows("http://api.together.xyz/v1/chat/completions"));
+        assert!(!list.allows("https://api.together.xyz.evil.test/v1/chat/completions"));
+        assert!(!list.allows("https://evil.test/v1/?https://api.together.xyz/v1/"));
+        assert!(list.allows("http://127.0.0.1:8080/anything"));
+        assert!(!list.allows("http://127.0.0.1:8081/anything"));
+        assert!(!list.allows("not a url"));
+        let err = EndpointAllowList::parse(&["ftp://x".to_string()]).unwrap_err();
+        assert_eq!(err, "allowed endpoint \"ftp://x\" is not an http(s) URL");
+    }
+}
