@@ -6,7 +6,8 @@
 use crate::error::CoordinatorError;
 use crate::session::RunInputs;
 use openbench_common::spec::ProbeLocation;
-use openbench_proto::link::{ClientSecurity, ProbeChannel};
+use openbench_proto::link::{self, ClientSecurity, ProbeChannel};
+use openbench_proto::v1::link_client::LinkClient;
 use openbench_proto::v1::probe_client::ProbeClient;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -66,6 +67,8 @@ impl TargetHost for RemoteProbes {
 pub struct Infra {
     /// Region label → gRPC client of that region's probe.
     pub clients: BTreeMap<String, ProbeClient<ProbeChannel>>,
+    /// Region label → `Link` client (health pings) on the same channel as its `Probe` client.
+    pub links: BTreeMap<String, LinkClient<ProbeChannel>>,
     stop: Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send>,
 }
 
@@ -84,10 +87,12 @@ impl Infra {
         })?;
         let targets = host.start(inputs, attempt).await?;
         let mut clients = BTreeMap::new();
+        let mut links = BTreeMap::new();
         for (region, url) in &targets.probes {
             match connect(region, url, &security).await {
-                Ok(client) => {
-                    clients.insert(region.clone(), client);
+                Ok(channel) => {
+                    clients.insert(region.clone(), link::probe_client(channel.clone()));
+                    links.insert(region.clone(), link::link_client(channel));
                 }
                 Err(e) => {
                     (targets.stop)().await;
@@ -97,6 +102,7 @@ impl Infra {
         }
         Ok(Infra {
             clients,
+            links,
             stop: targets.stop,
         })
     }
@@ -107,13 +113,14 @@ impl Infra {
     }
 }
 
-/// Connects to one region's probe through the link's one connector.
+/// Opens the one channel to a region's probe (keepalive, TLS, token) that its `Probe` and `Link`
+/// clients share.
 async fn connect(
     region: &str,
     url: &str,
     security: &ClientSecurity,
-) -> Result<ProbeClient<ProbeChannel>, CoordinatorError> {
-    openbench_proto::link::connect(url, security)
+) -> Result<ProbeChannel, CoordinatorError> {
+    link::channel(url, security)
         .await
         .map_err(|e| CoordinatorError::Setup {
             what: format!("region {region}"),

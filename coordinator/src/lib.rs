@@ -9,7 +9,10 @@
 //! is the binary's [`TargetHost`]); [`watch`] reads a run back for the live view.
 
 pub mod actor;
+pub mod call;
 pub mod error;
+pub mod faults;
+pub mod health;
 pub mod infra;
 pub mod lock;
 pub mod mt;
@@ -22,6 +25,7 @@ pub mod watch;
 
 pub use actor::{Progress, ProgressFn, SessionReport, SessionStatus};
 pub use error::CoordinatorError;
+pub use health::{FaultPolicy, LinkSettings, RegionDownPolicy};
 pub use infra::{BoxFuture, RemoteProbes, TargetHost, Targets};
 pub use openbench_common::rundir::{RunManifest, RunStatus};
 pub use runner::{FullOutcome, RunOptions, SmokeOutcome, StopRequest, run_full, run_smoke};

@@ -17,6 +17,7 @@ pub mod executor;
 pub mod genai_metrics;
 pub mod genai_span;
 pub mod limits;
+pub mod link;
 pub mod record;
 pub mod redact;
 pub use openbench_common::semconv;

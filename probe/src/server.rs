@@ -1,7 +1,8 @@
 //! The probe server: the tonic `Probe` service in front of one actor per provider.
 //!
 //! `Execute` routes a planned request to its provider's actor; `Describe` says who this probe is
-//! (version, region, lock hashes, providers). Trace context: the caller's context, read from the
+//! (version, region, lock hashes, providers); `Link.Ping` ([`crate::link`]) answers the
+//! coordinator's health checks on the same connection. Trace context: the caller's context, read from the
 //! gRPC metadata by [`crate::trace_context`], is the remote parent of the request's GenAI span
 //! ([`crate::genai_span`]), created by hand (never inside an `#[instrument]` function, where
 //! `set_parent` fails).
@@ -22,6 +23,7 @@ use openbench_common::hash::{canonical_json, sha256_hex};
 use openbench_common::limits::GRPC_MESSAGE_LIMIT_BYTES;
 use openbench_common::request::PlannedRequest;
 use openbench_common::spec::{MAX_TIMEOUT_MS, ProviderAdapter, RequestContract};
+use openbench_proto::v1::link_server::LinkServer;
 use openbench_proto::v1::probe_server::{Probe, ProbeServer};
 use openbench_proto::v1::{DescribeRequest, DescribeResponse, ExecuteRequest, ExecuteResponse};
 use ractor::{Actor, ActorRef, rpc::CallResult};
@@ -169,14 +171,21 @@ pub async fn serve_secured(
         ProbeServer::new(service).max_decoding_message_size(MAX_REQUEST_BYTES),
         RequireToken::new(security.token.as_ref()),
     );
+    // The coordinator's health pings, on the same port, TLS and token as `Execute`.
+    let link = InterceptedService::new(
+        LinkServer::new(crate::link::LinkService),
+        RequireToken::new(security.token.as_ref()),
+    );
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-    let task = tokio::spawn(builder.add_service(guarded).serve_with_incoming_shutdown(
-        incoming,
-        async {
-            let _ = stopped.await;
-        },
-    ));
+    let task = tokio::spawn(
+        builder
+            .add_service(guarded)
+            .add_service(link)
+            .serve_with_incoming_shutdown(incoming, async {
+                let _ = stopped.await;
+            }),
+    );
     Ok(ProbeServerHandle {
         addr,
         stop: Some(stop),

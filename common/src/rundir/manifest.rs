@@ -30,6 +30,8 @@ impl RunManifest {
             rounds_done: 0,
             smoke: Vec::new(),
             artifacts: BTreeMap::new(),
+            links: BTreeMap::new(),
+            outages: Vec::new(),
             updated_at: crate::clock::now_rfc3339(),
         }
     }

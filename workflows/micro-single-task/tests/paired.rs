@@ -43,6 +43,7 @@ fn obs(lane: u32, round: u64, e2e: Option<f64>, completed: bool) -> Observation 
         model_mismatch: None,
         completed,
         failure: None,
+        out_of_round: false,
     }
 }
 
@@ -266,6 +267,7 @@ fn html_samples_belong_to_their_lane() {
         artifacts: &[],
         superseded: 0,
         ignored_partial_line: false,
+        faults: Default::default(),
     };
     let input = openbench_micro_single_task::html::HtmlReportInput::from_report(
         &ctx,

@@ -1,0 +1,179 @@
+//! What the coordinator actor keeps about faults during a session: each region's link samples
+//! and outages (from its [`crate::health`] monitor), the down policy's verdict, and the lanes
+//! that ended with a harness failure, to be re-run at the end of the session (out of their
+//! round) when their region is back.
+//!
+//! Owned by the actor's state; every method is plain bookkeeping (no I/O, no waiting).
+
+use crate::actor::RoundJob;
+use crate::health::{
+    FaultPolicy, LinkEvent, PingSample, RegionDownPolicy, RegionState, summarize_link,
+};
+use openbench_common::request::PlannedRequest;
+use openbench_common::rundir::{PlannedLane, PlannedRound, RegionLink, RegionOutage};
+use std::collections::BTreeMap;
+use tokio::sync::watch;
+
+/// A region the down policy gave up on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegionGone {
+    /// Region label.
+    pub region: String,
+    /// How long it had been down, ms.
+    pub down_for_ms: u64,
+    /// What its last failed ping said.
+    pub reason: String,
+}
+
+#[derive(Default)]
+struct RegionBook {
+    samples: Vec<PingSample>,
+    latest_rtt_ms: Option<f64>,
+    down_reason: Option<String>,
+}
+
+/// The fault bookkeeping of one session.
+pub struct FaultBook {
+    policy: FaultPolicy,
+    regions: BTreeMap<String, RegionBook>,
+    outages: Vec<RegionOutage>,
+    /// Harness-failed lanes of this session, by round index, for the end-of-session re-run.
+    failed: BTreeMap<u64, RoundJob>,
+    /// True once the end-of-session re-run has been queued (it runs once).
+    rerun_queued: bool,
+}
+
+impl FaultBook {
+    /// Empty bookkeeping under `policy`.
+    pub fn new(policy: FaultPolicy) -> FaultBook {
+        FaultBook {
+            policy,
+            regions: BTreeMap::new(),
+            outages: Vec::new(),
+            failed: BTreeMap::new(),
+            rerun_queued: false,
+        }
+    }
+
+    /// Takes one monitor event; returns the region to give up on when the policy says stop.
+    pub fn on_event(&mut self, region: &str, event: LinkEvent) -> Option<RegionGone> {
+        let book = self.regions.entry(region.to_string()).or_default();
+        match event {
+            LinkEvent::Sample(sample) => {
+                book.latest_rtt_ms = Some(sample.rtt_ms);
+                book.samples.push(sample);
+            }
+            LinkEvent::Down {
+                reason,
+                detected_at,
+                last_ok_at,
+            } => {
+                book.down_reason = Some(reason.clone());
+                tracing::warn!(region, %reason, "region unreachable");
+                self.outages.push(RegionOutage {
+                    region: region.to_string(),
+                    detected_at,
+                    last_ok_at,
+                    reason,
+                    restored_at: None,
+                });
+            }
+            LinkEvent::Up { at } => {
+                book.down_reason = None;
+                tracing::info!(region, "region reachable again");
+                if let Some(outage) = self
+                    .outages
+                    .iter_mut()
+                    .rev()
+                    .find(|o| o.region == region && o.restored_at.is_none())
+                {
+                    outage.restored_at = Some(at);
+                }
+            }
+            LinkEvent::StillDown { since } => {
+                let down_for = since.elapsed();
+                if self.policy.on_region_down == RegionDownPolicy::Stop
+                    && down_for >= self.policy.stay_down
+                {
+                    return Some(RegionGone {
+                        region: region.to_string(),
+                        down_for_ms: down_for.as_millis() as u64,
+                        reason: book.down_reason.clone().unwrap_or_default(),
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    /// Probe clock − coordinator clock of `region`, µs (0 before any sample).
+    pub fn offset_us(&self, region: &str) -> f64 {
+        self.regions
+            .get(region)
+            .and_then(|b| summarize_link(&b.samples))
+            .map_or(0.0, |l| l.clock_offset_ms * 1000.0)
+    }
+
+    /// Region → its latest RTT, ms.
+    pub fn latest_rtts(&self) -> BTreeMap<String, f64> {
+        self.regions
+            .iter()
+            .filter_map(|(r, b)| Some((r.clone(), b.latest_rtt_ms?)))
+            .collect()
+    }
+
+    /// Notes a harness-failed lane of `round` for the end-of-session re-run.
+    pub fn note_failed(
+        &mut self,
+        round: &PlannedRound,
+        lane: PlannedLane,
+        request: PlannedRequest,
+    ) {
+        if self.rerun_queued {
+            return;
+        }
+        self.failed
+            .entry(round.round_index)
+            .or_insert_with(|| RoundJob {
+                round: round.clone(),
+                requests: Vec::new(),
+                out_of_round: true,
+            })
+            .requests
+            .push((lane, request));
+    }
+
+    /// The end-of-session re-run (once): the failed lanes whose region is up now, one job per
+    /// round, marked out of round. Lanes of a region still down wait for a resume.
+    pub fn take_rerun(
+        &mut self,
+        states: &BTreeMap<String, watch::Receiver<RegionState>>,
+    ) -> Vec<RoundJob> {
+        if self.rerun_queued {
+            return Vec::new();
+        }
+        self.rerun_queued = true;
+        let up = |region: &str| {
+            states
+                .get(region)
+                .is_some_and(|s| *s.borrow() == RegionState::Up)
+        };
+        std::mem::take(&mut self.failed)
+            .into_values()
+            .filter_map(|mut job| {
+                job.requests.retain(|(lane, _)| up(&lane.region));
+                (!job.requests.is_empty()).then_some(job)
+            })
+            .collect()
+    }
+
+    /// Region → link figures, and every outage, for the session report.
+    pub fn report(&self) -> (BTreeMap<String, RegionLink>, Vec<RegionOutage>) {
+        let links = self
+            .regions
+            .iter()
+            .filter_map(|(r, b)| Some((r.clone(), summarize_link(&b.samples)?)))
+            .collect();
+        (links, self.outages.clone())
+    }
+}
