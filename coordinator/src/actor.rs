@@ -12,7 +12,7 @@
 use crate::call::{execute, harness_wait};
 use crate::faults::{FaultBook, RegionGone};
 use crate::health::{FaultPolicy, LinkEvent, RegionState};
-use openbench_common::record::Execution;
+use openbench_common::record::{ErrorType, Execution};
 use openbench_common::request::PlannedRequest;
 use openbench_common::rundir::{
     Checkpoint, PlannedLane, PlannedRound, RegionLink, RegionOutage, RoundLine, RunWriter,
@@ -428,11 +428,16 @@ async fn lane_done(myself: &ActorRef<CoordMsg>, state: &mut CoordState, result: 
             .probe_starts
             .push(start as f64 - state.faults.offset_us(&record.region));
     }
+    // Lanes lost to an unreachable region are re-run at the end of the session once it is
+    // back; other harness failures (a stalled or failing probe) would likely recur, and wait
+    // for a resume.
+    let unreachable = record.error_type == Some(ErrorType::RegionUnreachable);
     if harness {
-        if let Some((lane, request)) = current
-            .requests
-            .iter()
-            .find(|(l, _)| l.request_id == record.request_id)
+        if unreachable
+            && let Some((lane, request)) = current
+                .requests
+                .iter()
+                .find(|(l, _)| l.request_id == record.request_id)
         {
             state
                 .faults

@@ -1,7 +1,7 @@
 //! What the coordinator actor keeps about faults during a session: each region's link samples
 //! and outages (from its [`crate::health`] monitor), the down policy's verdict, and the lanes
-//! that ended with a harness failure, to be re-run at the end of the session (out of their
-//! round) when their region is back.
+//! lost to an unreachable region, to be re-run at the end of the session (out of their round)
+//! when their region is back.
 //!
 //! Owned by the actor's state; every method is plain bookkeeping (no I/O, no waiting).
 
@@ -122,7 +122,7 @@ impl FaultBook {
             .collect()
     }
 
-    /// Notes a harness-failed lane of `round` for the end-of-session re-run.
+    /// Notes a lane of `round` lost to an unreachable region, for the end-of-session re-run.
     pub fn note_failed(
         &mut self,
         round: &PlannedRound,
@@ -175,5 +175,116 @@ impl FaultBook {
             .filter_map(|(r, b)| Some((r.clone(), summarize_link(&b.samples)?)))
             .collect();
         (links, self.outages.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::health::LinkSettings;
+    use openbench_common::request::RequestIdentity;
+    use std::time::{Duration, Instant};
+
+    fn lane(region: &str, id: &str) -> (PlannedLane, PlannedRequest) {
+        let lane = PlannedLane {
+            provider: "p".into(),
+            region: region.into(),
+            lane: format!("p@{region}"),
+            request_id: id.into(),
+        };
+        let request = PlannedRequest {
+            identity: RequestIdentity {
+                request_id: id.into(),
+                region: region.into(),
+                ..RequestIdentity::default()
+            },
+            messages: Vec::new(),
+            deadline_ms: 0,
+        };
+        (lane, request)
+    }
+
+    fn round(index: u64) -> PlannedRound {
+        PlannedRound {
+            round_index: index,
+            round_id: format!("round-{index}"),
+            task_family: "ticket-triage".into(),
+            item_id: "i".into(),
+            item_hash: String::new(),
+            requests: Vec::new(),
+        }
+    }
+
+    fn policy(on_region_down: RegionDownPolicy) -> FaultPolicy {
+        FaultPolicy {
+            on_region_down,
+            stay_down: Duration::from_secs(60),
+            link: LinkSettings::default(),
+        }
+    }
+
+    #[test]
+    fn stop_gives_up_only_after_the_region_stayed_down_long_enough() {
+        let mut stop = FaultBook::new(policy(RegionDownPolicy::Stop));
+        let down = LinkEvent::Down {
+            reason: "health ping unanswered after 2000 ms".into(),
+            detected_at: "t1".into(),
+            last_ok_at: Some("t0".into()),
+        };
+        assert_eq!(stop.on_event("west", down.clone()), None);
+        let recent = Instant::now();
+        assert_eq!(
+            stop.on_event("west", LinkEvent::StillDown { since: recent }),
+            None
+        );
+        let long_ago = Instant::now() - Duration::from_secs(61);
+        let gone = stop
+            .on_event("west", LinkEvent::StillDown { since: long_ago })
+            .unwrap();
+        assert_eq!(gone.region, "west");
+        assert!(gone.down_for_ms >= 61_000, "{gone:?}");
+        assert_eq!(gone.reason, "health ping unanswered after 2000 ms");
+        let mut go_on = FaultBook::new(policy(RegionDownPolicy::Continue));
+        go_on.on_event("west", down);
+        assert_eq!(
+            go_on.on_event("west", LinkEvent::StillDown { since: long_ago }),
+            None
+        );
+        // The outage is closed when the region answers again.
+        stop.on_event("west", LinkEvent::Up { at: "t2".into() });
+        let (_, outages) = stop.report();
+        assert_eq!(outages.len(), 1);
+        assert_eq!(outages[0].restored_at.as_deref(), Some("t2"));
+        assert_eq!(outages[0].last_ok_at.as_deref(), Some("t0"));
+    }
+
+    #[test]
+    fn the_rerun_takes_failed_lanes_of_regions_that_are_up_once_and_out_of_round() {
+        let mut book = FaultBook::new(policy(RegionDownPolicy::Continue));
+        let (l1, r1) = lane("west", "req-1");
+        let (l2, r2) = lane("east", "req-2");
+        let (l3, r3) = lane("west", "req-3");
+        book.note_failed(&round(4), l1, r1);
+        book.note_failed(&round(2), l2, r2);
+        book.note_failed(&round(4), l3, r3);
+        let (_up_tx, up) = watch::channel(RegionState::Up);
+        let (_down_tx, down) = watch::channel(RegionState::Down {
+            reason: "refused".into(),
+        });
+        let states = BTreeMap::from([("west".to_string(), up), ("east".to_string(), down)]);
+        let jobs = book.take_rerun(&states);
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(jobs[0].round.round_index, 4);
+        assert!(jobs[0].out_of_round);
+        let ids: Vec<&str> = jobs[0]
+            .requests
+            .iter()
+            .map(|(l, _)| l.request_id.as_str())
+            .collect();
+        assert_eq!(ids, ["req-1", "req-3"]);
+        // Once only: a failure during the re-run waits for a resume.
+        let (l4, r4) = lane("west", "req-4");
+        book.note_failed(&round(5), l4, r4);
+        assert!(book.take_rerun(&states).is_empty());
     }
 }
