@@ -255,6 +255,15 @@ fn assert_links(manifest: &serde_json::Value) {
     for region in ["east", "west"] {
         let l = &manifest["links"][region];
         let f = |k: &str| l[k].as_f64().unwrap_or_else(|| panic!("{region} {k}: {l}"));
+        println!(
+            "link {region}: {} pings, rtt min {:.3} / p50 {:.3} / max {:.3} ms, offset {:+.3} ± {:.3} ms",
+            l["samples"],
+            f("rtt_ms_min"),
+            f("rtt_ms_p50"),
+            f("rtt_ms_max"),
+            f("clock_offset_ms"),
+            f("clock_offset_error_ms")
+        );
         assert!(l["samples"].as_u64().unwrap() >= 3, "{l}");
         assert!(
             0.0 < f("rtt_ms_min") && f("rtt_ms_min") <= f("rtt_ms_p50"),
@@ -386,6 +395,17 @@ fn a_partitioned_region_is_detected_and_rejoins_after_sigcont() {
         "{out}"
     );
     assert!(!harness.is_empty(), "{out}");
+    // Every west lane lost to the partition, the in-flight ones included, was cut short by the
+    // health monitor (not left to the HTTP/2 keepalive, seconds later, nor to deadline + grace).
+    for r in harness.values().flatten() {
+        if r.error_type == Some(ErrorType::RegionUnreachable) {
+            let message = r.error_message.as_deref().unwrap_or_default();
+            assert!(
+                message.starts_with("region west unreachable: health ping unanswered after"),
+                "{message}"
+            );
+        }
+    }
     // After the heal, later rounds measured west again, in their own rounds.
     let last_failed = harness
         .values()
@@ -425,6 +445,16 @@ fn a_partitioned_region_is_detected_and_rejoins_after_sigcont() {
     assert!(
         skews.len() >= 10,
         "{} rounds with a probe skew",
+        skews.len()
+    );
+    let dispatch: Vec<f64> = rounds
+        .iter()
+        .filter_map(|r| r["launch_skew_ms"].as_f64())
+        .collect();
+    println!(
+        "launch skew: on the probes max {:.3} ms, at dispatch max {:.3} ms, over {} rounds",
+        skews.iter().copied().fold(0.0, f64::max),
+        dispatch.iter().copied().fold(0.0, f64::max),
         skews.len()
     );
     assert!(skews.iter().all(|s| (0.0..800.0).contains(s)), "{skews:?}");

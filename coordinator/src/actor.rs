@@ -424,9 +424,8 @@ async fn lane_done(myself: &ActorRef<CoordMsg>, state: &mut CoordState, result: 
     if result.from_probe
         && let Some(start) = openbench_common::clock::rfc3339_unix_micros(&record.started_at)
     {
-        current
-            .probe_starts
-            .push(start as f64 - state.faults.offset_us(&record.region));
+        let start = state.faults.on_coordinator_clock(&record.region, start);
+        current.probe_starts.push(start);
     }
     // Lanes lost to an unreachable region are re-run at the end of the session once it is
     // back; other harness failures (a stalled or failing probe) would likely recur, and wait

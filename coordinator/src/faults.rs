@@ -106,6 +106,12 @@ impl FaultBook {
         None
     }
 
+    /// A probe's wall-clock instant (µs) moved onto the coordinator's clock: minus the region's
+    /// estimated offset (probe − coordinator).
+    pub fn on_coordinator_clock(&self, region: &str, probe_us: i64) -> f64 {
+        probe_us as f64 - self.offset_us(region)
+    }
+
     /// Probe clock − coordinator clock of `region`, µs (0 before any sample).
     pub fn offset_us(&self, region: &str) -> f64 {
         self.regions
@@ -181,7 +187,7 @@ impl FaultBook {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::health::LinkSettings;
+    use crate::health::{LinkSettings, PingSample};
     use openbench_common::request::RequestIdentity;
     use std::time::{Duration, Instant};
 
@@ -256,6 +262,26 @@ mod tests {
         assert_eq!(outages.len(), 1);
         assert_eq!(outages[0].restored_at.as_deref(), Some("t2"));
         assert_eq!(outages[0].last_ok_at.as_deref(), Some("t0"));
+    }
+
+    #[test]
+    fn probe_instants_move_onto_the_coordinators_clock_by_the_fastest_samples_offset() {
+        let mut book = FaultBook::new(policy(RegionDownPolicy::Stop));
+        let sample = |sent_us, probe_us, received_us: i64| {
+            LinkEvent::Sample(PingSample {
+                sent_us,
+                probe_us,
+                received_us,
+                rtt_ms: (received_us - sent_us) as f64 / 1000.0,
+            })
+        };
+        // West runs 250 ms ahead (fastest sample: midpoint 1 002 000, probe 1 252 000); a slow,
+        // asymmetric sample (offset 265 ms) must not be the one used. East has no samples.
+        book.on_event("west", sample(2_000_000, 2_285_000, 2_040_000));
+        book.on_event("west", sample(1_000_000, 1_252_000, 1_004_000));
+        assert_eq!(book.on_coordinator_clock("west", 5_250_000), 5_000_000.0);
+        assert_eq!(book.on_coordinator_clock("east", 5_000_000), 5_000_000.0);
+        assert_eq!(book.latest_rtts()["west"], 4.0);
     }
 
     #[test]
