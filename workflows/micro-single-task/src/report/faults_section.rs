@@ -151,3 +151,49 @@ pub fn render(out: &mut String, view: &FaultsView) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_section_names_each_out_of_round_result_and_each_regions_link() {
+        let mut out = String::new();
+        render(&mut out, &FaultsView::default());
+        assert_eq!(out, "", "nothing to say, no section");
+        let view = FaultsView {
+            out_of_round: vec![(3, "p@west".into(), "req-abc".into())],
+            links: BTreeMap::from([(
+                "west".to_string(),
+                RegionLink {
+                    samples: 12,
+                    rtt_ms_min: 0.5,
+                    rtt_ms_p50: 1.25,
+                    rtt_ms_max: 9.0,
+                    clock_offset_ms: -0.125,
+                    clock_offset_error_ms: 0.25,
+                },
+            )]),
+            outages: vec![RegionOutage {
+                region: "west".into(),
+                detected_at: "2026-12-01T21:00:02.300000Z".into(),
+                last_ok_at: Some("2026-12-01T21:00:00.000000Z".into()),
+                reason: "health ping unanswered after 2000 ms".into(),
+                restored_at: None,
+            }],
+            probe_skews_ms: vec![3.0, 1.0, 2.0],
+        };
+        render(&mut out, &view);
+        assert!(out.starts_with("## Faults and the probe link\n\n1 result(s) were **not measured in their original round**"), "{out}");
+        assert!(out.contains("| 3 | p@west | req-abc |\n"), "{out}");
+        assert!(
+            out.contains("| west | 12 | 0.50 | 1.25 | 9.00 | -0.12 ± 0.25 |\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("p50 2.00 ms, max 3.00 ms over 3 rounds"),
+            "{out}"
+        );
+        assert!(out.contains("| west | 2026-12-01T21:00:00.000000Z | 2026-12-01T21:00:02.300000Z | still down | health ping unanswered after 2000 ms |\n"), "{out}");
+    }
+}
