@@ -351,7 +351,7 @@ fn a_killed_region_fails_only_its_lanes_and_a_resume_completes_the_run() {
 #[test]
 fn a_partitioned_region_is_detected_and_rejoins_after_sigcont() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let t = Topology::new(6, 800);
+    let t = Topology::new(6, 1000);
     let mut run = t.spawn_run(&["--on-region-down", "continue"]);
     t.wait_rounds(&mut run, 2);
     let west = t.west.as_ref().unwrap();
@@ -457,7 +457,7 @@ fn a_partitioned_region_is_detected_and_rejoins_after_sigcont() {
         dispatch.iter().copied().fold(0.0, f64::max),
         skews.len()
     );
-    assert!(skews.iter().all(|s| (0.0..800.0).contains(s)), "{skews:?}");
+    assert!(skews.iter().all(|s| (0.0..1000.0).contains(s)), "{skews:?}");
     assert!(
         rounds
             .iter()
@@ -469,7 +469,7 @@ fn a_partitioned_region_is_detected_and_rejoins_after_sigcont() {
 #[test]
 fn a_region_that_stays_down_stops_the_run_resumably() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut t = Topology::new(6, 400);
+    let mut t = Topology::new(6, 600);
     let mut run = t.spawn_run(&["--on-region-down", "stop", "--region-down-after-s", "2"]);
     t.wait_rounds(&mut run, 2);
     drop(t.west.take());
