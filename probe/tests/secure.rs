@@ -384,7 +384,7 @@ async fn link_ping_needs_the_token_and_reads_the_probes_clock() {
     use openbench_proto::v1::PingRequest;
     let pki = Pki::generate();
     let upstream = start(stream(None)).await;
-    let handle = probe(&upstream, Some(pki.server(false))).await;
+    let handle = probe(Some(pki.server(false))).await;
     let security = |token| ClientSecurity {
         tls: pki.client(false),
         token,
