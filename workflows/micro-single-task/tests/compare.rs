@@ -239,3 +239,32 @@ fn runs_under_different_locks_are_compared_but_said_so_loudly_first() {
     assert!(md.contains("- **P0**, pooled: E2E p99 slower in B by 150.0 ms (worse)."));
     assert!(compare::render::html(&c).contains("<p class=\"loud\">WARNING: THE TWO RUNS"));
 }
+
+#[test]
+fn a_cell_with_fewer_than_thirty_rounds_gets_no_interval_and_no_verdict() {
+    // 40 rounds: 20 per family (too few), 40 pooled (enough).
+    let small = SyntheticRun {
+        records: 120,
+        lanes: 3,
+        seed: 7,
+    };
+    let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let (a, b) = (root.path().join("a"), root.path().join("b"));
+    let out_a = write_perturbed_run(&a, &small, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let out_b = write_perturbed_run(&b, &small, &planted()).unwrap_or_else(|e| panic!("{e}"));
+    let c = run_compare(&a, &out_a, &b, &out_b);
+    let family = change(&c, "P0", "meeting-notes-lookup", Metric::E2eP50);
+    assert!(near(family.delta, SHIFT_MS), "{family:?}");
+    assert_eq!((family.low, family.high), (None, None), "{family:?}");
+    assert_eq!(compare::render::verdict(family), None);
+    let pooled = change(&c, "P0", "pooled", Metric::E2eP50);
+    // 40 rounds of a 1,000 ms jitter: an interval, wide enough to hold both 0 and the truth.
+    assert!(
+        pooled.low.is_some() && contains(pooled, SHIFT_MS),
+        "{pooled:?}"
+    );
+    let md = compare::render::markdown(&c);
+    assert!(md.contains(
+        "### meeting-notes-lookup (rounds: A 20, B 20; submitted: A 20, B 20; fewer than 30 rounds, so no interval)"
+    ), "{md}");
+}

@@ -6,7 +6,10 @@
 //! twice). The two runs are resampled independently, each from its own seeded stream; the
 //! replicate's change is the metric of B's resample minus that of A's, computed by the report's
 //! own `summarize`. The interval is the 2.5% and 97.5% nearest-rank percentiles of those changes
-//! (a percentile bootstrap), over the replicates in which both runs have the metric.
+//! (a percentile bootstrap), over the replicates in which both runs have the metric. A cell with
+//! fewer than [`MIN_ROUNDS`] rounds in either run gets no interval (and so no verdict): a
+//! resample of a handful of rounds is nearly the sample itself, and its interval would be
+//! falsely narrow (a one-round smoke cell would get a zero-width one).
 
 use super::{Change, CompareOptions, Metric, of_lane};
 use crate::dataset::generate::rng::Rng;
@@ -15,9 +18,14 @@ use crate::scoring::Family;
 use openbench_common::stats::nearest_rank;
 use std::collections::{BTreeMap, HashMap};
 
+/// Fewest rounds a cell needs in each run for an interval.
+pub const MIN_ROUNDS: usize = 30;
+
 /// Draws of one run: per replicate, per family, the drawn round indices.
 pub struct Resampler<'a> {
     observations: &'a [Observation],
+    /// Family → its rounds in the run.
+    rounds: BTreeMap<Family, usize>,
     /// Replicate → family → drawn rounds.
     draws: Vec<BTreeMap<Family, Vec<u64>>>,
 }
@@ -50,7 +58,16 @@ impl<'a> Resampler<'a> {
             .collect();
         Resampler {
             observations,
+            rounds: rounds.iter().map(|(f, list)| (*f, list.len())).collect(),
             draws,
+        }
+    }
+
+    /// Rounds of one family in the run, or of all families for `None` (the pooled row).
+    pub fn rounds(&self, family: Option<Family>) -> usize {
+        match family {
+            Some(f) => self.rounds.get(&f).copied().unwrap_or(0),
+            None => self.rounds.values().sum(),
         }
     }
 
@@ -84,20 +101,24 @@ impl<'a> Resampler<'a> {
     }
 }
 
-/// The change of `metric` from `a` to `b` with its interval from the paired replicate lists.
+/// The change of `metric` from `a` to `b` with its interval from the paired replicate lists;
+/// `enough` is false when either run has fewer than [`MIN_ROUNDS`] rounds in the cell.
 pub fn change(
     metric: Metric,
-    a: &Summary,
-    b: &Summary,
-    reps_a: &[Summary],
-    reps_b: &[Summary],
+    (a, b): (&Summary, &Summary),
+    (reps_a, reps_b): (&[Summary], &[Summary]),
+    enough: bool,
 ) -> Change {
     let (va, vb) = (metric.of(a), metric.of(b));
-    let deltas: Vec<f64> = reps_a
-        .iter()
-        .zip(reps_b)
-        .filter_map(|(ra, rb)| Some(metric.of(rb)? - metric.of(ra)?))
-        .collect();
+    let deltas: Vec<f64> = if enough {
+        reps_a
+            .iter()
+            .zip(reps_b)
+            .filter_map(|(ra, rb)| Some(metric.of(rb)? - metric.of(ra)?))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let tail = (1.0 - super::LEVEL) / 2.0;
     Change {
         metric,

@@ -13,6 +13,7 @@ pub mod render;
 
 use crate::metrics::{Observation, Summary};
 use crate::report::{self, GoldTable, ReportError};
+use crate::scoring::Family;
 use openbench_common::rundir::{RunDirError, RunLock};
 use std::path::{Path, PathBuf};
 
@@ -195,6 +196,8 @@ pub struct CellComparison {
     pub family: String,
     /// Submitted requests in A and B.
     pub submitted: (u64, u64),
+    /// Rounds of the cell in A and B (an interval needs [`bootstrap::MIN_ROUNDS`] in each).
+    pub rounds: (usize, usize),
     /// One change per [`Metric::ALL`].
     pub changes: Vec<Change>,
 }
@@ -354,13 +357,25 @@ pub fn compare(
             let Some((sa, sb)) = pair else {
                 continue;
             };
+            let family = cell
+                .checked_sub(1)
+                .and_then(|i| Family::parse(&families[i]));
+            let rounds = (resampler_a.rounds(family), resampler_b.rounds(family));
             let changes = Metric::ALL
                 .iter()
-                .map(|m| bootstrap::change(*m, sa, sb, &reps_a[cell], &reps_b[cell]))
+                .map(|m| {
+                    bootstrap::change(
+                        *m,
+                        (sa, sb),
+                        (&reps_a[cell], &reps_b[cell]),
+                        rounds.0.min(rounds.1) >= bootstrap::MIN_ROUNDS,
+                    )
+                })
                 .collect();
             cells.push(CellComparison {
                 family: sb.task_family.clone(),
                 submitted: (sa.submitted_count, sb.submitted_count),
+                rounds,
                 changes,
             });
         }

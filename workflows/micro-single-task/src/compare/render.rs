@@ -90,9 +90,17 @@ fn row(c: &Change) -> Vec<String> {
 }
 
 fn cell_title(cell: &CellComparison) -> String {
+    let few = if cell.rounds.0.min(cell.rounds.1) < super::bootstrap::MIN_ROUNDS {
+        format!(
+            "; fewer than {} rounds, so no interval",
+            super::bootstrap::MIN_ROUNDS
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{} (submitted: A {}, B {})",
-        cell.family, cell.submitted.0, cell.submitted.1
+        "{} (rounds: A {}, B {}; submitted: A {}, B {}{few})",
+        cell.family, cell.rounds.0, cell.rounds.1, cell.submitted.0, cell.submitted.1
     )
 }
 
