@@ -215,6 +215,14 @@ fn a_reference_release_hashes_and_selects_as_cpython_does() {
     let runner_view = MicroSingleTask
         .load_dataset(dir.path(), "manifest.json")
         .unwrap_or_else(|e| panic!("{e}"));
+    // The simulator's canned answers come from the same gold.
+    let canned = dataset::canned::canned_answers(&runner_view).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(canned.len(), 621);
+    assert!(
+        canned
+            .iter()
+            .any(|c| c.correct == r#"{"answer":"Åsa Lindqvist"}"#)
+    );
     let families: Vec<String> = FAMILIES.iter().map(|f| f.to_string()).collect();
     let chosen = selection::select(&runner_view, SLUG, SCHEDULE, &families, 200)
         .unwrap_or_else(|e| panic!("{e}"));
