@@ -37,6 +37,8 @@ enum Command {
     Watch(cmd::watch::WatchArgs),
     /// Recompute every derived artifact and the reports of a run from its raw records.
     Report(cmd::report::ReportArgs),
+    /// Compare two runs of one workflow: writes compare.md and compare.html.
+    Compare(cmd::compare::CompareArgs),
     /// Score answers offline against the dataset or self-contained gold.
     Score(cmd::score::ScoreArgs),
     /// Generate or validate a dataset release.
@@ -85,6 +87,7 @@ fn main() -> ExitCode {
             Command::Run(args) => cmd::runs::run(args).await,
             Command::Watch(args) => cmd::watch::run(args).await,
             Command::Report(args) => cmd::report::run(args).await,
+            Command::Compare(args) => cmd::compare::run(args).await,
             Command::Score(args) => cmd::score::run(args).await,
             Command::Dataset(command) => cmd::dataset::run(command).await,
             Command::Probe(command) => cmd::probe::run(command).await,

@@ -65,6 +65,15 @@ pub struct CannedAnswer {
 #[error(transparent)]
 pub struct WorkflowError(pub Box<dyn std::error::Error + Send + Sync + 'static>);
 
+/// Bootstrap settings of `compare` (see the workflow's documentation of the method).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompareSettings {
+    /// Bootstrap replicates per run.
+    pub replicates: usize,
+    /// Seed of the resampling.
+    pub seed: u64,
+}
+
 /// What a workflow provides to the runner.
 pub trait Workflow: Send + Sync {
     /// Registry name (`micro-single-task`).
@@ -77,4 +86,18 @@ pub trait Workflow: Send + Sync {
     fn answer_is_schema_valid(&self, record: &TerminalRecord) -> bool;
     /// Recomputes every derived artifact of a run from its raw records and writes the reports.
     fn report(&self, run_dir: &Path) -> Result<ReportOutcome, WorkflowError>;
+    /// Compares run B against run A (two runs of this workflow) and writes the comparison's
+    /// files into `out_dir`, returning their paths. A workflow without a comparison refuses.
+    fn compare(
+        &self,
+        run_a: &Path,
+        run_b: &Path,
+        out_dir: &Path,
+        settings: CompareSettings,
+    ) -> Result<Vec<PathBuf>, WorkflowError> {
+        let _ = (run_a, run_b, out_dir, settings);
+        Err(WorkflowError(
+            format!("workflow {} cannot compare runs", self.name()).into(),
+        ))
+    }
 }

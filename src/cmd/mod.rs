@@ -1,6 +1,7 @@
 //! One module per subcommand (or family of subcommands).
 
 pub mod bench;
+pub mod compare;
 pub mod dataset;
 pub mod demo;
 pub mod probe;

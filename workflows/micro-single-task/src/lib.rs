@@ -4,6 +4,7 @@
 //! (`synthetic`) live here; records are read through `openbench_common::rundir`. The generic
 //! runner only sees the [`Workflow`] impl.
 
+pub mod compare;
 pub mod dataset;
 pub mod html;
 pub mod metrics;
@@ -14,8 +15,10 @@ pub mod synthetic;
 
 use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_common::rundir::RunLock;
-use openbench_common::workflow::{DatasetRelease, ReportOutcome, Workflow, WorkflowError};
-use std::path::Path;
+use openbench_common::workflow::{
+    CompareSettings, DatasetRelease, ReportOutcome, Workflow, WorkflowError,
+};
+use std::path::{Path, PathBuf};
 
 /// The micro-single-task workflow.
 pub struct MicroSingleTask;
@@ -37,6 +40,37 @@ impl Workflow for MicroSingleTask {
             && !record.answer_text.trim().is_empty()
             && scoring::Family::parse(&record.task_family)
                 .is_some_and(|f| scoring::is_schema_valid(f, &record.answer_text))
+    }
+    fn compare(
+        &self,
+        run_a: &Path,
+        run_b: &Path,
+        out_dir: &Path,
+        settings: CompareSettings,
+    ) -> Result<Vec<PathBuf>, WorkflowError> {
+        let fail = |e: compare::CompareError| WorkflowError(Box::new(e));
+        let read = |dir: &Path| report::read_lock(dir).map_err(|e| fail(e.into_compare(dir)));
+        let (lock_a, lock_b) = (read(run_a)?, read(run_b)?);
+        let (gold_a, gold_b) = (gold_table(&lock_a)?, gold_table(&lock_b)?);
+        let options = compare::CompareOptions {
+            replicates: settings.replicates,
+            seed: settings.seed,
+        };
+        let comparison = compare::compare(
+            &compare::RunInput {
+                dir: run_a,
+                lock: &lock_a,
+                gold: &gold_a,
+            },
+            &compare::RunInput {
+                dir: run_b,
+                lock: &lock_b,
+                gold: &gold_b,
+            },
+            options,
+        )
+        .map_err(fail)?;
+        compare::write(out_dir, &comparison).map_err(fail)
     }
     fn report(&self, run_dir: &Path) -> Result<ReportOutcome, WorkflowError> {
         let fail = |e: report::ReportError| WorkflowError(Box::new(e));

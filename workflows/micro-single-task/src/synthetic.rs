@@ -30,6 +30,19 @@ pub struct SyntheticRun {
     pub seed: u64,
 }
 
+/// A known difference planted in one lane of a synthetic run, so a comparison of two runs has a
+/// truth to be checked against: every TTFO, TTFA and E2E of the lane is `latency_shift_ms` later,
+/// and every round whose index is a multiple of `fail_every` (when non-zero) times out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Perturbation {
+    /// Index of the lane (`p<lane>`) changed.
+    pub lane: usize,
+    /// Added to the lane's TTFO, TTFA and E2E, ms.
+    pub latency_shift_ms: f64,
+    /// Rounds `r` with `r % fail_every == 0` time out on that lane; 0 for none.
+    pub fail_every: u64,
+}
+
 /// What was written: the lock and gold to report with, and the exact counts.
 #[derive(Debug, Clone)]
 pub struct SyntheticOutput {
@@ -55,6 +68,15 @@ pub struct SyntheticError {
 
 /// Writes the synthetic run into `run_dir` (created if needed) and returns its lock and gold.
 pub fn write_run(run_dir: &Path, spec: &SyntheticRun) -> Result<SyntheticOutput, SyntheticError> {
+    write_perturbed_run(run_dir, spec, &[])
+}
+
+/// [`write_run`] with known differences planted in some lanes (see [`Perturbation`]).
+pub fn write_perturbed_run(
+    run_dir: &Path,
+    spec: &SyntheticRun,
+    perturbations: &[Perturbation],
+) -> Result<SyntheticOutput, SyntheticError> {
     let lanes = spec.lanes.max(1);
     let rounds = (spec.records / lanes as u64).max(1);
     let providers: Vec<String> = (0..lanes).map(|i| format!("p{i}")).collect();
@@ -81,18 +103,22 @@ pub fn write_run(run_dir: &Path, spec: &SyntheticRun) -> Result<SyntheticOutput,
         source,
     })?;
     for round in 0..rounds {
-        write_round(&mut plan, &mut results, &providers, round, spec.seed).map_err(
-            |e| match e {
-                Written::Plan(source) => SyntheticError {
-                    path: plan_path.clone(),
-                    source,
-                },
-                Written::Results(source) => SyntheticError {
-                    path: results_path.clone(),
-                    source,
-                },
+        let round_spec = RoundSpec {
+            providers: &providers,
+            round,
+            seed: spec.seed,
+            perturbations,
+        };
+        write_round(&mut plan, &mut results, &round_spec).map_err(|e| match e {
+            Written::Plan(source) => SyntheticError {
+                path: plan_path.clone(),
+                source,
             },
-        )?;
+            Written::Results(source) => SyntheticError {
+                path: results_path.clone(),
+                source,
+            },
+        })?;
     }
     plan.write_all(b"]}")
         .and_then(|()| plan.flush())
@@ -206,15 +232,22 @@ fn write_plan_head(plan: &mut impl Write, providers: &[String]) -> std::io::Resu
     plan.write_all(b"],\"rounds\":[")
 }
 
+/// What one round is written from.
+struct RoundSpec<'a> {
+    providers: &'a [String],
+    round: u64,
+    seed: u64,
+    perturbations: &'a [Perturbation],
+}
+
 /// One round: its plan entry and one record per lane. Even rounds ask a meeting-notes item
 /// (answered right), odd rounds a ticket-triage item (answered with the wrong priority).
 fn write_round(
     plan: &mut impl Write,
     results: &mut impl Write,
-    providers: &[String],
-    round: u64,
-    seed: u64,
+    spec: &RoundSpec<'_>,
 ) -> Result<(), Written> {
+    let (providers, round, seed) = (spec.providers, spec.round, spec.seed);
     let item_number = round % ITEMS_PER_FAMILY;
     let (family, item, answer) = if round.is_multiple_of(2) {
         (
@@ -246,7 +279,15 @@ fn write_round(
         .map_err(Written::Plan)?;
         let mut rng = Rng::derive(seed, &[round, lane as u64]);
         let jitter = rng.below(1000) as f64;
-        let mut rec = TerminalRecord::new("2026-01-01T00:00:00Z".into(), Outcome::Completed);
+        let planted = spec.perturbations.iter().find(|p| p.lane == lane);
+        let shift = planted.map_or(0.0, |p| p.latency_shift_ms);
+        let fails = planted.is_some_and(|p| p.fail_every > 0 && round % p.fail_every == 0);
+        let outcome = if fails {
+            Outcome::Timeout
+        } else {
+            Outcome::Completed
+        };
+        let mut rec = TerminalRecord::new("2026-01-01T00:00:00Z".into(), outcome);
         rec.request_id = id;
         rec.round_index = round;
         rec.task_family = family.into();
@@ -255,14 +296,19 @@ fn write_round(
         rec.lane = p.clone();
         rec.region = "local".into();
         rec.requested_model = "m".into();
-        rec.response_model = Some("m".into());
-        rec.ttfa_ms = Some(200.0 + jitter);
-        rec.ttfo_ms = Some(150.0 + jitter);
-        // A lane-dependent offset gives the lanes distinct win shares to rank.
-        rec.e2e_ms = Some(400.0 + jitter + lane as f64);
-        rec.output_tokens_per_second = Some(50.0 + jitter / 10.0);
-        rec.answer_text = answer.clone();
-        rec.reasoning_text = "short reasoning".into();
+        if fails {
+            rec.error_type = Some(openbench_common::record::ErrorType::Timeout);
+            rec.error_message = Some("synthetic timeout".into());
+        } else {
+            rec.response_model = Some("m".into());
+            rec.ttfa_ms = Some(200.0 + jitter + shift);
+            rec.ttfo_ms = Some(150.0 + jitter + shift);
+            // A lane-dependent offset gives the lanes distinct win shares to rank.
+            rec.e2e_ms = Some(400.0 + jitter + lane as f64 + shift);
+            rec.output_tokens_per_second = Some(50.0 + jitter / 10.0);
+            rec.answer_text = answer.clone();
+            rec.reasoning_text = "short reasoning".into();
+        }
         serde_json::to_writer(&mut *results, &rec).map_err(|e| Written::Results(e.into()))?;
         results.write_all(b"\n").map_err(Written::Results)?;
     }

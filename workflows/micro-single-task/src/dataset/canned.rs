@@ -1,15 +1,49 @@
 //! Canned simulator answers from the gold: one correct and one schema-valid wrong answer per row.
 
 use super::load::rows_from_files;
-use super::{Category, DatasetError, Gold, Priority, Row};
+use super::{Category, DatasetError, Gold, Priority, Problem, ReleaseFormat, Row, load_release};
 use openbench_common::workflow::{CannedAnswer, DatasetRelease};
 use serde_json::json;
 
 /// For each row of the release: its user prompt, the gold as compact JSON (meeting notes:
 /// `{"answer": gold}`) and a schema-valid wrong answer (a different value of the right type).
 pub fn canned_answers(dataset: &DatasetRelease) -> Result<Vec<CannedAnswer>, DatasetError> {
-    let rows = rows_from_files(&dataset.dir, &dataset.file_hashes)?;
+    let rows = if is_reference(dataset) {
+        reference_rows(dataset)?
+    } else {
+        rows_from_files(&dataset.dir, &dataset.file_hashes)?
+    };
     Ok(rows.iter().map(canned_answer).collect())
+}
+
+/// The reference runner's manifest name: its releases always call it this.
+const REFERENCE_MANIFEST: &str = "manifest.json";
+
+/// True when the release folder holds a reference-format manifest, whose hash keys are not paths
+/// inside the folder (`data/README.md`), so its rows are re-read by loading it again.
+fn is_reference(dataset: &DatasetRelease) -> bool {
+    std::fs::read_to_string(dataset.dir.join(REFERENCE_MANIFEST))
+        .is_ok_and(|text| ReleaseFormat::detect(&text) == ReleaseFormat::Reference)
+}
+
+/// The rows of a reference-format release, loaded again and checked to be the same release.
+fn reference_rows(dataset: &DatasetRelease) -> Result<Vec<Row>, DatasetError> {
+    let release = load_release(&dataset.dir, REFERENCE_MANIFEST)?;
+    if release.release_hash != dataset.release_hash {
+        return Err(DatasetError::Invalid {
+            dir: dataset.dir.clone(),
+            problems: vec![Problem {
+                file: REFERENCE_MANIFEST.into(),
+                line: None,
+                field: "release_hash".into(),
+                message: format!(
+                    "the release changed since loading: expected {}, actual {}",
+                    dataset.release_hash, release.release_hash
+                ),
+            }],
+        });
+    }
+    Ok(release.rows().to_vec())
 }
 
 /// The canned answer pair of one row.

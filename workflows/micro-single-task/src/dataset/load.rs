@@ -10,27 +10,22 @@ use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-/// Loads and validates the release in `dir` described by the manifest file `manifest`.
+/// Loads and validates a release in our own format (`families` in the manifest); see
+/// [`super::load_release`] for the entry point that also reads the reference runner's format.
 ///
 /// Refuses (listing every problem) a release whose file hashes, row counts, private counts or
 /// release hash disagree with the manifest, or any row with a bad field: duplicate id, wrong
 /// `use_case`, unknown split, empty prompt, gold of the wrong shape, an invalid date, aliases that
 /// are not strings, a prompt-token count outside the declared band.
-pub fn load_release(dir: &Path, manifest: &str) -> Result<Release, DatasetError> {
+pub(super) fn load_own_release(
+    dir: &Path,
+    manifest: &str,
+    text: String,
+) -> Result<Release, DatasetError> {
     let mut problems = Vec::new();
     let refuse = |problems: Vec<Problem>| DatasetError::Invalid {
         dir: dir.to_path_buf(),
         problems,
-    };
-    let text = match std::fs::read_to_string(dir.join(manifest)) {
-        Ok(t) => t,
-        Err(source) => {
-            return Err(DatasetError::ManifestUnreadable {
-                dir: dir.to_path_buf(),
-                manifest: manifest.to_string(),
-                source,
-            });
-        }
     };
     let Some(parsed) = Manifest::parse(manifest, &text, &mut problems) else {
         return Err(refuse(problems));
@@ -134,6 +129,7 @@ pub fn load_release(dir: &Path, manifest: &str) -> Result<Release, DatasetError>
     }
     Ok(Release::new(
         dir.to_path_buf(),
+        super::ReleaseFormat::Own,
         parsed,
         computed,
         file_hashes,
@@ -141,10 +137,10 @@ pub fn load_release(dir: &Path, manifest: &str) -> Result<Release, DatasetError>
     ))
 }
 
-/// [`load_release`] plus checks only our generated corpora pass: `tokens.prompt` recounted with
+/// [`super::load_release`] plus checks only our generated corpora pass: `tokens.prompt` recounted with
 /// o200k_base, and every gold re-derived from the prompt text by [`super::extract`].
 pub fn validate_strict(dir: &Path, manifest: &str) -> Result<Release, DatasetError> {
-    let release = load_release(dir, manifest)?;
+    let release = super::load_release(dir, manifest)?;
     let mut problems = Vec::new();
     for row in release.rows() {
         let counted = super::generate::prompt_tokens(&row.system, &row.user);
@@ -178,7 +174,7 @@ pub fn validate_strict(dir: &Path, manifest: &str) -> Result<Release, DatasetErr
     }
 }
 
-fn whole(file: &str, message: String) -> Problem {
+pub(super) fn whole(file: &str, message: String) -> Problem {
     Problem {
         file: file.to_string(),
         line: None,
@@ -355,7 +351,7 @@ fn parse_row(
     })
 }
 
-fn show(value: Option<&Value>) -> String {
+pub(super) fn show(value: Option<&Value>) -> String {
     match value {
         None => "nothing".into(),
         Some(v) => {
@@ -370,7 +366,7 @@ fn show(value: Option<&Value>) -> String {
 }
 
 /// Checks the gold's shape for the family (METHODOLOGY §5) and types it.
-fn parse_gold(
+pub(super) fn parse_gold(
     family: Family,
     gold: &Map<String, Value>,
     bad: &mut impl FnMut(&str, String),

@@ -9,9 +9,10 @@ pub mod extract;
 pub mod generate;
 mod load;
 pub mod manifest;
+pub mod reference;
 mod types;
 
-pub use load::{load_release, parse_file, rows_from_files, validate_strict};
+pub use load::{parse_file, rows_from_files, validate_strict};
 pub use manifest::{FamilyEntry, Manifest, TokenBand, release_hash};
 pub use types::{
     AgreementType, Category, ContractGold, Family, Gold, Priority, TicketGold, is_iso_date,
@@ -21,7 +22,7 @@ use openbench_common::workflow::{DatasetRelease, WorkItem};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Names of the ten contract fields, in the order the system prompt lists them.
 pub const CONTRACT_FIELDS: [&str; 10] = [
@@ -36,6 +37,47 @@ pub const CONTRACT_FIELDS: [&str; 10] = [
     "termination_notice_days",
     "security_incident_notice_hours",
 ];
+
+/// Which row format a release folder holds, told apart by its manifest's shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReleaseFormat {
+    /// Ours (`data/README.md`): the manifest lists `families` with file hashes and a release hash.
+    Own,
+    /// The reference Python runner's frozen release: the manifest lists `use_cases` (see
+    /// [`reference`]).
+    Reference,
+}
+
+impl ReleaseFormat {
+    /// Detects the format from the manifest text: `use_cases` without `families` is the
+    /// reference runner's; anything else is read (and refused, if need be) as ours.
+    pub fn detect(manifest_text: &str) -> ReleaseFormat {
+        match serde_json::from_str::<Value>(manifest_text) {
+            Ok(Value::Object(obj))
+                if obj.contains_key("use_cases") && !obj.contains_key("families") =>
+            {
+                ReleaseFormat::Reference
+            }
+            _ => ReleaseFormat::Own,
+        }
+    }
+}
+
+/// Loads and validates the release in `dir` described by the manifest file `manifest`, in either
+/// format ([`ReleaseFormat::detect`]). Every problem is listed with its file, line and field.
+pub fn load_release(dir: &Path, manifest: &str) -> Result<Release, DatasetError> {
+    let text = std::fs::read_to_string(dir.join(manifest)).map_err(|source| {
+        DatasetError::ManifestUnreadable {
+            dir: dir.to_path_buf(),
+            manifest: manifest.to_string(),
+            source,
+        }
+    })?;
+    match ReleaseFormat::detect(&text) {
+        ReleaseFormat::Own => load::load_own_release(dir, manifest, text),
+        ReleaseFormat::Reference => reference::load(dir, manifest, &text),
+    }
+}
 
 /// One validated dataset row.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,11 +113,14 @@ pub struct Row {
 pub struct Release {
     /// Folder the release was loaded from.
     pub dir: PathBuf,
-    /// The parsed manifest.
+    /// The parsed manifest (for a reference-format release, our view of its `use_cases`).
     pub manifest: Manifest,
+    /// The row format the release was read in.
+    pub format: ReleaseFormat,
     /// sha256 of the sorted `path:hash` lines (METHODOLOGY §7).
     pub release_hash: String,
-    /// Path as written in the manifest → sha256 of its bytes.
+    /// Hash key → sha256 of the file's bytes: the path as written in our manifest, or for a
+    /// reference-format release the path string the reference runner keys it by.
     pub file_hashes: BTreeMap<String, String>,
     rows: Vec<Row>,
     by_id: HashMap<String, usize>,
@@ -85,6 +130,7 @@ impl Release {
     /// Builds a release from already validated parts (the loader's last step).
     fn new(
         dir: PathBuf,
+        format: ReleaseFormat,
         manifest: Manifest,
         release_hash: String,
         file_hashes: BTreeMap<String, String>,
@@ -97,6 +143,7 @@ impl Release {
             .collect();
         Release {
             dir,
+            format,
             manifest,
             release_hash,
             file_hashes,

@@ -175,17 +175,7 @@ pub fn render_html(input: &HtmlReportInput) -> String {
     let providers = sorted_providers(input);
     let palette: Vec<plot::Rgb> = (0..providers.len()).map(plot::color).collect();
     let mut out = String::with_capacity(1 << 20);
-    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
-    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-    out.push_str(&format!("<title>{}</title>\n", escape(&input.title)));
-    out.push_str("<style>\n");
-    out.push_str(include_str!("style.css"));
-    out.push_str("</style>\n</head>\n<body>\n<main>\n");
-    out.push_str(&format!(
-        "<header><h1>{}</h1>\n<p class=\"sub\">{}</p></header>\n",
-        escape(&input.title),
-        escape(&input.subtitle)
-    ));
+    page_start(&mut out, &input.title, &input.subtitle, "");
     sections::summary(&mut out, &providers, input.time_scale);
     let legend = sections::legend(&providers, &palette);
     charts::latency_section(&mut out, &providers, &palette, &legend);
@@ -194,8 +184,31 @@ pub fn render_html(input: &HtmlReportInput) -> String {
     sections::win_matrix(&mut out, input, &providers);
     charts::family_section(&mut out, input, &providers, &palette);
     sections::provenance(&mut out, input);
-    out.push_str("</main>\n</body>\n</html>\n");
+    page_end(&mut out);
     out
+}
+
+/// Opens a self-contained page in the report's style: doctype, head with the shared stylesheet
+/// (plus `extra_css`), and the header with title and subtitle. Shared by `report.html` and
+/// `compare.html`; close it with [`page_end`].
+pub fn page_start(out: &mut String, title: &str, subtitle: &str, extra_css: &str) {
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    out.push_str(&format!("<title>{}</title>\n", escape(title)));
+    out.push_str("<style>\n");
+    out.push_str(include_str!("style.css"));
+    out.push_str(extra_css);
+    out.push_str("</style>\n</head>\n<body>\n<main>\n");
+    out.push_str(&format!(
+        "<header><h1>{}</h1>\n<p class=\"sub\">{}</p></header>\n",
+        escape(title),
+        escape(subtitle)
+    ));
+}
+
+/// Closes a page opened by [`page_start`].
+pub fn page_end(out: &mut String) {
+    out.push_str("</main>\n</body>\n</html>\n");
 }
 
 /// Renders the page and writes it to `run_dir/report.html` (through a temporary file and a

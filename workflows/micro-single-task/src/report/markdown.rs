@@ -125,7 +125,7 @@ fn aligned(rows: &[[String; 8]]) -> String {
     out
 }
 
-pub(super) fn table(out: &mut String, headers: &[&str], rows: &[Vec<String>]) {
+pub(crate) fn table(out: &mut String, headers: &[&str], rows: &[Vec<String>]) {
     let _ = writeln!(out, "| {} |", headers.join(" | "));
     let sep: Vec<&str> = headers
         .iter()

@@ -1,0 +1,424 @@
+//! `compare RUN_A RUN_B`: how run B differs from run A, lane by lane (lanes matched by provider
+//! and region) and family by family, with a bootstrap interval on every change
+//! (`docs/methodology.md`, "Comparing two runs").
+//!
+//! Both runs are scored and summarised by the report's own code (`report::compute`,
+//! `metrics::summary::summarize`); this module only matches lanes, resamples rounds
+//! ([`bootstrap`]), lists what differs between the two locks ([`differences`]) and renders
+//! `compare.md` and `compare.html` ([`render`]).
+
+pub mod bootstrap;
+pub mod differences;
+pub mod render;
+
+use crate::metrics::{Observation, Summary};
+use crate::report::{self, GoldTable, ReportError};
+use crate::scoring::Family;
+use openbench_common::rundir::{RunDirError, RunLock};
+use std::path::{Path, PathBuf};
+
+pub use differences::Difference;
+
+/// Bootstrap settings; the defaults are what `compare` uses without flags.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CompareOptions {
+    /// Bootstrap replicates per run.
+    pub replicates: usize,
+    /// Seed of the resampling (same seed, same intervals).
+    pub seed: u64,
+}
+
+impl Default for CompareOptions {
+    fn default() -> CompareOptions {
+        CompareOptions {
+            replicates: 1000,
+            seed: 20_261_201,
+        }
+    }
+}
+
+/// Confidence level of the reported intervals (percentile bootstrap, 2.5% and 97.5%).
+pub const LEVEL: f64 = 0.95;
+
+/// One compared figure, named as in `metrics.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    /// E2E p50, ms.
+    E2eP50,
+    /// E2E p95, ms.
+    E2eP95,
+    /// E2E p99, ms.
+    E2eP99,
+    /// TTFA p50, ms.
+    TtfaP50,
+    /// TTFA p95, ms.
+    TtfaP95,
+    /// TTFA p99, ms.
+    TtfaP99,
+    /// Tokens/s p95 floor (nearest rank at p = .05).
+    TpsP95Floor,
+    /// Tokens/s p99 floor (nearest rank at p = .01).
+    TpsP99Floor,
+    /// Correct / submitted.
+    TaskSuccess,
+    /// Operational failures / submitted.
+    FailureRate,
+}
+
+/// How a metric's values read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Milliseconds.
+    Ms,
+    /// Visible-answer tokens per second.
+    TokensPerSecond,
+    /// A rate in [0, 1], shown in percentage points.
+    Rate,
+}
+
+impl Metric {
+    /// Every compared metric, in table order.
+    pub const ALL: [Metric; 10] = [
+        Metric::E2eP50,
+        Metric::E2eP95,
+        Metric::E2eP99,
+        Metric::TtfaP50,
+        Metric::TtfaP95,
+        Metric::TtfaP99,
+        Metric::TpsP95Floor,
+        Metric::TpsP99Floor,
+        Metric::TaskSuccess,
+        Metric::FailureRate,
+    ];
+
+    /// The `metrics.json` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::E2eP50 => "e2e_latency_p50",
+            Metric::E2eP95 => "e2e_latency_p95",
+            Metric::E2eP99 => "e2e_latency_p99",
+            Metric::TtfaP50 => "ttfa_p50",
+            Metric::TtfaP95 => "ttfa_p95",
+            Metric::TtfaP99 => "ttfa_p99",
+            Metric::TpsP95Floor => "output_tokens_per_second_p95",
+            Metric::TpsP99Floor => "output_tokens_per_second_p99",
+            Metric::TaskSuccess => "task_success_rate",
+            Metric::FailureRate => "failure_rate",
+        }
+    }
+
+    /// The label shown in the reports.
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::E2eP50 => "E2E p50",
+            Metric::E2eP95 => "E2E p95",
+            Metric::E2eP99 => "E2E p99",
+            Metric::TtfaP50 => "TTFA p50",
+            Metric::TtfaP95 => "TTFA p95",
+            Metric::TtfaP99 => "TTFA p99",
+            Metric::TpsP95Floor => "tokens/s p95 floor",
+            Metric::TpsP99Floor => "tokens/s p99 floor",
+            Metric::TaskSuccess => "task success",
+            Metric::FailureRate => "failure rate",
+        }
+    }
+
+    /// The metric's unit.
+    pub fn unit(self) -> Unit {
+        match self {
+            Metric::TpsP95Floor | Metric::TpsP99Floor => Unit::TokensPerSecond,
+            Metric::TaskSuccess | Metric::FailureRate => Unit::Rate,
+            _ => Unit::Ms,
+        }
+    }
+
+    /// True when a larger value is better (tokens/s, task success).
+    pub fn higher_is_better(self) -> bool {
+        matches!(
+            self,
+            Metric::TpsP95Floor | Metric::TpsP99Floor | Metric::TaskSuccess
+        )
+    }
+
+    /// The metric's value in a summary row (the report's own figure).
+    pub fn of(self, s: &Summary) -> Option<f64> {
+        match self {
+            Metric::E2eP50 => s.e2e_latency_p50,
+            Metric::E2eP95 => s.e2e_latency_p95,
+            Metric::E2eP99 => s.e2e_latency_p99,
+            Metric::TtfaP50 => s.ttfa_p50,
+            Metric::TtfaP95 => s.ttfa_p95,
+            Metric::TtfaP99 => s.ttfa_p99,
+            Metric::TpsP95Floor => s.output_tokens_per_second_p95,
+            Metric::TpsP99Floor => s.output_tokens_per_second_p99,
+            Metric::TaskSuccess => s.task_success_rate,
+            Metric::FailureRate => s.failure_rate,
+        }
+    }
+}
+
+/// The change of one metric from run A to run B.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    /// Which metric.
+    pub metric: Metric,
+    /// Run A's value.
+    pub a: Option<f64>,
+    /// Run B's value.
+    pub b: Option<f64>,
+    /// B − A.
+    pub delta: Option<f64>,
+    /// Lower end of the 95% bootstrap interval of B − A.
+    pub low: Option<f64>,
+    /// Upper end.
+    pub high: Option<f64>,
+    /// Replicates in which both runs had the metric.
+    pub replicates: usize,
+}
+
+impl Change {
+    /// True when the interval lies wholly above or wholly below zero.
+    pub fn excludes_zero(&self) -> bool {
+        matches!((self.low, self.high), (Some(l), Some(h)) if l > 0.0 || h < 0.0)
+    }
+
+    /// True when B is better than A (meaningful only when [`Change::excludes_zero`]).
+    pub fn is_better(&self) -> bool {
+        self.delta
+            .is_some_and(|d| (d > 0.0) == self.metric.higher_is_better())
+    }
+}
+
+/// One (lane, family) cell, or a lane's pooled row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellComparison {
+    /// Family name, or `pooled`.
+    pub family: String,
+    /// Submitted requests in A and B.
+    pub submitted: (u64, u64),
+    /// Rounds of the cell in A and B (an interval needs [`bootstrap::MIN_ROUNDS`] in each).
+    pub rounds: (usize, usize),
+    /// One change per [`Metric::ALL`].
+    pub changes: Vec<Change>,
+}
+
+/// A lane present in both runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaneComparison {
+    /// Provider key.
+    pub provider: String,
+    /// Region label.
+    pub region: String,
+    /// Name shown (run B's).
+    pub display_name: String,
+    /// Pooled row first, then the families in round order.
+    pub cells: Vec<CellComparison>,
+}
+
+/// What `compare` found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// Run A's id and directory.
+    pub run_a: (String, PathBuf),
+    /// Run B's id and directory.
+    pub run_b: (String, PathBuf),
+    /// Configuration and dataset differences, loud ones first.
+    pub differences: Vec<Difference>,
+    /// Lanes (`provider@region`) only run A has.
+    pub only_in_a: Vec<String>,
+    /// Lanes only run B has.
+    pub only_in_b: Vec<String>,
+    /// Matched lanes, alphabetical by display name.
+    pub lanes: Vec<LaneComparison>,
+    /// The bootstrap settings used.
+    pub options: CompareOptions,
+}
+
+impl Comparison {
+    /// True when the two locks differ in an input hash (spec, dataset, adapters, tokenizer, code).
+    pub fn locks_differ(&self) -> bool {
+        self.differences.iter().any(|d| d.loud)
+    }
+}
+
+/// Why two runs cannot be compared.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    /// A run could not be read or scored.
+    #[error("{}: {source}", run.display())]
+    Run {
+        /// The run directory.
+        run: PathBuf,
+        /// What failed.
+        source: ReportError,
+    },
+    /// The runs belong to different workflows.
+    #[error("run A is a {a:?} run and run B a {b:?} run: only runs of one workflow compare")]
+    Workflows {
+        /// Run A's workflow.
+        a: String,
+        /// Run B's workflow.
+        b: String,
+    },
+    /// An output file could not be written.
+    #[error(transparent)]
+    Write(#[from] RunDirError),
+}
+
+impl ReportError {
+    /// This error as a comparison's, naming the run it came from.
+    pub fn into_compare(self, run: &Path) -> CompareError {
+        CompareError::Run {
+            run: run.to_path_buf(),
+            source: self,
+        }
+    }
+}
+
+/// One run to compare: its directory, lock and the gold its records are scored against.
+pub struct RunInput<'a> {
+    /// The run directory.
+    pub dir: &'a Path,
+    /// Its lock.
+    pub lock: &'a RunLock,
+    /// Gold by item id.
+    pub gold: &'a GoldTable,
+}
+
+/// A run as the comparison holds it: the report's computation plus a per-lane round index.
+pub(crate) struct ScoredRun {
+    pub(crate) computed: report::Computed,
+}
+
+impl ScoredRun {
+    fn lane_index(&self, provider: &str, region: &str) -> Option<u32> {
+        self.computed
+            .lanes
+            .lanes
+            .iter()
+            .position(|l| l.provider == provider && l.region == region)
+            .map(|i| i as u32)
+    }
+}
+
+/// Compares run B against run A.
+pub fn compare(
+    a: &RunInput<'_>,
+    b: &RunInput<'_>,
+    options: CompareOptions,
+) -> Result<Comparison, CompareError> {
+    if a.lock.workflow != b.lock.workflow {
+        return Err(CompareError::Workflows {
+            a: a.lock.workflow.clone(),
+            b: b.lock.workflow.clone(),
+        });
+    }
+    let score = |run: &RunInput<'_>| {
+        report::compute(run.dir, run.lock, run.gold)
+            .map(|computed| ScoredRun { computed })
+            .map_err(|source| CompareError::Run {
+                run: run.dir.to_path_buf(),
+                source,
+            })
+    };
+    let (scored_a, scored_b) = (score(a)?, score(b)?);
+    let key = |p: &crate::metrics::ProviderMetrics| format!("{}@{}", p.provider, p.region);
+    let lanes_a = &scored_a.computed.metrics.providers;
+    let lanes_b = &scored_b.computed.metrics.providers;
+    let only = |x: &[crate::metrics::ProviderMetrics], y: &[crate::metrics::ProviderMetrics]| {
+        x.iter()
+            .filter(|p| !y.iter().any(|q| key(q) == key(p)))
+            .map(key)
+            .collect::<Vec<_>>()
+    };
+    let families: Vec<String> = b.lock.families.clone();
+    let resampler_a = bootstrap::Resampler::new(&scored_a.computed.observations, options, 0);
+    let resampler_b = bootstrap::Resampler::new(&scored_b.computed.observations, options, 1);
+    let mut lanes = Vec::new();
+    for pb in lanes_b {
+        let Some(pa) = lanes_a.iter().find(|p| key(p) == key(pb)) else {
+            continue;
+        };
+        let (Some(ia), Some(ib)) = (
+            scored_a.lane_index(&pa.provider, &pa.region),
+            scored_b.lane_index(&pb.provider, &pb.region),
+        ) else {
+            continue;
+        };
+        let reps_a = resampler_a.lane_replicates(ia, &families);
+        let reps_b = resampler_b.lane_replicates(ib, &families);
+        let mut cells = Vec::new();
+        let row = |p: &crate::metrics::ProviderMetrics, f: &str| {
+            p.families.iter().find(|s| s.task_family == f).cloned()
+        };
+        let mut rows = vec![Some((pa.pooled.clone(), pb.pooled.clone()))];
+        rows.extend(families.iter().map(|f| row(pa, f).zip(row(pb, f))));
+        for (cell, pair) in rows.iter().enumerate() {
+            let Some((sa, sb)) = pair else {
+                continue;
+            };
+            let family = cell
+                .checked_sub(1)
+                .and_then(|i| Family::parse(&families[i]));
+            let rounds = (resampler_a.rounds(family), resampler_b.rounds(family));
+            let changes = Metric::ALL
+                .iter()
+                .map(|m| {
+                    bootstrap::change(
+                        *m,
+                        (sa, sb),
+                        (&reps_a[cell], &reps_b[cell]),
+                        rounds.0.min(rounds.1) >= bootstrap::MIN_ROUNDS,
+                    )
+                })
+                .collect();
+            cells.push(CellComparison {
+                family: sb.task_family.clone(),
+                submitted: (sa.submitted_count, sb.submitted_count),
+                rounds,
+                changes,
+            });
+        }
+        lanes.push(LaneComparison {
+            provider: pb.provider.clone(),
+            region: pb.region.clone(),
+            display_name: pb.display_name.clone(),
+            cells,
+        });
+    }
+    let mut differences = differences::between(a.lock, b.lock);
+    differences.extend(differences::of_runs(
+        &scored_a.computed.metrics,
+        &scored_b.computed.metrics,
+    ));
+    Ok(Comparison {
+        run_a: (a.lock.run_id.clone(), a.dir.to_path_buf()),
+        run_b: (b.lock.run_id.clone(), b.dir.to_path_buf()),
+        differences,
+        only_in_a: only(lanes_a, lanes_b),
+        only_in_b: only(lanes_b, lanes_a),
+        lanes,
+        options,
+    })
+}
+
+/// Writes `compare.md` and `compare.html` into `out_dir` (created if needed); returns the paths.
+pub fn write(out_dir: &Path, comparison: &Comparison) -> Result<Vec<PathBuf>, CompareError> {
+    std::fs::create_dir_all(out_dir).map_err(|source| RunDirError::Io {
+        path: out_dir.to_path_buf(),
+        source,
+    })?;
+    let md = out_dir.join("compare.md");
+    let html = out_dir.join("compare.html");
+    openbench_common::rundir::write_atomic(&md, render::markdown(comparison).as_bytes())?;
+    openbench_common::rundir::write_atomic(&html, render::html(comparison).as_bytes())?;
+    Ok(vec![md, html])
+}
+
+/// The observations of one lane, for the resampler.
+pub(crate) fn of_lane(observations: &[Observation], lane: u32) -> Vec<&Observation> {
+    observations
+        .iter()
+        .filter(|o| o.lane == lane && !o.is_harness())
+        .collect()
+}
