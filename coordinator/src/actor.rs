@@ -2,13 +2,16 @@
 //!
 //! Per round it spawns one task per lane (prepared while the previous round runs), waits until
 //! every task is parked at the gate, then opens the gate lane by lane in the rotated launch order. Each task calls its region's probe over
-//! gRPC and casts the execution back; the actor writes it (fsynced) and starts the next round only
-//! when every lane is terminal. A probe that does not answer within deadline + grace yields a
+//! gRPC and casts the execution back; the actor hands it to the writer thread
+//! ([`crate::durable`], group commit per round) and starts the next round only when every lane is
+//! terminal. A probe that does not answer within deadline + grace yields a
 //! harness record, never a provider failure.
 
+use crate::durable::DurableWriter;
+use crate::lazy::RoundRef;
 use openbench_common::record::{ErrorType, Execution, Outcome, TerminalRecord};
 use openbench_common::request::PlannedRequest;
-use openbench_common::rundir::{Checkpoint, PlannedLane, PlannedRound, RoundLine, RunWriter};
+use openbench_common::rundir::{Checkpoint, RoundLine};
 use openbench_proto::link::ProbeChannel;
 use openbench_proto::v1::ExecuteRequest;
 use openbench_proto::v1::probe_client::ProbeClient;
@@ -38,14 +41,7 @@ pub struct Progress {
 /// A progress callback (a progress bar, a log line).
 pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
 
-/// One round still to execute: the planned round and the lanes it still lacks, in launch order.
-#[derive(Debug, Clone)]
-pub struct RoundJob {
-    /// The planned round.
-    pub round: PlannedRound,
-    /// One request per lane still to execute, in launch order.
-    pub requests: Vec<(PlannedLane, PlannedRequest)>,
-}
+pub use crate::lazy::RoundJob;
 
 /// How a session ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -120,8 +116,8 @@ pub struct CoordArgs {
     pub clients: BTreeMap<String, ProbeClient<ProbeChannel>>,
     /// Provider key → requested model id (for harness records).
     pub models: BTreeMap<String, String>,
-    /// The writer of this plan's raw files.
-    pub writer: RunWriter,
+    /// The writer thread of this plan's raw files (group commit per round).
+    pub writer: DurableWriter,
     /// Harness deadline = request deadline + this grace, ms.
     pub grace_ms: u64,
     /// Progress so far (counts from earlier sessions).
@@ -133,7 +129,7 @@ pub struct CoordArgs {
 }
 
 struct Current {
-    round: PlannedRound,
+    round: RoundRef,
     launch_order: Vec<String>,
     released: Instant,
     released_wall: String,
@@ -222,6 +218,11 @@ fn finish(myself: &ActorRef<CoordMsg>, state: &mut CoordState, status: SessionSt
             task.abort();
         }
     }
+    // Commit what the writer thread still holds before reporting: the caller reads the files.
+    let status = match (state.args.writer.close(), status) {
+        (Err(e), SessionStatus::Complete | SessionStatus::Interrupted) => SessionStatus::Failed(e),
+        (_, status) => status,
+    };
     state.report.status = status;
     state.report.progress = state.args.progress.clone();
     if let Some(done) = state.done.take() {
@@ -232,21 +233,25 @@ fn finish(myself: &ActorRef<CoordMsg>, state: &mut CoordState, status: SessionSt
 
 /// A round whose lane tasks are spawned and parked at the gate, ready to be released.
 struct Prepared {
-    round: PlannedRound,
+    round: RoundRef,
     launch_order: Vec<String>,
     ready: Arc<Barrier>,
     gates: Vec<oneshot::Sender<tracing::Span>>,
     tasks: Vec<JoinHandle<()>>,
 }
 
-/// Spawns one task per lane of `job`; each parks at the ready barrier, then waits for its gate.
+/// Builds `job`'s requests and encodes their bodies (here, one round ahead, never inside the
+/// launch-skew window), then spawns one task per lane; each parks at the ready barrier, then
+/// waits for its gate.
 fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prepared {
-    let n = job.requests.len();
+    let requests = job.requests();
+    let n = requests.len();
     let ready = Arc::new(Barrier::new(n + 1));
     let mut gates = Vec::with_capacity(n);
     let mut tasks = Vec::with_capacity(n);
     let mut launch_order = Vec::with_capacity(n);
-    for (lane, request) in job.requests {
+    for (lane, request) in requests {
+        let body = serde_json::to_string(&request).map_err(|e| e.to_string());
         let (gate_tx, gate_rx) = oneshot::channel::<tracing::Span>();
         gates.push(gate_tx);
         launch_order.push(lane.lane.clone());
@@ -262,7 +267,7 @@ fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prep
                 return;
             };
             let dispatched_at = Instant::now();
-            let execution = execute(client, &request, &model, wait, &round_span).await;
+            let execution = execute(client, &request, body, &model, wait, &round_span).await;
             let _ = me.cast(CoordMsg::LaneDone(Box::new(LaneResult {
                 round_index,
                 dispatched_at,
@@ -337,10 +342,11 @@ async fn lane_done(myself: &ActorRef<CoordMsg>, state: &mut CoordState, result: 
         return;
     }
     let harness = !result.execution.record.outcome.is_committed();
-    if let Err(e) = state.args.writer.append_execution(&result.execution) {
-        fail(myself, state, e.to_string());
+    if let Some(e) = state.args.writer.failed() {
+        fail(myself, state, e);
         return;
     }
+    state.args.writer.execution(result.execution);
     current.dispatches.push(result.dispatched_at);
     current.outstanding = current.outstanding.saturating_sub(1);
     state.report.records_written += 1;
@@ -365,13 +371,10 @@ async fn lane_done(myself: &ActorRef<CoordMsg>, state: &mut CoordState, result: 
     if !last_round {
         next_round(myself, state).await;
     }
-    let written = state
-        .args
-        .writer
-        .append_round(&line)
-        .and_then(|()| state.args.writer.checkpoint(&checkpoint));
-    if let Err(e) = written {
-        fail(myself, state, e.to_string());
+    // The writer thread commits the round's records, then writes its line and checkpoint.
+    state.args.writer.round(line, checkpoint);
+    if let Some(e) = state.args.writer.failed() {
+        fail(myself, state, e);
         return;
     }
     report_progress(state);
@@ -439,10 +442,12 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// Calls the probe; any failure of our own machinery becomes a harness record.
+/// Calls the probe with the request's pre-encoded `body`; any failure of our own machinery
+/// becomes a harness record.
 async fn execute(
     client: Option<ProbeClient<ProbeChannel>>,
     request: &PlannedRequest,
+    body: Result<String, String>,
     model: &str,
     wait: Duration,
     round: &tracing::Span,
@@ -456,7 +461,7 @@ async fn execute(
             format!("no probe for region {}", request.identity.region),
         );
     };
-    let json = match serde_json::to_string(request) {
+    let json = match body {
         Ok(j) => j,
         Err(e) => {
             return harness(

@@ -9,8 +9,10 @@
 //! is the binary's [`TargetHost`]); [`watch`] reads a run back for the live view.
 
 pub mod actor;
+pub mod durable;
 pub mod error;
 pub mod infra;
+pub mod lazy;
 pub mod lock;
 pub mod mt;
 pub mod runner;

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod dataset;
 pub mod demo;
+pub mod fidelity;
 pub mod probe;
 pub mod report;
 pub mod runs;

@@ -189,6 +189,12 @@ impl JsonlWriter {
         Ok(())
     }
 
+    /// Fsyncs what was appended so far (`fdatasync`): the commit point of a group of lines
+    /// appended without their own fsync.
+    pub fn sync(&mut self) -> Result<(), RunDirError> {
+        self.file.sync_data().map_err(io(&self.path))
+    }
+
     /// The file this writer appends to.
     pub fn path(&self) -> &Path {
         &self.path
