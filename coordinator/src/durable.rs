@@ -123,3 +123,101 @@ fn write_loop(mut writer: RunWriter, rx: Receiver<Command>) -> Result<(), RunDir
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openbench_common::record::{Outcome, TerminalRecord};
+    use openbench_common::rundir::RunFiles;
+
+    fn execution(id: &str) -> Execution {
+        let mut record =
+            TerminalRecord::new("2026-12-01T00:00:00.000000Z".into(), Outcome::Completed);
+        record.request_id = id.into();
+        Execution {
+            record,
+            events: Vec::new(),
+        }
+    }
+
+    fn round(index: u64) -> (RoundLine, Checkpoint) {
+        let line = RoundLine {
+            round_index: index,
+            round_id: format!("round-{index}"),
+            released_at: String::new(),
+            released_offset_ms: 0.0,
+            launch_skew_ms: 0.0,
+            coordinator_overhead_ms: None,
+            round_ms: 0.0,
+            lanes_dispatched: 2,
+            harness_errors: 0,
+            launch_order: vec!["a".into(), "b".into()],
+        };
+        let checkpoint = Checkpoint {
+            rounds_done: index as usize + 1,
+            rounds_total: 2,
+            last_round_index: Some(index),
+            requests_done: 2 * (index as usize + 1),
+            updated_at: String::new(),
+        };
+        (line, checkpoint)
+    }
+
+    fn ids(path: &std::path::Path, field: &str) -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .map(|v| v[field].to_string())
+            .collect()
+    }
+
+    #[test]
+    fn records_rounds_and_checkpoints_land_in_order_and_close_commits_the_rest() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let files = RunFiles::new(dir.path(), 0);
+        let writer = RunWriter::open_grouped(files.clone()).unwrap_or_else(|e| panic!("{e}"));
+        let mut durable = DurableWriter::spawn(writer).unwrap_or_else(|e| panic!("{e}"));
+        durable.execution(execution("req-1"));
+        durable.execution(execution("req-2"));
+        let (line, checkpoint) = round(0);
+        durable.round(line, checkpoint);
+        // The next round's first record, not yet covered by a round: close commits it.
+        durable.execution(execution("req-3"));
+        assert_eq!(durable.close(), Ok(()));
+        assert_eq!(
+            ids(&files.results, "request_id"),
+            ["\"req-1\"", "\"req-2\"", "\"req-3\""]
+        );
+        assert_eq!(ids(&files.rounds, "round_index"), ["0"]);
+        let saved: Checkpoint = openbench_common::rundir::read_json(&files.checkpoint)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((saved.rounds_done, saved.requests_done), (1, 2));
+        // Closing again does nothing.
+        assert_eq!(durable.close(), Ok(()));
+    }
+
+    #[test]
+    fn a_write_failure_stops_the_thread_and_names_the_file() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let files = RunFiles::new(dir.path(), 0);
+        let writer = RunWriter::open_grouped(files.clone()).unwrap_or_else(|e| panic!("{e}"));
+        // The checkpoint's place is taken by a non-empty directory: replacing it must fail.
+        std::fs::create_dir_all(files.checkpoint.join("blocked")).unwrap_or_else(|e| panic!("{e}"));
+        let mut durable = DurableWriter::spawn(writer).unwrap_or_else(|e| panic!("{e}"));
+        durable.execution(execution("req-1"));
+        let (line, checkpoint) = round(0);
+        durable.round(line, checkpoint);
+        durable.execution(execution("req-2"));
+        let err = durable.close().err().unwrap_or_default();
+        let name = files
+            .checkpoint
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        assert!(err.contains(&name), "{err}");
+        assert_eq!(durable.failed(), Some(err));
+        // Nothing queued after the failure was written.
+        assert_eq!(ids(&files.results, "request_id"), ["\"req-1\""]);
+    }
+}

@@ -43,6 +43,9 @@ pub struct FidelityArgs {
     /// Answer pieces per stream.
     #[arg(long, default_value_t = 30)]
     chunks: usize,
+    /// Mean gap between answer pieces, ms (each gap is drawn from 1 to 2·gap − 1).
+    #[arg(long, default_value_t = 5)]
+    gap_ms: u64,
     /// Upstream simulator processes the lanes are spread over.
     #[arg(long, default_value_t = 2)]
     upstreams: usize,
@@ -82,6 +85,7 @@ struct FidelityFigures {
     lanes: usize,
     rounds: usize,
     chunks: usize,
+    gap_ms: u64,
     requests: usize,
     upstream_processes: usize,
     load_average_before: Option<f64>,
@@ -119,6 +123,7 @@ pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.rounds > 0, "--rounds must be at least 1");
     anyhow::ensure!(args.chunks > 0, "--chunks must be at least 1");
     anyhow::ensure!(args.upstreams > 0, "--upstreams must be at least 1");
+    anyhow::ensure!(args.gap_ms > 0, "--gap-ms must be at least 1");
     let items = args.rounds.div_ceil(FAMILIES);
     let work = tempfile::tempdir().context("cannot create a temporary directory")?;
     let data = work.path().join("data");
@@ -187,7 +192,7 @@ pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
             .write_log(&client, &key)
             .await?;
         logs.insert(key.clone(), log);
-        schedules.insert(key, upstream::schedule(lane, args.chunks));
+        schedules.insert(key, upstream::schedule(lane, args.chunks, args.gap_ms));
     }
     drop(upstreams);
     let errors = errors::compare(&probed, &logs, &schedules);
@@ -198,6 +203,7 @@ pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
         lanes: args.lanes,
         rounds: outcome.session.rounds_executed,
         chunks: args.chunks,
+        gap_ms: args.gap_ms,
         requests,
         upstream_processes,
         load_average_before: load_before,
@@ -271,7 +277,7 @@ providers:
             [] => "http://127.0.0.1:9/v1/chat/completions".to_string(),
             all => all[lane % all.len()].clone(),
         };
-        let gaps: Vec<String> = upstream::schedule(lane, args.chunks)
+        let gaps: Vec<String> = upstream::schedule(lane, args.chunks, args.gap_ms)
             .iter()
             .map(u64::to_string)
             .collect();
@@ -328,12 +334,13 @@ fn us(v: Option<f64>) -> String {
 
 fn run_text(f: &FidelityFigures) -> String {
     let mut out = format!(
-        "{} requests ({} lanes × {} rounds, {} chunks each) over {} upstream process(es): {}, \
-         {} harness errors, {:.1} s, load {} → {}\n",
+        "{} requests ({} lanes × {} rounds, {} chunks each, {} ms apart on average) over {} \
+         upstream process(es): {}, {} harness errors, {:.1} s, load {} → {}\n",
         f.requests,
         f.lanes,
         f.rounds,
         f.chunks,
+        f.gap_ms,
         f.upstream_processes,
         f.run_status,
         f.harness_errors,

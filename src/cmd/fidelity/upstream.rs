@@ -11,16 +11,18 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
 /// Gaps of lane `lane`'s schedule, ms: the role chunk 5 ms after the request arrives, the first
-/// answer piece 20 ms later, then `chunks − 1` gaps of 1–9 ms (mean 5) from a fixed linear
-/// congruential sequence seeded by the lane, so every run replays the same schedule.
-pub fn schedule(lane: usize, chunks: usize) -> Vec<u64> {
+/// answer piece 20 ms later, then `chunks − 1` gaps of 1 to 2·`gap_ms` − 1 ms (mean `gap_ms`)
+/// from a fixed linear congruential sequence seeded by the lane, so every run replays the same
+/// schedule.
+pub fn schedule(lane: usize, chunks: usize, gap_ms: u64) -> Vec<u64> {
+    let spread = (2 * gap_ms.max(1)).saturating_sub(1);
     let mut state = 12_345u64.wrapping_add(lane as u64);
     let mut gaps = vec![5, 20];
     for _ in 1..chunks {
         state = state
             .wrapping_mul(6_364_136_223_846_793_005)
             .wrapping_add(1_442_695_040_888_963_407);
-        gaps.push(1 + (state >> 33) % 9);
+        gaps.push(1 + (state >> 33) % spread);
     }
     gaps
 }
