@@ -2,22 +2,22 @@
 //!
 //! Per round it spawns one task per lane (prepared while the previous round runs), waits until
 //! every task is parked at the gate, then opens the gate lane by lane in the rotated launch order. Each task calls its region's probe over
-//! gRPC and casts the execution back; the actor writes it (fsynced) and starts the next round only
-//! when every lane is terminal. A probe that does not answer within deadline + grace yields a
+//! gRPC and casts the execution back; the actor hands it to the writer thread
+//! ([`crate::durable`], group commit per round) and starts the next round only when every lane is
+//! terminal. A probe that does not answer within deadline + grace yields a
 //! harness record, never a provider failure; a region whose health monitor ([`crate::health`])
 //! declares it down fails its lanes at once (`region_unreachable`), the other regions' lanes go
 //! on, and at the end of the plan the failed lanes are re-run out of their rounds
 //! ([`crate::faults`]).
 
-use crate::call::{execute, harness_wait};
+use crate::call::{encode, execute, harness_wait};
+use crate::durable::DurableWriter;
 use crate::faults::{FaultBook, RegionGone};
 use crate::health::{FaultPolicy, LinkEvent, RegionState};
+use crate::lazy::RoundRef;
 use crate::session_open::ProbeSession;
 use openbench_common::record::{ErrorType, Execution};
-use openbench_common::request::PlannedRequest;
-use openbench_common::rundir::{
-    Checkpoint, PlannedLane, PlannedRound, RegionLink, RegionOutage, RoundLine, RunWriter,
-};
+use openbench_common::rundir::{Checkpoint, RegionLink, RegionOutage, RoundLine};
 use openbench_proto::link::ProbeChannel;
 use openbench_proto::v1::probe_client::ProbeClient;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -45,17 +45,7 @@ pub struct Progress {
 /// A progress callback (a progress bar, a log line).
 pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
 
-/// One round still to execute: the planned round and the lanes it still lacks, in launch order.
-#[derive(Debug, Clone)]
-pub struct RoundJob {
-    /// The planned round.
-    pub round: PlannedRound,
-    /// One request per lane still to execute, in launch order.
-    pub requests: Vec<(PlannedLane, PlannedRequest)>,
-    /// True when the round's other lanes were measured earlier (a re-run, or a resumed partial
-    /// round): its records are marked `out_of_round`.
-    pub out_of_round: bool,
-}
+pub use crate::lazy::RoundJob;
 
 /// How a session ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -151,8 +141,8 @@ pub struct CoordArgs {
     pub faults: FaultPolicy,
     /// Provider key → requested model id (for harness records).
     pub models: BTreeMap<String, String>,
-    /// The writer of this plan's raw files.
-    pub writer: RunWriter,
+    /// The writer thread of this plan's raw files (group commit per round).
+    pub writer: DurableWriter,
     /// Harness deadline = request deadline + this grace, ms.
     pub grace_ms: u64,
     /// Progress so far (counts from earlier sessions).
@@ -164,7 +154,7 @@ pub struct CoordArgs {
 }
 
 struct Current {
-    round: PlannedRound,
+    round: RoundRef,
     launch_order: Vec<String>,
     released: Instant,
     released_wall: String,
@@ -172,9 +162,8 @@ struct Current {
     dispatches: Vec<Instant>,
     /// Probe-side start instants (coordinator clock, µs) of records that came from a probe.
     probe_starts: Vec<f64>,
-    /// The job's lanes, for the end-of-session re-run of those that fail.
-    requests: Vec<(PlannedLane, PlannedRequest)>,
-    out_of_round: bool,
+    /// The round's job, for the end-of-session re-run of lanes that fail.
+    job: RoundJob,
     outstanding: usize,
     /// The round's span, closed when the round is summarized.
     span: tracing::Span,
@@ -276,9 +265,14 @@ fn finish(myself: &ActorRef<CoordMsg>, state: &mut CoordState, status: SessionSt
             task.abort();
         }
     }
-    state.report.status = match status {
+    let status = match status {
         SessionStatus::Interrupted => state.stop_status.take().unwrap_or(status),
         other => other,
+    };
+    // Commit what the writer thread still holds before reporting: the caller reads the files.
+    state.report.status = match (state.args.writer.close(), status) {
+        (Err(e), SessionStatus::Complete | SessionStatus::Interrupted) => SessionStatus::Failed(e),
+        (_, status) => status,
     };
     state.report.progress = state.args.progress.clone();
     (state.report.links, state.report.outages) = state.faults.report();
@@ -290,9 +284,7 @@ fn finish(myself: &ActorRef<CoordMsg>, state: &mut CoordState, status: SessionSt
 
 /// A round whose lane tasks are spawned and parked at the gate, ready to be released.
 struct Prepared {
-    round: PlannedRound,
-    requests: Vec<(PlannedLane, PlannedRequest)>,
-    out_of_round: bool,
+    job: RoundJob,
     launch_order: Vec<String>,
     ready: Arc<Barrier>,
     gates: Vec<oneshot::Sender<tracing::Span>>,
@@ -301,19 +293,20 @@ struct Prepared {
 
 /// Spawns one task per lane of `job`; each parks at the ready barrier, then waits for its gate.
 fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prepared {
-    let n = job.requests.len();
+    let requests = job.requests();
+    let n = requests.len();
     let ready = Arc::new(Barrier::new(n + 1));
     let mut gates = Vec::with_capacity(n);
     let mut tasks = Vec::with_capacity(n);
     let mut launch_order = Vec::with_capacity(n);
-    let requests = job.requests.clone();
     let out_of_round = job.out_of_round;
-    for (lane, request) in job.requests {
+    for (lane, request) in requests {
         let (gate_tx, gate_rx) = oneshot::channel::<tracing::Span>();
         gates.push(gate_tx);
         launch_order.push(lane.lane.clone());
         let client = args.clients.get(&lane.region).cloned();
         let session = args.sessions.get(&lane.region).cloned();
+        let call = encode(&request, session.as_ref().map(|s| s.session_id.as_str()));
         let region = args.regions.get(&lane.region).cloned();
         let model = args.models.get(&lane.provider).cloned().unwrap_or_default();
         let wait = harness_wait(request.deadline_ms, args.grace_ms);
@@ -326,17 +319,8 @@ fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prep
                 return;
             };
             let dispatched_at = Instant::now();
-            let session_id = session.as_ref().map(|s| s.session_id.clone());
-            let (mut execution, from_probe) = execute(
-                client,
-                region,
-                session_id,
-                &request,
-                &model,
-                wait,
-                &round_span,
-            )
-            .await;
+            let (mut execution, from_probe) =
+                execute(client, region, call, &request, &model, wait, &round_span).await;
             execution.record.out_of_round = out_of_round;
             // The record names the probe this session checked, harness records included.
             execution.record.probe_id = session.map(|s| s.probe.probe_id);
@@ -349,9 +333,7 @@ fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prep
         }));
     }
     Prepared {
-        round: job.round,
-        requests,
-        out_of_round,
+        job,
         launch_order,
         ready,
         gates,
@@ -391,7 +373,7 @@ async fn next_round(myself: &ActorRef<CoordMsg>, state: &mut CoordState) {
     prepared.ready.wait().await;
     let released = Instant::now();
     let released_wall = openbench_common::clock::now_rfc3339();
-    let round_span = crate::spans::round_span(&state.run_span, &prepared.round);
+    let round_span = crate::spans::round_span(&state.run_span, &prepared.job.round);
     for gate in prepared.gates {
         let _ = gate.send(round_span.clone());
     }
@@ -400,9 +382,8 @@ async fn next_round(myself: &ActorRef<CoordMsg>, state: &mut CoordState) {
         .map(|last| ms(released.saturating_duration_since(last)));
     state.report.overheads_ms.extend(overhead_ms);
     state.current = Some(Current {
-        round: prepared.round,
-        requests: prepared.requests,
-        out_of_round: prepared.out_of_round,
+        round: prepared.job.round.clone(),
+        job: prepared.job,
         probe_starts: Vec::with_capacity(n),
         launch_order: prepared.launch_order,
         released,
@@ -428,8 +409,8 @@ async fn lane_done(myself: &ActorRef<CoordMsg>, state: &mut CoordState, result: 
         return;
     }
     let harness = !result.execution.record.outcome.is_committed();
-    if let Err(e) = state.args.writer.append_execution(&result.execution) {
-        fail(myself, state, e.to_string());
+    if let Some(e) = state.args.writer.failed() {
+        fail(myself, state, e);
         return;
     }
     current.dispatches.push(result.dispatched_at);
@@ -447,15 +428,8 @@ async fn lane_done(myself: &ActorRef<CoordMsg>, state: &mut CoordState, result: 
     // for a resume.
     let unreachable = record.error_type == Some(ErrorType::RegionUnreachable);
     if harness {
-        if unreachable
-            && let Some((lane, request)) = current
-                .requests
-                .iter()
-                .find(|(l, _)| l.request_id == record.request_id)
-        {
-            state
-                .faults
-                .note_failed(&current.round, lane.clone(), request.clone());
+        if unreachable {
+            state.faults.note_failed(&current.job, &record.request_id);
         }
         current.harness += 1;
         state.report.harness_errors += 1;
@@ -463,6 +437,7 @@ async fn lane_done(myself: &ActorRef<CoordMsg>, state: &mut CoordState, result: 
     } else {
         state.args.progress.requests_done += 1;
     }
+    state.args.writer.execution(result.execution);
     state.last_terminal = Some(now);
     if current.outstanding > 0 {
         report_progress(state);
@@ -478,13 +453,10 @@ async fn lane_done(myself: &ActorRef<CoordMsg>, state: &mut CoordState, result: 
     if !last_round {
         next_round(myself, state).await;
     }
-    let written = state
-        .args
-        .writer
-        .append_round(&line)
-        .and_then(|()| state.args.writer.checkpoint(&checkpoint));
-    if let Err(e) = written {
-        fail(myself, state, e.to_string());
+    // The writer thread commits the round's records, then writes its line and checkpoint.
+    state.args.writer.round(line, checkpoint);
+    if let Some(e) = state.args.writer.failed() {
+        fail(myself, state, e);
         return;
     }
     report_progress(state);
@@ -540,7 +512,7 @@ fn summarize(state: &mut CoordState, current: Current, now: Instant) -> (RoundLi
         launch_order: current.launch_order,
         probe_launch_skew_ms: probe_skew,
         link_rtt_ms: state.faults.latest_rtts(),
-        out_of_round: current.out_of_round,
+        out_of_round: current.job.out_of_round,
     };
     let p = &state.args.progress;
     let checkpoint = Checkpoint {

@@ -13,14 +13,27 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tracing::Instrument;
 
+/// The `Execute` message for `request` in session `session_id` (empty: a probe without sessions).
+pub fn encode(
+    request: &PlannedRequest,
+    session_id: Option<&str>,
+) -> Result<ExecuteRequest, String> {
+    let planned_request_json = serde_json::to_string(request).map_err(|e| e.to_string())?;
+    Ok(ExecuteRequest {
+        planned_request_json,
+        session_id: session_id.unwrap_or_default().to_string(),
+    })
+}
+
 /// Calls the probe; any failure of our own machinery becomes a harness record. A region its
 /// monitor sees down fails at once, and an in-flight call fails as soon as the monitor declares
 /// its region down (`region_unreachable`), instead of waiting deadline + grace. The flag is true
-/// when the record came from the probe.
+/// when the record came from the probe. `call` is the request already encoded (before the
+/// round's gate opens, so no encoding happens inside the launch-skew window; see [`encode`]).
 pub async fn execute(
     client: Option<ProbeClient<ProbeChannel>>,
     region: Option<watch::Receiver<RegionState>>,
-    session_id: Option<String>,
+    call: Result<ExecuteRequest, String>,
     request: &PlannedRequest,
     model: &str,
     wait: Duration,
@@ -39,13 +52,9 @@ pub async fn execute(
             false,
         );
     }
-    let json = match serde_json::to_string(request) {
-        Ok(j) => j,
+    let call = match call {
+        Ok(call) => call,
         Err(e) => return fail(format!("cannot encode request: {e}")),
-    };
-    let call = ExecuteRequest {
-        planned_request_json: json,
-        session_id: session_id.unwrap_or_default(),
     };
     let mut call = tonic::Request::new(call);
     openbench_proto::trace_context::inject(round, call.metadata_mut());

@@ -9,9 +9,8 @@ use crate::actor::RoundJob;
 use crate::health::{
     FaultPolicy, LinkEvent, PingSample, RegionDownPolicy, RegionState, summarize_link,
 };
-use openbench_common::request::PlannedRequest;
-use openbench_common::rundir::{PlannedLane, PlannedRound, RegionLink, RegionOutage};
-use std::collections::BTreeMap;
+use openbench_common::rundir::{RegionLink, RegionOutage};
+use std::collections::{BTreeMap, BTreeSet};
 use tokio::sync::watch;
 
 /// A region the down policy gave up on.
@@ -37,8 +36,9 @@ pub struct FaultBook {
     policy: FaultPolicy,
     regions: BTreeMap<String, RegionBook>,
     outages: Vec<RegionOutage>,
-    /// Harness-failed lanes of this session, by round index, for the end-of-session re-run.
-    failed: BTreeMap<u64, RoundJob>,
+    /// Harness-failed lanes of this session, by round index (the round's job and the failed
+    /// request ids), for the end-of-session re-run.
+    failed: BTreeMap<u64, (RoundJob, BTreeSet<String>)>,
     /// True once the end-of-session re-run has been queued (it runs once).
     rerun_queued: bool,
 }
@@ -128,25 +128,17 @@ impl FaultBook {
             .collect()
     }
 
-    /// Notes a lane of `round` lost to an unreachable region, for the end-of-session re-run.
-    pub fn note_failed(
-        &mut self,
-        round: &PlannedRound,
-        lane: PlannedLane,
-        request: PlannedRequest,
-    ) {
+    /// Notes the lane `request_id` of `job`'s round lost to an unreachable region, for the
+    /// end-of-session re-run.
+    pub fn note_failed(&mut self, job: &RoundJob, request_id: &str) {
         if self.rerun_queued {
             return;
         }
         self.failed
-            .entry(round.round_index)
-            .or_insert_with(|| RoundJob {
-                round: round.clone(),
-                requests: Vec::new(),
-                out_of_round: true,
-            })
-            .requests
-            .push((lane, request));
+            .entry(job.round.round_index)
+            .or_insert_with(|| (job.clone(), BTreeSet::new()))
+            .1
+            .insert(request_id.to_string());
     }
 
     /// The end-of-session re-run (once): the failed lanes whose region is up now, one job per
@@ -166,9 +158,8 @@ impl FaultBook {
         };
         std::mem::take(&mut self.failed)
             .into_values()
-            .filter_map(|mut job| {
-                job.requests.retain(|(lane, _)| up(&lane.region));
-                (!job.requests.is_empty()).then_some(job)
+            .filter_map(|(job, ids)| {
+                job.rerun(|lane| ids.contains(&lane.request_id) && up(&lane.region))
             })
             .collect()
     }
@@ -188,37 +179,82 @@ impl FaultBook {
 mod tests {
     use super::*;
     use crate::health::{LinkSettings, PingSample};
-    use openbench_common::request::RequestIdentity;
+    use openbench_common::rundir::{Plan, PlanKind, PlannedLane, PlannedRound};
+    use openbench_common::workflow::{DatasetRelease, WorkItem};
+    use std::path::PathBuf;
+    use std::sync::Arc;
     use std::time::{Duration, Instant};
 
-    fn lane(region: &str, id: &str) -> (PlannedLane, PlannedRequest) {
-        let lane = PlannedLane {
+    fn lane(region: &str, id: &str) -> PlannedLane {
+        PlannedLane {
             provider: "p".into(),
             region: region.into(),
             lane: format!("p@{region}"),
             request_id: id.into(),
-        };
-        let request = PlannedRequest {
-            identity: RequestIdentity {
-                request_id: id.into(),
-                region: region.into(),
-                ..RequestIdentity::default()
-            },
-            messages: Vec::new(),
-            deadline_ms: 0,
-        };
-        (lane, request)
+        }
     }
 
-    fn round(index: u64) -> PlannedRound {
+    fn round(index: u64, lanes: Vec<PlannedLane>) -> PlannedRound {
         PlannedRound {
             round_index: index,
             round_id: format!("round-{index}"),
             task_family: "ticket-triage".into(),
             item_id: "i".into(),
             item_hash: String::new(),
-            requests: Vec::new(),
+            requests: lanes,
         }
+    }
+
+    /// One job per round of a small plan: round 2 (east req-2), round 4 (west req-1, east
+    /// req-x, west req-3) and round 5 (west req-4).
+    fn jobs() -> BTreeMap<u64, RoundJob> {
+        let plan = Plan {
+            plan_version: 1,
+            kind: PlanKind::Full,
+            attempt: 0,
+            benchmark_slug: String::new(),
+            schedule_version: String::new(),
+            dataset_release_hash: String::new(),
+            families: vec!["ticket-triage".into()],
+            lanes: Vec::new(),
+            items_per_family: 1,
+            rounds: vec![
+                round(2, vec![lane("east", "req-2")]),
+                round(
+                    4,
+                    vec![
+                        lane("west", "req-1"),
+                        lane("east", "req-x"),
+                        lane("west", "req-3"),
+                    ],
+                ),
+                round(5, vec![lane("west", "req-4")]),
+            ],
+        };
+        let item = WorkItem {
+            family: "ticket-triage".into(),
+            item_id: "i".into(),
+            system: String::new(),
+            user: String::new(),
+            item_hash: String::new(),
+        };
+        let dataset = DatasetRelease {
+            dir: PathBuf::new(),
+            release_hash: String::new(),
+            file_hashes: BTreeMap::new(),
+            items: BTreeMap::from([("ticket-triage".to_string(), vec![item])]),
+        };
+        crate::lazy::jobs(
+            Arc::new(plan),
+            Arc::new(dataset),
+            "run",
+            0,
+            &BTreeSet::new(),
+        )
+        .unwrap()
+        .into_iter()
+        .map(|job| (job.round.round_index, job))
+        .collect()
     }
 
     fn policy(on_region_down: RegionDownPolicy) -> FaultPolicy {
@@ -287,12 +323,10 @@ mod tests {
     #[test]
     fn the_rerun_takes_failed_lanes_of_regions_that_are_up_once_and_out_of_round() {
         let mut book = FaultBook::new(policy(RegionDownPolicy::Continue));
-        let (l1, r1) = lane("west", "req-1");
-        let (l2, r2) = lane("east", "req-2");
-        let (l3, r3) = lane("west", "req-3");
-        book.note_failed(&round(4), l1, r1);
-        book.note_failed(&round(2), l2, r2);
-        book.note_failed(&round(4), l3, r3);
+        let jobs_by_round = jobs();
+        book.note_failed(&jobs_by_round[&4], "req-1");
+        book.note_failed(&jobs_by_round[&2], "req-2");
+        book.note_failed(&jobs_by_round[&4], "req-3");
         let (_up_tx, up) = watch::channel(RegionState::Up);
         let (_down_tx, down) = watch::channel(RegionState::Down {
             reason: "refused".into(),
@@ -302,15 +336,10 @@ mod tests {
         assert_eq!(jobs.len(), 1);
         assert_eq!(jobs[0].round.round_index, 4);
         assert!(jobs[0].out_of_round);
-        let ids: Vec<&str> = jobs[0]
-            .requests
-            .iter()
-            .map(|(l, _)| l.request_id.as_str())
-            .collect();
+        let ids: Vec<&str> = jobs[0].lanes().map(|l| l.request_id.as_str()).collect();
         assert_eq!(ids, ["req-1", "req-3"]);
         // Once only: a failure during the re-run waits for a resume.
-        let (l4, r4) = lane("west", "req-4");
-        book.note_failed(&round(5), l4, r4);
+        book.note_failed(&jobs_by_round[&5], "req-4");
         assert!(book.take_rerun(&states).is_empty());
     }
 }

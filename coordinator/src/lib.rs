@@ -11,10 +11,12 @@
 
 pub mod actor;
 pub mod call;
+pub mod durable;
 pub mod error;
 pub mod faults;
 pub mod health;
 pub mod infra;
+pub mod lazy;
 pub mod lock;
 pub mod mt;
 pub mod runner;

@@ -7,10 +7,12 @@
 use crate::actor::{
     CoordArgs, CoordMsg, Coordinator, Progress, ProgressFn, RoundJob, SessionReport, SessionStatus,
 };
+use crate::durable::DurableWriter;
 use crate::error::CoordinatorError;
 use crate::health::{FaultPolicy, Monitors};
 use crate::infra::{Infra, RemoteProbes, TargetHost};
-use crate::schedule::{build_plan, find_item, planned_request};
+use crate::lazy::jobs;
+use crate::schedule::build_plan;
 use crate::session::{RunDir, RunInputs};
 use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_common::rundir::{
@@ -101,15 +103,15 @@ pub async fn run_full(
             });
         }
     }
-    let plan = build_plan(
+    let plan = Arc::new(build_plan(
         s,
         &run.selection,
         &inputs.dataset,
         s.plans.full_items_per_family,
         0,
-    );
+    ));
     let files = RunFiles::new(&run.dir, 0);
-    write_json_once(&files.plan, &plan)?;
+    write_json_once(&files.plan, &*plan)?;
     if manifest.mode != RunMode::Full {
         manifest.mode = RunMode::Full;
         manifest.period_start = None;
@@ -151,9 +153,15 @@ pub async fn run_smoke(
     }
     let mut attempts = Vec::new();
     for attempt in 1..=s.plans.smoke_max_attempts {
-        let plan = build_plan(s, &run.selection, &inputs.dataset, items, attempt);
+        let plan = Arc::new(build_plan(
+            s,
+            &run.selection,
+            &inputs.dataset,
+            items,
+            attempt,
+        ));
         let files = RunFiles::new(&run.dir, attempt);
-        write_json_once(&files.plan, &plan)?;
+        write_json_once(&files.plan, &*plan)?;
         let (session, records) =
             execute_plan(inputs, run, &plan, &files, options, &mut manifest).await?;
         if session.status != SessionStatus::Complete
@@ -257,7 +265,7 @@ fn judge_smoke(
 async fn execute_plan(
     inputs: &RunInputs,
     run: &RunDir,
-    plan: &Plan,
+    plan: &Arc<Plan>,
     files: &RunFiles,
     options: &RunOptions,
     manifest: &mut RunManifest,
@@ -270,7 +278,13 @@ async fn execute_plan(
         .map(|r| r.request_id.clone())
         .collect();
     repair(files, &committed)?;
-    let jobs = jobs(inputs, run, plan, &committed)?;
+    let jobs = jobs(
+        plan.clone(),
+        Arc::new(inputs.dataset.clone()),
+        run.run_id(),
+        inputs.spec.spec.request.timeout_ms,
+        &committed,
+    )?;
     let rounds_done = plan.rounds_done(|id| committed.contains(id));
     let progress = Progress {
         rounds_done,
@@ -330,46 +344,6 @@ async fn execute_plan(
     Ok((session, records))
 }
 
-fn jobs(
-    inputs: &RunInputs,
-    run: &RunDir,
-    plan: &Plan,
-    committed: &BTreeSet<String>,
-) -> Result<VecDeque<RoundJob>, CoordinatorError> {
-    let deadline = inputs.spec.spec.request.timeout_ms;
-    let mut out = VecDeque::new();
-    for round in &plan.rounds {
-        let item =
-            find_item(&inputs.dataset, &round.task_family, &round.item_id).ok_or_else(|| {
-                CoordinatorError::Workflow(format!(
-                    "item {} of family {} is not in the dataset",
-                    round.item_id, round.task_family
-                ))
-            })?;
-        let requests: Vec<_> = round
-            .requests
-            .iter()
-            .filter(|l| !committed.contains(&l.request_id))
-            .map(|l| {
-                (
-                    l.clone(),
-                    planned_request(run.run_id(), plan, round, l, item, deadline),
-                )
-            })
-            .collect();
-        if !requests.is_empty() {
-            // Lanes of this round measured in an earlier session: these are not paired in time.
-            let out_of_round = requests.len() < round.requests.len();
-            out.push_back(RoundJob {
-                round: round.clone(),
-                requests,
-                out_of_round,
-            });
-        }
-    }
-    Ok(out)
-}
-
 async fn drive(
     inputs: &RunInputs,
     files: &RunFiles,
@@ -393,7 +367,7 @@ async fn drive(
             .iter()
             .map(|p| (p.key.clone(), p.model.clone()))
             .collect(),
-        writer: RunWriter::open(files.clone())?,
+        writer: DurableWriter::spawn(RunWriter::open_grouped(files.clone())?)?,
         grace_ms: inputs.spec.spec.request.harness_grace_ms,
         progress: progress.clone(),
         on_progress: options.progress.clone(),

@@ -14,10 +14,8 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 pub fn run_span(jobs: &VecDeque<RoundJob>) -> tracing::Span {
     let span = tracing::info_span!(parent: None, "run", otel.name = sc::SPAN_RUN);
     let run_id = jobs
-        .iter()
-        .flat_map(|job| job.requests.first())
-        .map(|(_, request)| request.identity.run_id.clone())
-        .next()
+        .front()
+        .map(|job| job.run_id().to_string())
         .unwrap_or_default();
     span.set_attribute(sc::RUN_ID, run_id);
     span.set_attribute(

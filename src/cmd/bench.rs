@@ -1,6 +1,6 @@
 //! `bench`: benchmarks of our own machinery, whose figures `docs/performance.md` records.
-//! `bench analysis` times `report` end to end on a synthetic run; `bench fidelity` (the timing
-//! error of the measurement pipeline) is to join it here.
+//! `bench analysis` times `report` end to end on a synthetic run; `bench fidelity` measures the
+//! timing error and the cost of the measurement pipeline itself (`super::fidelity`).
 
 use anyhow::Context;
 use openbench_micro_single_task::report;
@@ -16,6 +16,11 @@ pub enum BenchCommand {
     /// Synthesise a run's records (seeded) and time `report` on it end to end: reading and
     /// scoring, metrics, paired comparisons, report.md and report.html.
     Analysis(AnalysisArgs),
+    /// Drive a full run through the real coordinator, gRPC, probe and writer against a scripted
+    /// upstream that logs every write; report the timing error of TTFO, TTFA, E2E and every
+    /// event, loopback latency, CPU per 1,000 requests, peak RSS, launch skew and coordinator
+    /// overhead (or, with --plan-only, the peak RSS of planning the run).
+    Fidelity(super::fidelity::FidelityArgs),
 }
 
 /// Arguments of `bench analysis`.
@@ -59,6 +64,7 @@ struct AnalysisFigures {
 pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
     match command {
         BenchCommand::Analysis(args) => tokio::task::spawn_blocking(move || analysis(args)).await?,
+        BenchCommand::Fidelity(args) => super::fidelity::run(args).await,
     }
 }
 
@@ -127,12 +133,12 @@ fn text(f: &AnalysisFigures) -> String {
 
 /// Resets the process's peak-RSS high-water mark (Linux ≥ 4.0: writing 5 to `clear_refs`), so
 /// VmHWM afterwards covers only what follows. False where that is not possible.
-fn reset_peak_rss() -> bool {
+pub(super) fn reset_peak_rss() -> bool {
     std::fs::write("/proc/self/clear_refs", b"5").is_ok()
 }
 
 /// VmHWM from `/proc/self/status`, in bytes; `None` off Linux.
-fn peak_rss_bytes() -> Option<u64> {
+pub(super) fn peak_rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: u64 = line

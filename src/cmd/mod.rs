@@ -4,6 +4,7 @@ pub mod bench;
 pub mod compare;
 pub mod dataset;
 pub mod demo;
+pub mod fidelity;
 pub mod probe;
 pub mod relay;
 pub mod report;

@@ -71,6 +71,7 @@ fn call(provider: &str, region: &str, id: &str, deadline_ms: u64) -> ExecuteRequ
     };
     ExecuteRequest {
         planned_request_json: serde_json::to_string(&planned).unwrap(),
+        session_id: String::new(),
     }
 }
 

@@ -1,6 +1,8 @@
 //! How one execution lands in a plan's raw files. The terminal record is the commit point: its
-//! events and answer are appended first, then the record is appended and fsynced. Resume repairs
-//! torn lines and drops events of uncommitted requests ([`repair`]).
+//! events and answer are appended first, then the record is appended and fsynced — on its own
+//! ([`RunWriter::open`]) or with the rest of its round, in one group commit
+//! ([`RunWriter::open_grouped`] and [`RunWriter::commit`], before the round's line and
+//! checkpoint). Resume repairs torn lines and drops events of uncommitted requests ([`repair`]).
 
 use super::RunDirError;
 use super::layout::RunFiles;
@@ -19,10 +21,20 @@ pub struct RunWriter {
 }
 
 impl RunWriter {
-    /// Opens every raw file of the plan for appending.
+    /// Opens every raw file of the plan for appending; every record is fsynced as it is written.
     pub fn open(files: RunFiles) -> Result<RunWriter, RunDirError> {
+        RunWriter::open_with(files, true)
+    }
+
+    /// Opens every raw file for group commit: records are appended without an fsync each, and
+    /// [`RunWriter::commit`] makes everything appended so far durable at once.
+    pub fn open_grouped(files: RunFiles) -> Result<RunWriter, RunDirError> {
+        RunWriter::open_with(files, false)
+    }
+
+    fn open_with(files: RunFiles, fsync_each_record: bool) -> Result<RunWriter, RunDirError> {
         Ok(RunWriter {
-            results: JsonlWriter::open(&files.results, true)?,
+            results: JsonlWriter::open(&files.results, fsync_each_record)?,
             events: JsonlWriter::open(&files.events, false)?,
             reconstructed: JsonlWriter::open(&files.reconstructed, false)?,
             rounds: JsonlWriter::open(&files.rounds, true)?,
@@ -44,6 +56,15 @@ impl RunWriter {
             self.reconstructed.append(&reconstructed(record))?;
         }
         self.results.append(record)
+    }
+
+    /// The group commit: fsyncs the events and answers appended so far, then the records, so a
+    /// record on disk has its events on disk too. Every record appended before this call is
+    /// committed when it returns.
+    pub fn commit(&mut self) -> Result<(), RunDirError> {
+        self.events.sync()?;
+        self.reconstructed.sync()?;
+        self.results.sync()
     }
 
     /// Appends a round line (fsynced).

@@ -4,6 +4,7 @@
 use super::RunDirError;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
@@ -47,9 +48,46 @@ pub fn write_once(path: &Path, bytes: &[u8]) -> Result<(), RunDirError> {
     }
 }
 
-/// Serialises `value` as pretty JSON and writes it once ([`write_once`]).
+/// Serialises `value` as pretty JSON and writes it once ([`write_once`]'s rules), streaming: the
+/// JSON is never held in memory whole (a 1,000-lane × 600-round plan is ≈ 100 MB of it). An
+/// existing file is compared by sha256 of the bytes `value` would be.
 pub fn write_json_once<T: Serialize>(path: &Path, value: &T) -> Result<(), RunDirError> {
-    write_once(path, &json_bytes(path, value)?)
+    let write = |w: &mut dyn Write| -> std::io::Result<()> {
+        serde_json::to_writer_pretty(&mut *w, value).map_err(std::io::Error::other)?;
+        w.write_all(b"\n")
+    };
+    match crate::hash::sha256_file(path) {
+        Ok((existing, _)) => {
+            let mut hashed = HashingWriter(Sha256::new());
+            write(&mut hashed).map_err(io(path))?;
+            if crate::hash::hex(&hashed.0.finalize()) == existing {
+                Ok(())
+            } else {
+                Err(RunDirError::Immutable {
+                    path: path.to_path_buf(),
+                })
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => write_atomic_with(path, write),
+        Err(source) => Err(RunDirError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// A `Write` that only hashes what passes through it.
+struct HashingWriter(Sha256);
+
+impl Write for HashingWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Serialises `value` as pretty JSON and replaces `path` atomically ([`write_atomic`]).
@@ -189,6 +227,12 @@ impl JsonlWriter {
         Ok(())
     }
 
+    /// Fsyncs what was appended so far (`fdatasync`): the commit point of a group of lines
+    /// appended without their own fsync.
+    pub fn sync(&mut self) -> Result<(), RunDirError> {
+        self.file.sync_data().map_err(io(&self.path))
+    }
+
     /// The file this writer appends to.
     pub fn path(&self) -> &Path {
         &self.path
@@ -273,6 +317,27 @@ mod tests {
         let err = err.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.contains("selection.json"), "{err}");
         assert_eq!(read(&p), b"one");
+    }
+
+    #[test]
+    fn json_write_once_streams_the_same_bytes_and_refuses_a_different_value() {
+        let dir = tempdir();
+        let p = dir.path().join("artifacts/plan.json");
+        let value = serde_json::json!({"rounds": [1, 2], "kind": "full"});
+        assert!(write_json_once(&p, &value).is_ok());
+        // The layout of every JSON artifact: pretty, newline-terminated (json_bytes).
+        assert_eq!(
+            read(&p),
+            b"{\n  \"rounds\": [\n    1,\n    2\n  ],\n  \"kind\": \"full\"\n}\n"
+        );
+        assert!(write_json_once(&p, &value).is_ok());
+        let other = serde_json::json!({"rounds": [1, 3], "kind": "full"});
+        let err = write_json_once(&p, &other).err().map(|e| e.to_string());
+        assert!(err.is_some_and(|e| e.contains("plan.json")));
+        assert_eq!(
+            read(&p),
+            b"{\n  \"rounds\": [\n    1,\n    2\n  ],\n  \"kind\": \"full\"\n}\n"
+        );
     }
 
     #[test]

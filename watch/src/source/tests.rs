@@ -24,6 +24,7 @@ fn run_dir() -> tempfile::TempDir {
         families: vec!["f1".into(), "f2".into()],
         spec_path: "spec.yaml".into(),
         spec_sha256: String::new(),
+        spec_inputs_sha256: None,
         dataset_dir: String::new(),
         dataset_manifest: String::new(),
         dataset_release_hash: "h".into(),

@@ -131,6 +131,9 @@ pub fn round_lines() -> Vec<String> {
             lanes_dispatched: 2,
             harness_errors: 0,
             launch_order: vec!["a@eu".into(), "b@us".into()],
+            probe_launch_skew_ms: None,
+            link_rtt_ms: Default::default(),
+            out_of_round: false,
         })
         .unwrap_or_default()
     };

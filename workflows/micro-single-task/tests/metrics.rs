@@ -282,7 +282,7 @@ fn lane_p(observations: &[Observation]) -> ProviderMetrics {
         lock: &lock,
         lanes: &lanes,
         observations,
-        plan: Some(&plan),
+        plan: Some(&metrics::PlanView::from(&plan)),
         records_file: "raw/results.jsonl",
     });
     assert_eq!(run.providers.len(), 1);

@@ -6,13 +6,15 @@
 //! lane with an unresolved harness failure is incomplete.
 
 pub mod observe;
+pub mod plan_view;
 pub mod summary;
 
 pub use observe::{LaneKey, LaneTable, Observation};
 pub use summary::{FailureBreakdown, Prices, Summary, UsageSummary};
 
 use crate::scoring::Family;
-use openbench_common::rundir::{Plan, RunLock};
+use openbench_common::rundir::RunLock;
+pub use plan_view::PlanView;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -133,14 +135,14 @@ pub struct MetricsInput<'a> {
     /// Final records, in a deterministic order.
     pub observations: &'a [Observation],
     /// The plan, when present.
-    pub plan: Option<&'a Plan>,
+    pub plan: Option<&'a PlanView>,
     /// Records file name.
     pub records_file: &'a str,
 }
 
 /// Lanes to report: the plan's (base order), else the lock's providers × regions, plus any seen
 /// only in records.
-pub fn all_lanes(lock: &RunLock, plan: Option<&Plan>, seen: &LaneTable) -> Vec<LaneKey> {
+pub fn all_lanes(lock: &RunLock, plan: Option<&PlanView>, seen: &LaneTable) -> Vec<LaneKey> {
     let mut out: Vec<LaneKey> = match plan {
         Some(p) => p
             .lanes
@@ -216,9 +218,9 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
     let planned: Option<HashMap<&str, Planned>> = input.plan.map(|plan| {
         let mut counts: HashMap<&str, Planned> = HashMap::new();
         for req in plan.rounds.iter().flat_map(|r| &r.requests) {
-            let count = counts.entry(req.lane.as_str()).or_default();
+            let count = counts.entry(&*req.lane).or_default();
             count.planned += 1;
-            if !submitted_ids.contains(req.request_id.as_str()) {
+            if !submitted_ids.contains(&*req.request_id) {
                 count.missing += 1;
             }
         }

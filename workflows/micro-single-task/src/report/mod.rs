@@ -12,8 +12,8 @@ use crate::paired::{self, PairedComparisons, PairedLane};
 use crate::scoring::{Evaluation, GoldRef, Scored};
 use markdown::{ArtifactStatus, ReportContext};
 use openbench_common::rundir::{
-    self as layout, Plan, PlanFileNames, ReadStats, RunDirError, RunLock, RunManifest,
-    read_counting, read_json, write_atomic_with,
+    self as layout, PlanFileNames, ReadStats, RunDirError, RunLock, RunManifest, read_counting,
+    read_json, write_atomic_with,
 };
 use serde::Serialize;
 use serde_json::json;
@@ -136,7 +136,7 @@ pub fn compute(run_dir: &Path, lock: &RunLock, gold: &GoldTable) -> Result<Compu
             ))
     });
     let plan_path = layout::path(run_dir, &names.plan);
-    let plan: Option<Plan> = if plan_path.is_file() {
+    let plan: Option<metrics::PlanView> = if plan_path.is_file() {
         Some(read_json(&plan_path)?)
     } else {
         None

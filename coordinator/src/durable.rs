@@ -1,0 +1,226 @@
+//! Durable writes off the async runtime (issue 12): one thread owns the run writer, so no
+//! `fdatasync` blocks the two worker threads that also poll the in-process probes' sockets.
+//!
+//! The actor hands over each terminal execution as it arrives (appended at once, not fsynced)
+//! and, when its round is complete, the round's line and checkpoint. The thread then commits the
+//! round as a group — events, answers, then records fsynced ([`RunWriter::commit`]) — before it
+//! appends the round line (fsynced) and replaces the checkpoint. So, as before, every record is
+//! on disk before its round's checkpoint, and a record's commit point is the fsync that covers
+//! its line; a record appended but not yet covered when the machine (not just the process) dies
+//! is lost and its lane re-runs on resume. Closing the writer commits whatever is left.
+
+use openbench_common::record::Execution;
+use openbench_common::rundir::{Checkpoint, RoundLine, RunDirError, RunWriter};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+enum Command {
+    Execution(Box<Execution>),
+    Round(Box<(RoundLine, Checkpoint)>),
+}
+
+/// The handle of the writer thread.
+pub struct DurableWriter {
+    tx: Option<Sender<Command>>,
+    thread: Option<JoinHandle<()>>,
+    failure: Arc<Mutex<Option<String>>>,
+}
+
+impl DurableWriter {
+    /// Starts the writer thread; `writer` should be opened with [`RunWriter::open_grouped`]
+    /// (with [`RunWriter::open`] every record is also fsynced on its own).
+    pub fn spawn(writer: RunWriter) -> Result<DurableWriter, RunDirError> {
+        let (tx, rx) = channel();
+        let failure = Arc::new(Mutex::new(None));
+        let seen = failure.clone();
+        let thread = std::thread::Builder::new()
+            .name("openbench-writer".into())
+            .spawn(move || {
+                if let Err(e) = write_loop(writer, rx)
+                    && let Ok(mut slot) = seen.lock()
+                {
+                    *slot = Some(e.to_string());
+                }
+            })
+            .map_err(|source| RunDirError::Io {
+                path: "writer thread".into(),
+                source,
+            })?;
+        Ok(DurableWriter {
+            tx: Some(tx),
+            thread: Some(thread),
+            failure,
+        })
+    }
+
+    /// Queues a terminal execution (its events, answer and record).
+    pub fn execution(&self, execution: Execution) {
+        self.send(Command::Execution(Box::new(execution)));
+    }
+
+    /// Queues a finished round: its records are committed, then `line` and `checkpoint` written.
+    pub fn round(&self, line: RoundLine, checkpoint: Checkpoint) {
+        self.send(Command::Round(Box::new((line, checkpoint))));
+    }
+
+    fn send(&self, command: Command) {
+        if let Some(tx) = &self.tx {
+            // A closed channel means the thread stopped on an error, which `failed` reports.
+            let _ = tx.send(command);
+        }
+    }
+
+    /// The error that stopped the writer thread, if one did (nothing queued after it is written).
+    pub fn failed(&self) -> Option<String> {
+        self.failure.lock().ok().and_then(|f| f.clone())
+    }
+
+    /// Commits everything queued and stops the thread (blocking until it has); returns the error
+    /// that stopped it, if any. Later calls do nothing.
+    pub fn close(&mut self) -> Result<(), String> {
+        self.tx = None;
+        if let Some(thread) = self.thread.take()
+            && thread.join().is_err()
+        {
+            return Err("the writer thread panicked".into());
+        }
+        match self.failed() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for DurableWriter {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+/// Writes commands in order until the channel closes, then commits what is left.
+fn write_loop(mut writer: RunWriter, rx: Receiver<Command>) -> Result<(), RunDirError> {
+    let mut uncommitted = false;
+    for command in rx {
+        match command {
+            Command::Execution(execution) => {
+                writer.append_execution(&execution)?;
+                uncommitted = true;
+            }
+            Command::Round(round) => {
+                if uncommitted {
+                    writer.commit()?;
+                    uncommitted = false;
+                }
+                let (line, checkpoint) = *round;
+                writer.append_round(&line)?;
+                writer.checkpoint(&checkpoint)?;
+            }
+        }
+    }
+    if uncommitted {
+        writer.commit()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openbench_common::record::{Outcome, TerminalRecord};
+    use openbench_common::rundir::RunFiles;
+
+    fn execution(id: &str) -> Execution {
+        let mut record =
+            TerminalRecord::new("2026-12-01T00:00:00.000000Z".into(), Outcome::Completed);
+        record.request_id = id.into();
+        Execution {
+            record,
+            events: Vec::new(),
+        }
+    }
+
+    fn round(index: u64) -> (RoundLine, Checkpoint) {
+        let line = RoundLine {
+            round_index: index,
+            round_id: format!("round-{index}"),
+            released_at: String::new(),
+            released_offset_ms: 0.0,
+            launch_skew_ms: 0.0,
+            coordinator_overhead_ms: None,
+            round_ms: 0.0,
+            lanes_dispatched: 2,
+            harness_errors: 0,
+            launch_order: vec!["a".into(), "b".into()],
+            probe_launch_skew_ms: None,
+            link_rtt_ms: Default::default(),
+            out_of_round: false,
+        };
+        let checkpoint = Checkpoint {
+            rounds_done: index as usize + 1,
+            rounds_total: 2,
+            last_round_index: Some(index),
+            requests_done: 2 * (index as usize + 1),
+            updated_at: String::new(),
+        };
+        (line, checkpoint)
+    }
+
+    fn ids(path: &std::path::Path, field: &str) -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .map(|v| v[field].to_string())
+            .collect()
+    }
+
+    #[test]
+    fn records_rounds_and_checkpoints_land_in_order_and_close_commits_the_rest() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let files = RunFiles::new(dir.path(), 0);
+        let writer = RunWriter::open_grouped(files.clone()).unwrap_or_else(|e| panic!("{e}"));
+        let mut durable = DurableWriter::spawn(writer).unwrap_or_else(|e| panic!("{e}"));
+        durable.execution(execution("req-1"));
+        durable.execution(execution("req-2"));
+        let (line, checkpoint) = round(0);
+        durable.round(line, checkpoint);
+        // The next round's first record, not yet covered by a round: close commits it.
+        durable.execution(execution("req-3"));
+        assert_eq!(durable.close(), Ok(()));
+        assert_eq!(
+            ids(&files.results, "request_id"),
+            ["\"req-1\"", "\"req-2\"", "\"req-3\""]
+        );
+        assert_eq!(ids(&files.rounds, "round_index"), ["0"]);
+        let saved: Checkpoint = openbench_common::rundir::read_json(&files.checkpoint)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((saved.rounds_done, saved.requests_done), (1, 2));
+        // Closing again does nothing.
+        assert_eq!(durable.close(), Ok(()));
+    }
+
+    #[test]
+    fn a_write_failure_stops_the_thread_and_names_the_file() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let files = RunFiles::new(dir.path(), 0);
+        let writer = RunWriter::open_grouped(files.clone()).unwrap_or_else(|e| panic!("{e}"));
+        // The checkpoint's place is taken by a non-empty directory: replacing it must fail.
+        std::fs::create_dir_all(files.checkpoint.join("blocked")).unwrap_or_else(|e| panic!("{e}"));
+        let mut durable = DurableWriter::spawn(writer).unwrap_or_else(|e| panic!("{e}"));
+        durable.execution(execution("req-1"));
+        let (line, checkpoint) = round(0);
+        durable.round(line, checkpoint);
+        durable.execution(execution("req-2"));
+        let err = durable.close().err().unwrap_or_default();
+        let name = files
+            .checkpoint
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        assert!(err.contains(&name), "{err}");
+        assert_eq!(durable.failed(), Some(err));
+        // Nothing queued after the failure was written.
+        assert_eq!(ids(&files.results, "request_id"), ["\"req-1\""]);
+    }
+}

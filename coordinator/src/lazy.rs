@@ -1,0 +1,213 @@
+//! Rounds planned lazily (issue 12): a remaining round refers to its place in the one shared plan
+//! and to its dataset item, never to per-lane copies of the prompt. Its requests (identity,
+//! messages, JSON body) are built when the round is prepared, one round ahead of its release, so
+//! memory holds the plan once plus two rounds of requests, whatever the number of rounds.
+
+use crate::error::CoordinatorError;
+use crate::schedule::planned_request;
+use openbench_common::request::PlannedRequest;
+use openbench_common::rundir::{Plan, PlannedLane, PlannedRound};
+use openbench_common::workflow::{DatasetRelease, WorkItem};
+use std::collections::{BTreeSet, VecDeque};
+use std::ops::Deref;
+use std::sync::Arc;
+
+/// A round of the shared plan (dereferences to its [`PlannedRound`]); cloning it copies a
+/// pointer, not the round.
+#[derive(Debug, Clone)]
+pub struct RoundRef {
+    plan: Arc<Plan>,
+    position: usize,
+}
+
+impl Deref for RoundRef {
+    type Target = PlannedRound;
+
+    fn deref(&self) -> &PlannedRound {
+        &self.plan.rounds[self.position]
+    }
+}
+
+/// One round still to execute: the planned round, which of its lanes still lack a committed
+/// record (in launch order) and where its prompt is.
+#[derive(Debug, Clone)]
+pub struct RoundJob {
+    /// The planned round.
+    pub round: RoundRef,
+    /// Positions in the round's `requests` still to execute, in launch order.
+    lanes: Vec<u32>,
+    /// The round's item: its family's items in the shared dataset, and its position there.
+    dataset: Arc<DatasetRelease>,
+    item: usize,
+    run_id: Arc<str>,
+    deadline_ms: u64,
+    /// True when the round's other lanes were measured earlier (a re-run, or a resumed partial
+    /// round): its records are marked `out_of_round`.
+    pub out_of_round: bool,
+}
+
+impl RoundJob {
+    /// Lanes this job executes.
+    pub fn len(&self) -> usize {
+        self.lanes.len()
+    }
+
+    /// True when no lane is left (never for a job [`jobs`] returns).
+    pub fn is_empty(&self) -> bool {
+        self.lanes.is_empty()
+    }
+
+    /// The run the requests belong to.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// Builds the round's requests, one per remaining lane in launch order (the prompt is copied
+    /// here, for this round only).
+    pub fn requests(&self) -> Vec<(PlannedLane, PlannedRequest)> {
+        let round = &*self.round;
+        let Some(item) = self.work_item() else {
+            return Vec::new();
+        };
+        self.lanes
+            .iter()
+            .filter_map(|&i| round.requests.get(i as usize))
+            .map(|lane| {
+                let request = planned_request(
+                    &self.run_id,
+                    &self.round.plan,
+                    round,
+                    lane,
+                    item,
+                    self.deadline_ms,
+                );
+                (lane.clone(), request)
+            })
+            .collect()
+    }
+
+    /// The same round with only the lanes `keep` accepts, marked out of round: an end-of-session
+    /// re-run of lanes that failed. `None` when no lane is kept.
+    pub fn rerun(&self, keep: impl Fn(&PlannedLane) -> bool) -> Option<RoundJob> {
+        let round = &*self.round;
+        let lanes: Vec<u32> = self
+            .lanes
+            .iter()
+            .copied()
+            .filter(|&i| round.requests.get(i as usize).is_some_and(&keep))
+            .collect();
+        (!lanes.is_empty()).then(|| RoundJob {
+            lanes,
+            out_of_round: true,
+            ..self.clone()
+        })
+    }
+
+    /// The lanes this job executes, in launch order.
+    pub fn lanes(&self) -> impl Iterator<Item = &PlannedLane> {
+        let round = &*self.round;
+        self.lanes
+            .iter()
+            .filter_map(|&i| round.requests.get(i as usize))
+    }
+
+    fn work_item(&self) -> Option<&WorkItem> {
+        self.dataset
+            .items
+            .get(&self.round.task_family)
+            .and_then(|items| items.get(self.item))
+    }
+}
+
+/// The rounds of `plan` that still lack a committed record, each with only its missing lanes.
+/// Fails when a round's item is not in the dataset.
+pub fn jobs(
+    plan: Arc<Plan>,
+    dataset: Arc<DatasetRelease>,
+    run_id: &str,
+    deadline_ms: u64,
+    committed: &BTreeSet<String>,
+) -> Result<VecDeque<RoundJob>, CoordinatorError> {
+    let run_id: Arc<str> = Arc::from(run_id);
+    let mut out = VecDeque::new();
+    for (position, round) in plan.rounds.iter().enumerate() {
+        let item = dataset
+            .items
+            .get(&round.task_family)
+            .and_then(|items| items.iter().position(|i| i.item_id == round.item_id))
+            .ok_or_else(|| {
+                CoordinatorError::Workflow(format!(
+                    "item {} of family {} is not in the dataset",
+                    round.item_id, round.task_family
+                ))
+            })?;
+        let lanes: Vec<u32> = round
+            .requests
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| !committed.contains(&l.request_id))
+            .filter_map(|(i, _)| u32::try_from(i).ok())
+            .collect();
+        if !lanes.is_empty() {
+            // Lanes of this round measured in an earlier session: these are not paired in time.
+            let out_of_round = lanes.len() < round.requests.len();
+            out.push_back(RoundJob {
+                round: RoundRef {
+                    plan: plan.clone(),
+                    position,
+                },
+                lanes,
+                dataset: dataset.clone(),
+                item,
+                run_id: run_id.clone(),
+                deadline_ms,
+                out_of_round,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// What a full run holds before its first request is sent: every remaining round and the two
+/// rounds of built, encoded requests the actor keeps (the released round and the next one).
+pub struct PlannedWork {
+    /// Every round still to execute.
+    pub jobs: VecDeque<RoundJob>,
+    /// The first two rounds' requests with their JSON bodies.
+    pub prepared: Vec<(PlannedLane, PlannedRequest, String)>,
+}
+
+/// Plans the full run of `run` exactly as [`crate::run_full`] does (the plan built, written to
+/// `artifacts/full-plan.json` and split into jobs) and builds the first two rounds' requests,
+/// without starting any probe: what `bench fidelity --plan-only` measures.
+pub fn plan_full(
+    inputs: &crate::RunInputs,
+    run: &crate::RunDir,
+) -> Result<PlannedWork, CoordinatorError> {
+    let s = &inputs.spec.spec;
+    let plan = Arc::new(crate::schedule::build_plan(
+        s,
+        &run.selection,
+        &inputs.dataset,
+        s.plans.full_items_per_family,
+        0,
+    ));
+    let files = openbench_common::rundir::RunFiles::new(&run.dir, 0);
+    openbench_common::rundir::write_json_once(&files.plan, &*plan)?;
+    let jobs = jobs(
+        plan,
+        Arc::new(inputs.dataset.clone()),
+        run.run_id(),
+        s.request.timeout_ms,
+        &BTreeSet::new(),
+    )?;
+    let mut prepared = Vec::new();
+    for job in jobs.iter().take(2) {
+        for (lane, request) in job.requests() {
+            let body = serde_json::to_string(&request)
+                .map_err(|e| CoordinatorError::Workflow(format!("cannot encode a request: {e}")))?;
+            prepared.push((lane, request, body));
+        }
+    }
+    Ok(PlannedWork { jobs, prepared })
+}

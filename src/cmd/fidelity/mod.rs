@@ -1,0 +1,411 @@
+//! `bench fidelity`: the measurement pipeline's own error and cost. A scripted upstream
+//! ([`upstream`]) replays exact chunk schedules and logs each write; a full run of `--lanes`
+//! providers × `--rounds` rounds goes through the real coordinator, gRPC, the in-process probe
+//! and the writer (persistence on, as in a real run); then every stamp in the run directory is
+//! compared with the upstream's log ([`errors`]). Also reported: loopback latency, CPU seconds per
+//! 1,000 requests (user + sys of this whole process, which holds no upstream), peak RSS, launch
+//! skew and coordinator overhead per round, and the load average the figures were taken at.
+//!
+//! `--plan-only` plans the same run (plan built and written, rounds split into jobs, the first
+//! two rounds' requests built and encoded) without sending anything, and reports the peak RSS of
+//! that: the memory a large plan costs before its first request.
+
+mod errors;
+mod upstream;
+
+use anyhow::Context;
+use errors::Spread;
+use openbench_coordinator::{RunDir, RunOptions, RunStatus, run_full};
+use openbench_inference::targets::LocalTargets;
+use openbench_micro_single_task::dataset::generate;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+use upstream::Upstream;
+
+/// Families of the micro-single-task workflow: a round per family per item.
+const FAMILIES: usize = 3;
+/// Items per family in the public sample (its smallest family); larger plans use the release.
+const SAMPLE_ITEMS: usize = 6;
+
+/// Arguments of `bench fidelity`.
+#[derive(Debug, clap::Args)]
+pub struct FidelityArgs {
+    /// Lanes (providers, one per upstream stream).
+    #[arg(long, default_value_t = 10)]
+    lanes: usize,
+    /// Rounds (rounded up to whole items: a multiple of 3).
+    #[arg(long, default_value_t = 30)]
+    rounds: usize,
+    /// Answer pieces per stream.
+    #[arg(long, default_value_t = 30)]
+    chunks: usize,
+    /// Mean gap between answer pieces, ms (each gap is drawn from 1 to 2·gap − 1).
+    #[arg(long, default_value_t = 5)]
+    gap_ms: u64,
+    /// Upstream simulator processes the lanes are spread over.
+    #[arg(long, default_value_t = 2)]
+    upstreams: usize,
+    /// Plan the run without executing it and report its peak RSS.
+    #[arg(long)]
+    plan_only: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Distribution of a per-round figure, ms.
+#[derive(Debug, Serialize)]
+struct RoundSpread {
+    n: usize,
+    p50_ms: Option<f64>,
+    p99_ms: Option<f64>,
+    max_ms: Option<f64>,
+}
+
+impl RoundSpread {
+    fn of(values: &[f64]) -> RoundSpread {
+        let s = Spread::of(values);
+        RoundSpread {
+            n: s.n,
+            p50_ms: s.p50_us,
+            p99_ms: s.p99_us,
+            max_ms: s.max_us,
+        }
+    }
+}
+
+/// What a fidelity run measured.
+#[derive(Debug, Serialize)]
+struct FidelityFigures {
+    mode: &'static str,
+    lanes: usize,
+    rounds: usize,
+    chunks: usize,
+    gap_ms: u64,
+    requests: usize,
+    upstream_processes: usize,
+    load_average_before: Option<f64>,
+    load_average_after: Option<f64>,
+    run_status: String,
+    harness_errors: usize,
+    wall_seconds: f64,
+    cpu_user_seconds: f64,
+    cpu_sys_seconds: f64,
+    cpu_seconds_per_1000_requests: f64,
+    /// VmHWM after the run (reset after the dataset was generated), bytes.
+    peak_rss_bytes: Option<u64>,
+    loopback_one_way: Spread,
+    errors: errors::Errors,
+    launch_skew: RoundSpread,
+    coordinator_overhead: RoundSpread,
+}
+
+/// What a plan-only run measured.
+#[derive(Debug, Serialize)]
+struct PlanFigures {
+    mode: &'static str,
+    lanes: usize,
+    rounds: usize,
+    requests: usize,
+    load_average_before: Option<f64>,
+    plan_seconds: f64,
+    /// VmHWM with the planned work alive (reset after the dataset was generated), bytes.
+    peak_rss_bytes: Option<u64>,
+}
+
+/// Runs `bench fidelity`.
+pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(args.lanes > 0, "--lanes must be at least 1");
+    anyhow::ensure!(args.rounds > 0, "--rounds must be at least 1");
+    anyhow::ensure!(args.chunks > 0, "--chunks must be at least 1");
+    anyhow::ensure!(args.upstreams > 0, "--upstreams must be at least 1");
+    anyhow::ensure!(args.gap_ms > 0, "--gap-ms must be at least 1");
+    let items = args.rounds.div_ceil(FAMILIES);
+    let work = tempfile::tempdir().context("cannot create a temporary directory")?;
+    let data = work.path().join("data");
+    let public_sample = items <= SAMPLE_ITEMS;
+    let out = data.clone();
+    tokio::task::spawn_blocking(move || {
+        generate::generate(&out, generate::DEFAULT_SEED, public_sample)
+    })
+    .await?
+    .context("generating the dataset")?;
+    let load_before = load_average();
+    if args.plan_only {
+        let spec = write_spec(work.path(), &data, &args, items, &[])?;
+        super::bench::reset_peak_rss();
+        let start = Instant::now();
+        let inputs = super::runs::load_inputs("micro-single-task", &spec)?;
+        let run = RunDir::create(&inputs, Some("fidelity"), "bench")?;
+        let planned = openbench_coordinator::lazy::plan_full(&inputs, &run)?;
+        let figures = PlanFigures {
+            mode: "plan",
+            lanes: args.lanes,
+            rounds: planned.jobs.len(),
+            requests: planned.jobs.iter().map(|j| j.len()).sum(),
+            load_average_before: load_before,
+            plan_seconds: start.elapsed().as_secs_f64(),
+            peak_rss_bytes: super::bench::peak_rss_bytes(),
+        };
+        drop(planned);
+        print_figures(args.json, &figures, plan_text(&figures))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let upstreams: Vec<Upstream> = (0..args.upstreams.min(args.lanes))
+        .map(|_| Upstream::start())
+        .collect::<anyhow::Result<_>>()?;
+    let endpoints: Vec<String> = upstreams.iter().map(Upstream::endpoint).collect();
+    let upstream_processes = upstreams.len();
+    let spec = write_spec(work.path(), &data, &args, items, &endpoints)?;
+    let loopback = tokio::task::spawn_blocking(|| upstream::loopback_one_way_us(2_000)).await??;
+    let inputs = super::runs::load_inputs("micro-single-task", &spec)?;
+    let run = RunDir::create(&inputs, Some("fidelity"), "bench")?;
+    let options = RunOptions {
+        progress: None,
+        stop: None,
+        targets: Some(Arc::new(LocalTargets::new(Vec::new()))),
+        faults: Default::default(),
+    };
+    super::bench::reset_peak_rss();
+    let cpu_before = cpu_seconds();
+    let start = Instant::now();
+    let outcome = run_full(&inputs, &run, "fidelity", &options).await?;
+    let wall_seconds = start.elapsed().as_secs_f64();
+    let cpu_after = cpu_seconds();
+    let peak_rss_bytes = super::bench::peak_rss_bytes();
+    let load_after = load_average();
+    let dir = run.dir.clone();
+    drop(run);
+
+    let files = openbench_common::rundir::RunFiles::new(&dir, 0);
+    let probed = errors::read_probed(&files.results, &files.events)?;
+    let client = reqwest::Client::new();
+    let mut logs = HashMap::new();
+    let mut schedules = HashMap::new();
+    for lane in 0..args.lanes {
+        let key = lane_key(lane);
+        let log = upstreams[lane % upstreams.len()]
+            .write_log(&client, &key)
+            .await?;
+        logs.insert(key.clone(), log);
+        schedules.insert(key, upstream::schedule(lane, args.chunks, args.gap_ms));
+    }
+    drop(upstreams);
+    let errors = errors::compare(&probed, &logs, &schedules);
+    let requests = outcome.session.records_written;
+    let (user, sys) = (cpu_after.0 - cpu_before.0, cpu_after.1 - cpu_before.1);
+    let figures = FidelityFigures {
+        mode: "run",
+        lanes: args.lanes,
+        rounds: outcome.session.rounds_executed,
+        chunks: args.chunks,
+        gap_ms: args.gap_ms,
+        requests,
+        upstream_processes,
+        load_average_before: load_before,
+        load_average_after: load_after,
+        run_status: format!("{:?}", outcome.status).to_lowercase(),
+        harness_errors: outcome.session.harness_errors,
+        wall_seconds,
+        cpu_user_seconds: user,
+        cpu_sys_seconds: sys,
+        cpu_seconds_per_1000_requests: (user + sys) * 1000.0 / requests.max(1) as f64,
+        peak_rss_bytes,
+        loopback_one_way: Spread::of(&loopback),
+        errors,
+        launch_skew: RoundSpread::of(&outcome.session.skews_ms),
+        coordinator_overhead: RoundSpread::of(&outcome.session.overheads_ms),
+    };
+    let ok = outcome.status == RunStatus::Complete;
+    print_figures(args.json, &figures, run_text(&figures))?;
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn print_figures<T: Serialize>(json: bool, figures: &T, text: String) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(figures)?);
+    } else {
+        print!("{text}");
+    }
+    Ok(())
+}
+
+fn lane_key(lane: usize) -> String {
+    format!("lane-{lane:04}")
+}
+
+/// The spec of the bench: one provider per lane, each streaming its own schedule from one of the
+/// upstreams (round robin) and tagging its requests with its key for the write log. Without
+/// endpoints (plan only) the providers point at a closed loopback port.
+fn write_spec(
+    dir: &Path,
+    dataset: &Path,
+    args: &FidelityArgs,
+    items: usize,
+    endpoints: &[String],
+) -> anyhow::Result<std::path::PathBuf> {
+    let mut text = String::from(
+        "benchmark:
+  slug: inference-micro-single-task
+  workflow: micro-single-task
+  schedule_version: micro-single-task-paired-round-robin-sha256-v1
+  families: [meeting-notes-lookup, ticket-triage, contract-terms-extraction]
+request:
+  temperature: 0
+  top_p: 1
+  presence_penalty: 0
+  frequency_penalty: 0
+  max_output_tokens: 256
+  response_format: json_object
+  reasoning_effort: low
+  timeout_ms: 60000
+  harness_grace_ms: 60000
+providers:
+",
+    );
+    for lane in 0..args.lanes {
+        let key = lane_key(lane);
+        let endpoint = match endpoints {
+            [] => "http://127.0.0.1:9/v1/chat/completions".to_string(),
+            all => all[lane % all.len()].clone(),
+        };
+        let gaps: Vec<String> = upstream::schedule(lane, args.chunks, args.gap_ms)
+            .iter()
+            .map(u64::to_string)
+            .collect();
+        text.push_str(&format!(
+            "  - key: {key}\n    endpoint: {endpoint}\n    model: bench-model\n    \
+             max_tokens_field: max_tokens\n    auth: {{scheme: none}}\n    extra_headers:\n      \
+             x-sim-id: {key}\n      x-sim-schedule: \"{}\"\n",
+            gaps.join(",")
+        ));
+    }
+    text.push_str(&format!(
+        "dataset:\n  source: {}\nplans:\n  full_items_per_family: {items}\n  \
+         smoke_items_per_family: 1\nrun_root: {}\n",
+        dataset.display(),
+        dir.join("runs").display()
+    ));
+    let path = dir.join("spec.yaml");
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
+
+/// User and system CPU seconds of this process so far (`/proc/self/stat` fields 14 and 15, in
+/// clock ticks of 1/100 s: Linux's fixed `USER_HZ`); zeros off Linux.
+fn cpu_seconds() -> (f64, f64) {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return (0.0, 0.0);
+    };
+    // The command name (field 2) may hold spaces; fields after it follow its closing ')'.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // After ')': field 3 (state) is index 0, so utime (14) is 11 and stime (15) is 12.
+    (ticks(11) / 100.0, ticks(12) / 100.0)
+}
+
+/// The 1-minute load average (`/proc/loadavg`), to note beside every figure.
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn us(v: Option<f64>) -> String {
+    v.map_or("–".into(), |v| format!("{v:.0}"))
+}
+
+fn run_text(f: &FidelityFigures) -> String {
+    let mut out = format!(
+        "{} requests ({} lanes × {} rounds, {} chunks each, {} ms apart on average) over {} \
+         upstream process(es): {}, {} harness errors, {:.1} s, load {} → {}\n",
+        f.requests,
+        f.lanes,
+        f.rounds,
+        f.chunks,
+        f.gap_ms,
+        f.upstream_processes,
+        f.run_status,
+        f.harness_errors,
+        f.wall_seconds,
+        f.load_average_before
+            .map_or("?".into(), |l| format!("{l:.2}")),
+        f.load_average_after
+            .map_or("?".into(), |l| format!("{l:.2}")),
+    );
+    out.push_str("error against the upstream's log, µs:   p50     p99     max    mean (bias)\n");
+    let e = &f.errors;
+    for (name, s) in [
+        ("TTFO", &e.ttfo),
+        ("TTFA", &e.ttfa),
+        ("E2E", &e.e2e),
+        ("E2E − TTFA", &e.e2e_minus_ttfa),
+        ("every event", &e.events),
+        ("upstream lateness", &e.upstream_lateness),
+        ("loopback one-way", &f.loopback_one_way),
+    ] {
+        out.push_str(&format!(
+            "  {name:<36} {:>7} {:>7} {:>7} {:>7}\n",
+            us(s.p50_us),
+            us(s.p99_us),
+            us(s.max_us),
+            us(s.mean_us)
+        ));
+    }
+    if e.unmatched > 0 {
+        out.push_str(&format!(
+            "  {} requests not compared, e.g. {}\n",
+            e.unmatched,
+            e.unmatched_examples.join("; ")
+        ));
+    }
+    let ms = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.3}"));
+    out.push_str(&format!(
+        "CPU {:.2} s user + {:.2} s sys = {:.3} CPU-s per 1,000 requests; peak RSS {}\n\
+         launch skew ms p50 {} p99 {} max {}; coordinator overhead ms p50 {} p99 {} max {}\n",
+        f.cpu_user_seconds,
+        f.cpu_sys_seconds,
+        f.cpu_seconds_per_1000_requests,
+        f.peak_rss_bytes
+            .map_or("unknown".into(), |b| format!("{:.0} MB", b as f64 / 1e6)),
+        ms(f.launch_skew.p50_ms),
+        ms(f.launch_skew.p99_ms),
+        ms(f.launch_skew.max_ms),
+        ms(f.coordinator_overhead.p50_ms),
+        ms(f.coordinator_overhead.p99_ms),
+        ms(f.coordinator_overhead.max_ms),
+    ));
+    out
+}
+
+fn plan_text(f: &PlanFigures) -> String {
+    format!(
+        "planned {} requests ({} lanes × {} rounds) in {:.2} s; peak RSS {} (load {})\n",
+        f.requests,
+        f.lanes,
+        f.rounds,
+        f.plan_seconds,
+        f.peak_rss_bytes
+            .map_or("unknown".into(), |b| format!("{:.0} MB", b as f64 / 1e6)),
+        f.load_average_before
+            .map_or("?".into(), |l| format!("{l:.2}")),
+    )
+}
