@@ -12,9 +12,9 @@ use crate::lock::{lock_sha256, short};
 use crate::session::{RunDir, RunInputs};
 use openbench_common::probe_session::SessionOpen;
 use openbench_common::rundir::SessionProbe;
-use openbench_proto::link::ProbeChannel;
+use openbench_proto::link::{ProbeChannel, open_session};
 use openbench_proto::v1::probe_client::ProbeClient;
-use openbench_proto::v1::{DescribeRequest, OpenSessionRequest, ProbeIdentity};
+use openbench_proto::v1::{DescribeRequest, ProbeIdentity};
 use std::time::Duration;
 
 /// How long a probe may take to answer `Describe` or `OpenSession` (opening builds one HTTP
@@ -51,24 +51,13 @@ pub async fn open(
         &inputs.code_sha256,
         &run.lock.tokenizer_ranks_sha256,
     )?;
-    let spec = &inputs.spec.spec;
-    let session = SessionOpen {
-        run_id: run.run_id().to_string(),
-        lock_sha256: lock_sha256(&run.lock),
-        region: region.to_string(),
-        contract: spec.request.clone(),
-        adapters: spec.providers.clone(),
-    };
-    let session_json = serde_json::to_string(&session).map_err(|e| CoordinatorError::Setup {
-        what: format!("region {region}: session"),
-        source: e.into(),
-    })?;
-    let opened = call(
+    let session = SessionOpen::of_spec(
+        run.run_id(),
+        &lock_sha256(&run.lock),
         region,
-        "OpenSession",
-        client.open_session(OpenSessionRequest { session_json }),
-    )
-    .await?;
+        &inputs.spec.spec,
+    );
+    let opened = call(region, "OpenSession", open_session(client, &session)).await?;
     Ok(ProbeSession {
         session_id: opened.session_id,
         probe: SessionProbe {

@@ -5,10 +5,12 @@
 //! builds on these types.
 
 pub mod client;
+pub mod session;
 pub mod tls;
 pub mod token;
 
 pub use client::{ClientSecurity, ProbeChannel, connect};
+pub use session::open_session;
 pub use tls::ClientTlsFiles;
 pub use token::{AttachToken, ProbeToken, TOKEN_ENV};
 
