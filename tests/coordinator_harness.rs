@@ -13,6 +13,7 @@ use openbench_common::workflow::{
     DatasetRelease, ReportOutcome, WorkItem, Workflow, WorkflowError,
 };
 use openbench_coordinator::{RunDir, RunInputs, RunOptions, RunStatus, run_full};
+use openbench_proto::v1::link_server::{Link, LinkServer};
 use openbench_proto::v1::probe_server::{Probe, ProbeServer};
 use openbench_proto::v1::{
     DescribeRequest, DescribeResponse, ExecuteRequest, ExecuteResponse, OpenSessionRequest,
@@ -79,6 +80,21 @@ impl Probe for FakeProbe {
     }
 }
 
+/// The coordinator's health pings: this probe stalls its requests but its link is healthy.
+struct FakeLink;
+
+#[tonic::async_trait]
+impl Link for FakeLink {
+    async fn ping(
+        &self,
+        _request: tonic::Request<openbench_proto::v1::PingRequest>,
+    ) -> Result<tonic::Response<openbench_proto::v1::PingResponse>, tonic::Status> {
+        Ok(tonic::Response::new(openbench_proto::v1::PingResponse {
+            probe_unix_micros: 0,
+        }))
+    }
+}
+
 /// A stand-in workflow: the coordinator only needs the dataset it is handed.
 struct Stub;
 
@@ -133,6 +149,7 @@ async fn stalled_probe_gives_harness_records_and_resume_reexecutes_them() {
     tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(service)
+            .add_service(LinkServer::new(FakeLink))
             .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
     );
 

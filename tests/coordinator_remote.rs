@@ -205,6 +205,7 @@ async fn a_moved_probe_resumes_and_a_changed_adapter_does_not() {
         progress: Some(on_progress),
         stop: Some(stop_rx),
         targets: None,
+        faults: Default::default(),
     };
     let first = run_full(&inputs, &run, "R-2", &options).await.unwrap();
     assert_eq!(first.status, RunStatus::Interrupted);

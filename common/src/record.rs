@@ -81,6 +81,10 @@ pub enum ErrorType {
     StreamError,
     /// Our own machinery failed.
     Harness,
+    /// The request's region could not be reached: its probe stopped answering the coordinator's
+    /// health pings, or the link to it failed (connection refused or reset). A harness failure,
+    /// re-run when the region is back (docs/faults.md).
+    RegionUnreachable,
 }
 
 /// What a parsed SSE event carried (METHODOLOGY §3).
@@ -271,6 +275,12 @@ pub struct TerminalRecord {
     /// were named, and for `probe once`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe_id: Option<String>,
+    /// True when this request was not executed together with the other lanes of its round: a
+    /// re-run of a harness-failed lane-round (at the end of a session or on resume), launched
+    /// after its round's other lanes had been measured. It counts in its lane's metrics but is
+    /// never paired with that round's other lanes (docs/faults.md).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub out_of_round: bool,
 }
 
 impl TerminalRecord {
@@ -328,6 +338,7 @@ impl TerminalRecord {
             event_count: 0,
             server_timings: None,
             probe_id: None,
+            out_of_round: false,
         }
     }
 }

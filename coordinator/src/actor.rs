@@ -4,22 +4,28 @@
 //! every task is parked at the gate, then opens the gate lane by lane in the rotated launch order. Each task calls its region's probe over
 //! gRPC and casts the execution back; the actor writes it (fsynced) and starts the next round only
 //! when every lane is terminal. A probe that does not answer within deadline + grace yields a
-//! harness record, never a provider failure.
+//! harness record, never a provider failure; a region whose health monitor ([`crate::health`])
+//! declares it down fails its lanes at once (`region_unreachable`), the other regions' lanes go
+//! on, and at the end of the plan the failed lanes are re-run out of their rounds
+//! ([`crate::faults`]).
 
+use crate::call::{execute, harness_wait};
+use crate::faults::{FaultBook, RegionGone};
+use crate::health::{FaultPolicy, LinkEvent, RegionState};
 use crate::session_open::ProbeSession;
-use openbench_common::record::{ErrorType, Execution, Outcome, TerminalRecord};
+use openbench_common::record::{ErrorType, Execution};
 use openbench_common::request::PlannedRequest;
-use openbench_common::rundir::{Checkpoint, PlannedLane, PlannedRound, RoundLine, RunWriter};
+use openbench_common::rundir::{
+    Checkpoint, PlannedLane, PlannedRound, RegionLink, RegionOutage, RoundLine, RunWriter,
+};
 use openbench_proto::link::ProbeChannel;
-use openbench_proto::v1::ExecuteRequest;
 use openbench_proto::v1::probe_client::ProbeClient;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{Barrier, oneshot};
+use tokio::sync::{Barrier, oneshot, watch};
 use tokio::task::JoinHandle;
-use tracing::Instrument;
 
 /// Live progress, reported after every terminal record and every round.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +52,9 @@ pub struct RoundJob {
     pub round: PlannedRound,
     /// One request per lane still to execute, in launch order.
     pub requests: Vec<(PlannedLane, PlannedRequest)>,
+    /// True when the round's other lanes were measured earlier (a re-run, or a resumed partial
+    /// round): its records are marked `out_of_round`.
+    pub out_of_round: bool,
 }
 
 /// How a session ended.
@@ -57,6 +66,8 @@ pub enum SessionStatus {
     Interrupted,
     /// The writer failed; resumable once fixed.
     Failed(String),
+    /// A region stayed down longer than the policy allows; resumable once it is back.
+    RegionDown(RegionGone),
 }
 
 /// What one session (one process's share of a run) did.
@@ -74,6 +85,12 @@ pub struct SessionReport {
     pub overheads_ms: Vec<f64>,
     /// Launch skew per round, ms.
     pub skews_ms: Vec<f64>,
+    /// Launch skew per round measured where the requests started (on their probes), ms.
+    pub probe_skews_ms: Vec<f64>,
+    /// Region → its link figures in this session (RTT, clock offset).
+    pub links: BTreeMap<String, RegionLink>,
+    /// Periods a region was unreachable in this session.
+    pub outages: Vec<RegionOutage>,
     /// Progress at the end.
     pub progress: Progress,
 }
@@ -88,6 +105,9 @@ impl SessionReport {
             harness_errors: 0,
             overheads_ms: Vec::new(),
             skews_ms: Vec::new(),
+            probe_skews_ms: Vec::new(),
+            links: BTreeMap::new(),
+            outages: Vec::new(),
             progress,
         }
     }
@@ -99,6 +119,8 @@ pub enum CoordMsg {
     Next,
     /// A lane of the current round is terminal.
     LaneDone(Box<LaneResult>),
+    /// A region monitor's sample or state change.
+    Link(String, LinkEvent),
     /// Stop after the current round, or abandon it at once.
     Stop {
         /// Abandon the in-flight round (its lanes are re-run on resume).
@@ -111,6 +133,8 @@ pub struct LaneResult {
     round_index: u64,
     dispatched_at: Instant,
     execution: Execution,
+    /// True when the record came from the probe (its `started_at` is the probe's clock).
+    from_probe: bool,
 }
 
 /// Everything the actor needs.
@@ -121,6 +145,10 @@ pub struct CoordArgs {
     pub clients: BTreeMap<String, ProbeClient<ProbeChannel>>,
     /// Region → the session open on its probe (every `Execute` names it; records name its probe).
     pub sessions: BTreeMap<String, ProbeSession>,
+    /// Region → its state as its health monitor sees it.
+    pub regions: BTreeMap<String, watch::Receiver<RegionState>>,
+    /// What to do about regions that go down.
+    pub faults: FaultPolicy,
     /// Provider key → requested model id (for harness records).
     pub models: BTreeMap<String, String>,
     /// The writer of this plan's raw files.
@@ -142,6 +170,11 @@ struct Current {
     released_wall: String,
     overhead_ms: Option<f64>,
     dispatches: Vec<Instant>,
+    /// Probe-side start instants (coordinator clock, µs) of records that came from a probe.
+    probe_starts: Vec<f64>,
+    /// The job's lanes, for the end-of-session re-run of those that fail.
+    requests: Vec<(PlannedLane, PlannedRequest)>,
+    out_of_round: bool,
     outstanding: usize,
     /// The round's span, closed when the round is summarized.
     span: tracing::Span,
@@ -158,6 +191,9 @@ pub struct CoordState {
     started: Instant,
     last_terminal: Option<Instant>,
     stopping: bool,
+    /// How the session ends once stopping, when not [`SessionStatus::Interrupted`].
+    stop_status: Option<SessionStatus>,
+    faults: FaultBook,
     report: SessionReport,
     /// The session's run span, the parent of every round span.
     run_span: tracing::Span,
@@ -181,7 +217,10 @@ impl Actor for Coordinator {
         let progress = args.progress.clone();
         let run_span = crate::spans::run_span(&args.jobs);
         myself.cast(CoordMsg::Next)?;
+        let faults = FaultBook::new(args.faults);
         Ok(CoordState {
+            faults,
+            stop_status: None,
             run_span,
             args,
             done: Some(done),
@@ -203,6 +242,18 @@ impl Actor for Coordinator {
         match msg {
             CoordMsg::Next => next_round(&myself, state).await,
             CoordMsg::LaneDone(result) => lane_done(&myself, state, *result).await,
+            CoordMsg::Link(region, event) => {
+                if let Some(gone) = state.faults.on_event(&region, event)
+                    && !state.stopping
+                {
+                    tracing::error!(region = %gone.region, "region stayed down: stopping");
+                    state.stopping = true;
+                    state.stop_status = Some(SessionStatus::RegionDown(gone));
+                    if state.current.is_none() {
+                        finish(&myself, state, SessionStatus::Interrupted);
+                    }
+                }
+            }
             CoordMsg::Stop { abandon } => {
                 state.stopping = true;
                 if abandon && let Some(current) = state.current.take() {
@@ -225,8 +276,12 @@ fn finish(myself: &ActorRef<CoordMsg>, state: &mut CoordState, status: SessionSt
             task.abort();
         }
     }
-    state.report.status = status;
+    state.report.status = match status {
+        SessionStatus::Interrupted => state.stop_status.take().unwrap_or(status),
+        other => other,
+    };
     state.report.progress = state.args.progress.clone();
+    (state.report.links, state.report.outages) = state.faults.report();
     if let Some(done) = state.done.take() {
         let _ = done.send(state.report.clone());
     }
@@ -236,6 +291,8 @@ fn finish(myself: &ActorRef<CoordMsg>, state: &mut CoordState, status: SessionSt
 /// A round whose lane tasks are spawned and parked at the gate, ready to be released.
 struct Prepared {
     round: PlannedRound,
+    requests: Vec<(PlannedLane, PlannedRequest)>,
+    out_of_round: bool,
     launch_order: Vec<String>,
     ready: Arc<Barrier>,
     gates: Vec<oneshot::Sender<tracing::Span>>,
@@ -249,12 +306,15 @@ fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prep
     let mut gates = Vec::with_capacity(n);
     let mut tasks = Vec::with_capacity(n);
     let mut launch_order = Vec::with_capacity(n);
+    let requests = job.requests.clone();
+    let out_of_round = job.out_of_round;
     for (lane, request) in job.requests {
         let (gate_tx, gate_rx) = oneshot::channel::<tracing::Span>();
         gates.push(gate_tx);
         launch_order.push(lane.lane.clone());
         let client = args.clients.get(&lane.region).cloned();
         let session = args.sessions.get(&lane.region).cloned();
+        let region = args.regions.get(&lane.region).cloned();
         let model = args.models.get(&lane.provider).cloned().unwrap_or_default();
         let wait = harness_wait(request.deadline_ms, args.grace_ms);
         let ready = ready.clone();
@@ -267,19 +327,31 @@ fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prep
             };
             let dispatched_at = Instant::now();
             let session_id = session.as_ref().map(|s| s.session_id.clone());
-            let mut execution =
-                execute(client, session_id, &request, &model, wait, &round_span).await;
+            let (mut execution, from_probe) = execute(
+                client,
+                region,
+                session_id,
+                &request,
+                &model,
+                wait,
+                &round_span,
+            )
+            .await;
+            execution.record.out_of_round = out_of_round;
             // The record names the probe this session checked, harness records included.
             execution.record.probe_id = session.map(|s| s.probe.probe_id);
             let _ = me.cast(CoordMsg::LaneDone(Box::new(LaneResult {
                 round_index,
                 dispatched_at,
                 execution,
+                from_probe,
             })));
         }));
     }
     Prepared {
         round: job.round,
+        requests,
+        out_of_round,
         launch_order,
         ready,
         gates,
@@ -299,13 +371,21 @@ async fn next_round(myself: &ActorRef<CoordMsg>, state: &mut CoordState) {
     }
     let prepared = match state.next.take() {
         Some(p) => p,
-        None => match state.args.jobs.pop_front() {
-            Some(job) => prepare(myself, &state.args, job),
-            None => {
-                finish(myself, state, SessionStatus::Complete);
-                return;
+        None => {
+            if state.args.jobs.is_empty() {
+                // The end of the plan: re-run, once, the lanes that failed while their region
+                // is up again (out of their rounds).
+                let rerun = state.faults.take_rerun(&state.args.regions);
+                state.args.jobs.extend(rerun);
             }
-        },
+            match state.args.jobs.pop_front() {
+                Some(job) => prepare(myself, &state.args, job),
+                None => {
+                    finish(myself, state, SessionStatus::Complete);
+                    return;
+                }
+            }
+        }
     };
     let n = prepared.gates.len();
     prepared.ready.wait().await;
@@ -321,6 +401,9 @@ async fn next_round(myself: &ActorRef<CoordMsg>, state: &mut CoordState) {
     state.report.overheads_ms.extend(overhead_ms);
     state.current = Some(Current {
         round: prepared.round,
+        requests: prepared.requests,
+        out_of_round: prepared.out_of_round,
+        probe_starts: Vec::with_capacity(n),
         launch_order: prepared.launch_order,
         released,
         released_wall,
@@ -352,7 +435,28 @@ async fn lane_done(myself: &ActorRef<CoordMsg>, state: &mut CoordState, result: 
     current.dispatches.push(result.dispatched_at);
     current.outstanding = current.outstanding.saturating_sub(1);
     state.report.records_written += 1;
+    let record = &result.execution.record;
+    if result.from_probe
+        && let Some(start) = openbench_common::clock::rfc3339_unix_micros(&record.started_at)
+    {
+        let start = state.faults.on_coordinator_clock(&record.region, start);
+        current.probe_starts.push(start);
+    }
+    // Lanes lost to an unreachable region are re-run at the end of the session once it is
+    // back; other harness failures (a stalled or failing probe) would likely recur, and wait
+    // for a resume.
+    let unreachable = record.error_type == Some(ErrorType::RegionUnreachable);
     if harness {
+        if unreachable
+            && let Some((lane, request)) = current
+                .requests
+                .iter()
+                .find(|(l, _)| l.request_id == record.request_id)
+        {
+            state
+                .faults
+                .note_failed(&current.round, lane.clone(), request.clone());
+        }
         current.harness += 1;
         state.report.harness_errors += 1;
         state.args.progress.harness_errors += 1;
@@ -369,6 +473,7 @@ async fn lane_done(myself: &ActorRef<CoordMsg>, state: &mut CoordState, result: 
     };
     let (line, checkpoint) = summarize(state, current, now);
     // Release the next round first: the bookkeeping below is off the barrier's critical path.
+    // (At the plan's end, `Next` queues the end-of-session re-run, if any.)
     let last_round = state.stopping || (state.next.is_none() && state.args.jobs.is_empty());
     if !last_round {
         next_round(myself, state).await;
@@ -409,6 +514,14 @@ fn summarize(state: &mut CoordState, current: Current, now: Instant) -> (RoundLi
         _ => 0.0,
     };
     state.report.skews_ms.push(skew);
+    let probe_skew = match (
+        current.probe_starts.iter().copied().reduce(f64::min),
+        current.probe_starts.iter().copied().reduce(f64::max),
+    ) {
+        (Some(a), Some(b)) if current.probe_starts.len() >= 2 => Some((b - a) / 1000.0),
+        _ => None,
+    };
+    state.report.probe_skews_ms.extend(probe_skew);
     crate::spans::close_round(&current.span, skew, current.harness);
     state.report.rounds_executed += 1;
     if current.harness == 0 {
@@ -425,6 +538,9 @@ fn summarize(state: &mut CoordState, current: Current, now: Instant) -> (RoundLi
         lanes_dispatched: current.launch_order.len(),
         harness_errors: current.harness,
         launch_order: current.launch_order,
+        probe_launch_skew_ms: probe_skew,
+        link_rtt_ms: state.faults.latest_rtts(),
+        out_of_round: current.out_of_round,
     };
     let p = &state.args.progress;
     let checkpoint = Checkpoint {
@@ -445,122 +561,4 @@ fn report_progress(state: &CoordState) {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-/// Calls the probe; any failure of our own machinery becomes a harness record.
-async fn execute(
-    client: Option<ProbeClient<ProbeChannel>>,
-    session_id: Option<String>,
-    request: &PlannedRequest,
-    model: &str,
-    wait: Duration,
-    round: &tracing::Span,
-) -> Execution {
-    let started_at = openbench_common::clock::now_rfc3339();
-    let Some(mut client) = client else {
-        return harness(
-            request,
-            model,
-            started_at,
-            format!("no probe for region {}", request.identity.region),
-        );
-    };
-    let json = match serde_json::to_string(request) {
-        Ok(j) => j,
-        Err(e) => {
-            return harness(
-                request,
-                model,
-                started_at,
-                format!("cannot encode request: {e}"),
-            );
-        }
-    };
-    let call = ExecuteRequest {
-        planned_request_json: json,
-        session_id: session_id.unwrap_or_default(),
-    };
-    let mut call = tonic::Request::new(call);
-    openbench_proto::trace_context::inject(round, call.metadata_mut());
-    let response = match tokio::time::timeout(wait, client.execute(call))
-        .instrument(round.clone())
-        .await
-    {
-        Err(_) => {
-            return harness(
-                request,
-                model,
-                started_at,
-                format!(
-                    "probe for region {} did not answer within {} ms",
-                    request.identity.region,
-                    wait.as_millis()
-                ),
-            );
-        }
-        Ok(Err(status)) => {
-            return harness(
-                request,
-                model,
-                started_at,
-                format!(
-                    "probe for region {} failed: {} {}",
-                    request.identity.region,
-                    status.code(),
-                    status.message()
-                ),
-            );
-        }
-        Ok(Ok(response)) => response.into_inner(),
-    };
-    match serde_json::from_str::<Execution>(&response.execution_json) {
-        Ok(mut execution) => {
-            execution.record.set_identity(&request.identity);
-            execution
-        }
-        Err(e) => harness(
-            request,
-            model,
-            started_at,
-            format!("probe returned an unreadable execution: {e}"),
-        ),
-    }
-}
-
-/// How long the coordinator waits for a probe's answer before recording a harness failure:
-/// deadline + grace, saturating (both are bounded by the spec, but a sum must never wrap).
-pub fn harness_wait(deadline_ms: u64, grace_ms: u64) -> Duration {
-    Duration::from_millis(deadline_ms.saturating_add(grace_ms))
-}
-
-/// A harness-failure record for a planned request.
-pub fn harness(
-    request: &PlannedRequest,
-    model: &str,
-    started_at: String,
-    message: String,
-) -> Execution {
-    let mut record = TerminalRecord::new(started_at, Outcome::HarnessError);
-    record.set_identity(&request.identity);
-    record.requested_model = model.to_string();
-    record.error_type = Some(ErrorType::Harness);
-    record.error_message = Some(message);
-    Execution {
-        record,
-        events: Vec::new(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn harness_wait_is_deadline_plus_grace_and_never_wraps() {
-        assert_eq!(harness_wait(600, 200), Duration::from_millis(800));
-        assert_eq!(
-            harness_wait(u64::MAX, 5_000),
-            Duration::from_millis(u64::MAX)
-        );
-    }
 }

@@ -8,7 +8,8 @@ use crate::error::CoordinatorError;
 use crate::session::{RunDir, RunInputs};
 use crate::session_open::ProbeSession;
 use openbench_common::spec::ProbeLocation;
-use openbench_proto::link::{ClientSecurity, ProbeChannel};
+use openbench_proto::link::{self, ClientSecurity, ProbeChannel};
+use openbench_proto::v1::link_client::LinkClient;
 use openbench_proto::v1::probe_client::ProbeClient;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -70,6 +71,8 @@ pub struct Infra {
     pub clients: BTreeMap<String, ProbeClient<ProbeChannel>>,
     /// Region label → the session open on that region's probe.
     pub sessions: BTreeMap<String, ProbeSession>,
+    /// Region label → `Link` client (health pings) on the same channel as its `Probe` client.
+    pub links: BTreeMap<String, LinkClient<ProbeChannel>>,
     stop: Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send>,
 }
 
@@ -90,15 +93,18 @@ impl Infra {
         let targets = host.start(inputs, attempt).await?;
         let mut clients = BTreeMap::new();
         let mut sessions = BTreeMap::new();
+        let mut links = BTreeMap::new();
         for (region, url) in &targets.probes {
             let opened = async {
-                let mut client = connect(region, url, &security).await?;
+                let channel = connect(region, url, &security).await?;
+                let mut client = link::probe_client(channel.clone());
                 let session = crate::session_open::open(region, &mut client, inputs, run).await?;
-                Ok::<_, CoordinatorError>((client, session))
+                Ok::<_, CoordinatorError>((client, link::link_client(channel), session))
             };
             match opened.await {
-                Ok((client, session)) => {
+                Ok((client, link_client, session)) => {
                     clients.insert(region.clone(), client);
+                    links.insert(region.clone(), link_client);
                     sessions.insert(region.clone(), session);
                 }
                 Err(e) => {
@@ -110,6 +116,7 @@ impl Infra {
         Ok(Infra {
             clients,
             sessions,
+            links,
             stop: targets.stop,
         })
     }
@@ -120,13 +127,14 @@ impl Infra {
     }
 }
 
-/// Connects to one region's probe through the link's one connector.
+/// Opens the one channel to a region's probe (keepalive, TLS, token) that its `Probe` and `Link`
+/// clients share.
 async fn connect(
     region: &str,
     url: &str,
     security: &ClientSecurity,
-) -> Result<ProbeClient<ProbeChannel>, CoordinatorError> {
-    openbench_proto::link::connect(url, security)
+) -> Result<ProbeChannel, CoordinatorError> {
+    link::channel(url, security)
         .await
         .map_err(|e| CoordinatorError::Setup {
             what: format!("region {region}"),

@@ -10,7 +10,10 @@
 //! session on it). The live view of a run is the `openbench-watch` crate.
 
 pub mod actor;
+pub mod call;
 pub mod error;
+pub mod faults;
+pub mod health;
 pub mod infra;
 pub mod lock;
 pub mod mt;
@@ -23,6 +26,7 @@ pub mod spans;
 
 pub use actor::{Progress, ProgressFn, SessionReport, SessionStatus};
 pub use error::CoordinatorError;
+pub use health::{FaultPolicy, LinkSettings, RegionDownPolicy};
 pub use infra::{BoxFuture, RemoteProbes, TargetHost, Targets};
 pub use openbench_common::rundir::{RunManifest, RunStatus};
 pub use runner::{FullOutcome, RunOptions, SmokeOutcome, StopRequest, run_full, run_smoke};

@@ -8,6 +8,7 @@ use crate::actor::{
     CoordArgs, CoordMsg, Coordinator, Progress, ProgressFn, RoundJob, SessionReport, SessionStatus,
 };
 use crate::error::CoordinatorError;
+use crate::health::{FaultPolicy, Monitors};
 use crate::infra::{Infra, RemoteProbes, TargetHost};
 use crate::schedule::{build_plan, find_item, planned_request};
 use crate::session::{RunDir, RunInputs};
@@ -44,6 +45,8 @@ pub struct RunOptions {
     /// What serves the probes and `sim://` endpoints (the binary's host); without one, every
     /// region must name a remote probe URL.
     pub targets: Option<Arc<dyn TargetHost>>,
+    /// Link watching and what a region that stays down does to the session (docs/faults.md).
+    pub faults: FaultPolicy,
 }
 
 /// What a full-run session ended with.
@@ -192,7 +195,7 @@ fn final_status(
     records: &BTreeMap<String, TerminalRecord>,
 ) -> RunStatus {
     match &session.status {
-        SessionStatus::Interrupted => RunStatus::Interrupted,
+        SessionStatus::Interrupted | SessionStatus::RegionDown(_) => RunStatus::Interrupted,
         SessionStatus::Failed(_) => RunStatus::Failed,
         SessionStatus::Complete => {
             let committed = records
@@ -317,6 +320,8 @@ async fn execute_plan(
     let session = drive(inputs, files, jobs, &infra, progress, options).await;
     infra.shutdown().await;
     let session = session?;
+    manifest.links.extend(session.links.clone());
+    manifest.outages.extend(session.outages.iter().cloned());
 
     let records = counting_records(&files.results)?;
     manifest.rounds_done =
@@ -353,9 +358,12 @@ fn jobs(
             })
             .collect();
         if !requests.is_empty() {
+            // Lanes of this round measured in an earlier session: these are not paired in time.
+            let out_of_round = requests.len() < round.requests.len();
             out.push_back(RoundJob {
                 round: round.clone(),
                 requests,
+                out_of_round,
             });
         }
     }
@@ -371,10 +379,13 @@ async fn drive(
     options: &RunOptions,
 ) -> Result<SessionReport, CoordinatorError> {
     let (done_tx, mut done_rx) = oneshot::channel();
+    let mut monitors = Monitors::start(&infra.links, options.faults.link).await;
     let args = CoordArgs {
         jobs,
         clients: infra.clients.clone(),
         sessions: infra.sessions.clone(),
+        regions: monitors.states.clone(),
+        faults: options.faults,
         models: inputs
             .spec
             .spec
@@ -402,12 +413,16 @@ async fn drive(
     let report = loop {
         tokio::select! {
             report = &mut done_rx => break report,
+            Some((region, event)) = monitors.events.recv() => {
+                let _ = actor.cast(CoordMsg::Link(region, event));
+            }
             request = next_stop(&mut stop) => {
                 let abandon = request == StopRequest::Abandon;
                 let _ = actor.cast(CoordMsg::Stop { abandon });
             }
         }
     };
+    drop(monitors);
     let _ = handle.await;
     report.map_err(|_| CoordinatorError::Actor("stopped without a report".into()))
 }

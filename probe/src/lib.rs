@@ -20,6 +20,7 @@ pub mod genai_metrics;
 pub mod genai_span;
 pub mod identity;
 pub mod limits;
+pub mod link;
 pub mod record;
 pub mod redact;
 pub use openbench_common::semconv;

@@ -4,12 +4,14 @@
 //!
 //! A probe starts knowing only its region, where its credentials come from and which endpoints
 //! they may go to ([`ProbeConfig`]); the adapters and the request contract arrive with the
-//! coordinator's session (`OpenSession`).
+//! coordinator's session (`OpenSession`). `Link.Ping`
+//! ([`crate::link`]) answers the coordinator's health checks on the same connection.
 
 use crate::auth::{ProbeToken, RequireToken};
 use crate::error::ProbeError;
 use crate::service::{Actors, ProbeService};
 use crate::session_open::{CredentialSource, EndpointRules};
+use openbench_proto::v1::link_server::LinkServer;
 use openbench_proto::v1::probe_server::ProbeServer;
 use std::net::SocketAddr;
 use tonic::service::interceptor::InterceptedService;
@@ -106,14 +108,21 @@ pub async fn serve_secured(
         ProbeServer::new(service).max_decoding_message_size(MAX_REQUEST_BYTES),
         RequireToken::new(security.token.as_ref()),
     );
+    // The coordinator's health pings, on the same port, TLS and token as `Execute`.
+    let link = InterceptedService::new(
+        LinkServer::new(crate::link::LinkService),
+        RequireToken::new(security.token.as_ref()),
+    );
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-    let task = tokio::spawn(builder.add_service(guarded).serve_with_incoming_shutdown(
-        incoming,
-        async {
-            let _ = stopped.await;
-        },
-    ));
+    let task = tokio::spawn(
+        builder
+            .add_service(guarded)
+            .add_service(link)
+            .serve_with_incoming_shutdown(incoming, async {
+                let _ = stopped.await;
+            }),
+    );
     Ok(ProbeServerHandle {
         addr,
         stop: Some(stop),

@@ -3,6 +3,7 @@
 //! client certificate, a deadline over the session's contract, an oversized request and a second
 //! caller on a busy lane are each refused, and none of the refused calls reaches the provider.
 //! (Session refusals themselves: `session.rs`.)
+//! The link health ping (`Link.Ping`) needs the same token and answers with the probe's clock.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -374,4 +375,37 @@ async fn health_service_answers_serving_without_a_token() {
         .into_inner();
     assert_eq!(reply.status, ServingStatus::Serving as i32);
     health.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn link_ping_needs_the_token_and_reads_the_probes_clock() {
+    use openbench_common::clock::unix_micros;
+    use openbench_proto::link::{channel, link_client};
+    use openbench_proto::v1::PingRequest;
+    let pki = Pki::generate();
+    let upstream = start(stream(None)).await;
+    let handle = probe(Some(pki.server(false))).await;
+    let security = |token| ClientSecurity {
+        tls: pki.client(false),
+        token,
+    };
+    let mut anonymous = link_client(channel(&https(&handle), &security(None)).await.unwrap());
+    let err = anonymous.ping(PingRequest {}).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unauthenticated);
+    let mut link = link_client(
+        channel(&https(&handle), &security(token(TOKEN)))
+            .await
+            .unwrap(),
+    );
+    // One machine, one clock: the probe's reading falls inside the call.
+    let before = unix_micros(std::time::SystemTime::now());
+    let answer = link.ping(PingRequest {}).await.unwrap().into_inner();
+    let after = unix_micros(std::time::SystemTime::now());
+    assert!(
+        (before..=after).contains(&answer.probe_unix_micros),
+        "{before} ≤ {} ≤ {after}",
+        answer.probe_unix_micros
+    );
+    assert_eq!(upstream.received().len(), 0, "a ping reached the provider");
+    handle.shutdown().await.unwrap();
 }

@@ -4,8 +4,8 @@
 use indicatif::{ProgressBar, ProgressStyle};
 use openbench_common::workflow::Workflow;
 use openbench_coordinator::{
-    FullOutcome, Progress, RunDir, RunInputs, RunOptions, RunStatus, StopRequest, locked_spec_path,
-    prepare_inputs, run_full, run_smoke,
+    FaultPolicy, FullOutcome, Progress, RegionDownPolicy, RunDir, RunInputs, RunOptions, RunStatus,
+    StopRequest, locked_spec_path, prepare_inputs, run_full, run_smoke,
 };
 use openbench_inference::targets::LocalTargets;
 use std::path::{Path, PathBuf};
@@ -62,7 +62,27 @@ pub struct RunArgs {
     /// Audit id recorded in the run (required).
     #[arg(long)]
     approval_id: Option<String>,
+    /// What a region that stays unreachable does: `stop` the session (resumable, exit code 75)
+    /// or `continue` without it (its lanes are re-run when it is back, or on resume).
+    #[arg(long, value_enum, default_value_t = OnRegionDown::Stop)]
+    on_region_down: OnRegionDown,
+    /// Seconds a region must stay unreachable before `--on-region-down stop` stops the session.
+    #[arg(long, default_value_t = 60)]
+    region_down_after_s: u64,
 }
+
+/// `--on-region-down` (docs/faults.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnRegionDown {
+    /// Stop the session, resumable.
+    Stop,
+    /// Finish without the region.
+    Continue,
+}
+
+/// Exit code of a session the down policy stopped (EX_TEMPFAIL: try again once the region is
+/// back).
+pub const EXIT_REGION_DOWN: u8 = 75;
 
 /// Prints the registered workflows.
 pub fn list_workflows() -> anyhow::Result<ExitCode> {
@@ -187,7 +207,15 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let inputs = load_inputs(&args.workflow, &spec)?;
     let run = RunDir::open_or_create(&inputs, args.run_dir.as_deref(), Some(&approval), "run")?;
     println!("run directory: {}", run.dir.display());
-    let outcome = full_run_session(&inputs, &run, &approval).await?;
+    let faults = FaultPolicy {
+        on_region_down: match args.on_region_down {
+            OnRegionDown::Stop => RegionDownPolicy::Stop,
+            OnRegionDown::Continue => RegionDownPolicy::Continue,
+        },
+        stay_down: std::time::Duration::from_secs(args.region_down_after_s),
+        ..FaultPolicy::default()
+    };
+    let outcome = full_run_session_with(&inputs, &run, &approval, faults).await?;
     let resume = format!(
         "openbench-inference run --workflow {} --spec {} --run-dir {} --full --approve-full --approval-id {approval}",
         args.workflow,
@@ -204,7 +232,18 @@ pub async fn full_run_session(
     run: &RunDir,
     approval_id: &str,
 ) -> anyhow::Result<FullOutcome> {
-    let (options, bar) = session_options("full run", inputs)?;
+    full_run_session_with(inputs, run, approval_id, FaultPolicy::default()).await
+}
+
+/// [`full_run_session`] under the fault policy `faults`.
+pub async fn full_run_session_with(
+    inputs: &RunInputs,
+    run: &RunDir,
+    approval_id: &str,
+    faults: FaultPolicy,
+) -> anyhow::Result<FullOutcome> {
+    let (mut options, bar) = session_options("full run", inputs)?;
+    options.faults = faults;
     let outcome = run_full(inputs, run, approval_id, &options).await;
     bar.finish_and_clear();
     Ok(outcome?)
@@ -217,12 +256,50 @@ pub async fn finish_full(inputs: &RunInputs, outcome: &FullOutcome, resume: &str
         "session: {} rounds, {} records, {} harness failures",
         s.rounds_executed, s.records_written, s.harness_errors
     );
+    for (region, l) in &s.links {
+        println!(
+            "link {region}: rtt p50 {:.2} ms (min {:.2}, max {:.2}, {} pings); probe clock offset {:+.2} ms ± {:.2}",
+            l.rtt_ms_p50,
+            l.rtt_ms_min,
+            l.rtt_ms_max,
+            l.samples,
+            l.clock_offset_ms,
+            l.clock_offset_error_ms
+        );
+    }
+    for o in &s.outages {
+        println!(
+            "region {} unreachable: detected {} (last answer {}), {}; {}",
+            o.region,
+            o.detected_at,
+            o.last_ok_at.as_deref().unwrap_or("never"),
+            o.reason,
+            o.restored_at
+                .as_deref()
+                .map_or("still down at session end".to_string(), |at| format!(
+                    "back at {at}"
+                ))
+        );
+    }
     match outcome.status {
         RunStatus::Complete => {
             print_report(inputs.workflow.clone(), &outcome.run_dir).await;
             ExitCode::SUCCESS
         }
         RunStatus::Interrupted => {
+            if let openbench_coordinator::SessionStatus::RegionDown(gone) = &s.status {
+                eprintln!(
+                    "error: region {} unreachable for {} s ({}); stopped (--on-region-down stop)",
+                    gone.region,
+                    gone.down_for_ms / 1000,
+                    gone.reason
+                );
+                println!(
+                    "run stopped: region {} is down; once it is back, resume with:\n  {resume}",
+                    gone.region
+                );
+                return ExitCode::from(EXIT_REGION_DOWN);
+            }
             println!("run interrupted; resume with:\n  {resume}");
             ExitCode::from(130)
         }
@@ -301,6 +378,7 @@ fn session_options(label: &str, inputs: &RunInputs) -> anyhow::Result<(RunOption
         progress: Some(progress),
         stop: Some(rx),
         targets: Some(Arc::new(targets)),
+        faults: FaultPolicy::default(),
     };
     Ok((options, bar))
 }

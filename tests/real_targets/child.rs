@@ -99,6 +99,11 @@ impl LoggedChild {
         }
     }
 
+    /// The child's process id (to signal it: SIGSTOP, SIGCONT, SIGKILL).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Everything the child has written so far (empty when the log cannot be read).
     pub fn log_text(&self) -> String {
         std::fs::read(&self.log)

@@ -31,6 +31,8 @@ impl RunManifest {
             smoke: Vec::new(),
             artifacts: BTreeMap::new(),
             session_probes: Vec::new(),
+            links: BTreeMap::new(),
+            outages: Vec::new(),
             updated_at: crate::clock::now_rfc3339(),
         }
     }

@@ -193,6 +193,12 @@ pub struct RunManifest {
     /// The probes each session ran on, in session order (absent before probes were named).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub session_probes: Vec<SessionProbes>,
+    /// Region → its link figures in the latest session that measured them (RTT, clock offset).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub links: BTreeMap<String, RegionLink>,
+    /// Every period a region was unreachable, over all sessions, in detection order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outages: Vec<RegionOutage>,
     /// Last update, RFC 3339 UTC.
     pub updated_at: String,
 }
@@ -360,6 +366,55 @@ pub struct RoundLine {
     pub harness_errors: usize,
     /// Lane labels in launch order.
     pub launch_order: Vec<String>,
+    /// max − min of the instants the round's requests started on their probes (each record's
+    /// clock zero, `started_at`, moved onto the coordinator's clock by its region's estimated
+    /// clock offset), ms; `None` when fewer than two lanes reached a probe. Unlike
+    /// `launch_skew_ms` it includes the gRPC hop (docs/faults.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_launch_skew_ms: Option<f64>,
+    /// Region → the latest coordinator↔probe round-trip time (a `Link.Ping`) when the round
+    /// ended, ms.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub link_rtt_ms: BTreeMap<String, f64>,
+    /// True for a re-run group: harness-failed lanes of this round executed after its other
+    /// lanes were measured (records marked `out_of_round`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub out_of_round: bool,
+}
+
+/// What one session measured of one region's coordinator↔probe link (`Link.Ping` samples).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegionLink {
+    /// Pings answered.
+    pub samples: u64,
+    /// Smallest round-trip time, ms.
+    pub rtt_ms_min: f64,
+    /// Median round-trip time (nearest rank), ms.
+    pub rtt_ms_p50: f64,
+    /// Largest round-trip time, ms.
+    pub rtt_ms_max: f64,
+    /// Estimated probe clock − coordinator clock, ms, from the sample with the smallest RTT:
+    /// probe time − midpoint of the coordinator's send and receive times (NTP-style).
+    pub clock_offset_ms: f64,
+    /// Bound on the offset's error, ms: half the RTT of the sample it came from.
+    pub clock_offset_error_ms: f64,
+}
+
+/// One period in which a region could not be reached.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegionOutage {
+    /// Region label.
+    pub region: String,
+    /// When the coordinator declared it unreachable, RFC 3339 UTC.
+    pub detected_at: String,
+    /// Last answered ping before that, RFC 3339 UTC.
+    #[serde(default)]
+    pub last_ok_at: Option<String>,
+    /// What failed (a ping timeout, a refused connection).
+    pub reason: String,
+    /// When a ping was answered again, RFC 3339 UTC; `None` while still down at session end.
+    #[serde(default)]
+    pub restored_at: Option<String>,
 }
 
 /// The checkpoint written after every round.

@@ -4,6 +4,7 @@
 use super::LinkError;
 use super::tls::ClientTlsFiles;
 use super::token::{AttachToken, ProbeToken, TOKEN_ENV};
+use crate::v1::link_client::LinkClient;
 use crate::v1::probe_client::ProbeClient;
 use openbench_common::error_text::error_chain;
 use openbench_common::limits::GRPC_MESSAGE_LIMIT_BYTES;
@@ -23,6 +24,14 @@ pub const CA_ENV: &str = "OPENBENCH_PROBE_CA";
 pub const CLIENT_CERT_ENV: &str = "OPENBENCH_PROBE_CLIENT_CERT";
 /// Environment variable naming the client key (PEM) for mutual TLS.
 pub const CLIENT_KEY_ENV: &str = "OPENBENCH_PROBE_CLIENT_KEY";
+
+/// HTTP/2 PING interval on every probe channel, idle or not: a connection whose peer stops
+/// answering (a partition, a stopped process) is closed after [`KEEPALIVE_TIMEOUT`] more, so
+/// tonic reconnects instead of sending into a dead connection. Region health itself is judged by
+/// the coordinator's `Link.Ping` (docs/faults.md); keepalive is the transport's own guard.
+pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(2);
+/// How long a keepalive PING may go unanswered before the connection is closed.
+pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Largest request a caller encodes: a planned request is a few KiB, far below this.
 const MAX_ENCODING_BYTES: usize = 64 * 1024 * 1024;
@@ -75,6 +84,26 @@ pub async fn connect(
     url: &str,
     security: &ClientSecurity,
 ) -> Result<ProbeClient<ProbeChannel>, LinkError> {
+    Ok(probe_client(channel(url, security).await?))
+}
+
+/// The `Probe` client over `channel`, with the link's message limits.
+pub fn probe_client(channel: ProbeChannel) -> ProbeClient<ProbeChannel> {
+    ProbeClient::new(channel)
+        .max_decoding_message_size(GRPC_MESSAGE_LIMIT_BYTES)
+        .max_encoding_message_size(MAX_ENCODING_BYTES)
+}
+
+/// The `Link` client (health pings) over `channel`: the same connection as `Execute`.
+pub fn link_client(channel: ProbeChannel) -> LinkClient<ProbeChannel> {
+    LinkClient::new(channel)
+}
+
+/// Opens the one channel to the probe at `url` that both `Probe` and `Link` clients share:
+/// TLS for `https://`, the token on every call, HTTP/2 keepalive ([`KEEPALIVE_INTERVAL`],
+/// [`KEEPALIVE_TIMEOUT`], also while idle). After the connection drops, the channel reconnects
+/// by itself on the next call.
+pub async fn channel(url: &str, security: &ClientSecurity) -> Result<ProbeChannel, LinkError> {
     let error = |message: String| LinkError::Connect {
         url: url.to_string(),
         message,
@@ -82,7 +111,10 @@ pub async fn connect(
     let mut endpoint = Channel::from_shared(url.to_string())
         .map_err(|e| error(format!("not a valid URL: {e}")))?
         .connect_timeout(Duration::from_secs(10))
-        .tcp_nodelay(true);
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(KEEPALIVE_INTERVAL)
+        .keep_alive_timeout(KEEPALIVE_TIMEOUT)
+        .keep_alive_while_idle(true);
     if url.starts_with("https://") {
         endpoint = endpoint
             .tls_config(security.tls.load()?)
@@ -93,7 +125,5 @@ pub async fn connect(
         .await
         .map_err(|e| error(error_chain(&e)))?;
     let token = AttachToken::new(security.token.as_ref())?;
-    Ok(ProbeClient::with_interceptor(channel, token)
-        .max_decoding_message_size(GRPC_MESSAGE_LIMIT_BYTES)
-        .max_encoding_message_size(MAX_ENCODING_BYTES))
+    Ok(InterceptedService::new(channel, token))
 }

@@ -9,7 +9,10 @@ pub mod session;
 pub mod tls;
 pub mod token;
 
-pub use client::{ClientSecurity, ProbeChannel, connect};
+pub use client::{
+    ClientSecurity, KEEPALIVE_INTERVAL, KEEPALIVE_TIMEOUT, ProbeChannel, channel, connect,
+    link_client, probe_client,
+};
 pub use session::open_session;
 pub use tls::ClientTlsFiles;
 pub use token::{AttachToken, ProbeToken, TOKEN_ENV};

@@ -117,6 +117,7 @@ fn observation(lane: u32, round: u64, e2e: f64) -> Observation {
         model_mismatch: None,
         completed: true,
         failure: None,
+        out_of_round: false,
     }
 }
 

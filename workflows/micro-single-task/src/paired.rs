@@ -215,7 +215,10 @@ impl E2eTable {
             .collect();
         let compared = |o: &Observation| {
             let pos = position.get(&o.lane)?;
-            let e2e = o.e2e_ms.filter(|v| o.completed && v.is_finite())?;
+            // A re-run was not launched with its round's other lanes: never paired with them.
+            let e2e = o
+                .e2e_ms
+                .filter(|v| o.completed && !o.out_of_round && v.is_finite())?;
             Some((*pos, e2e))
         };
         let mut slots: BTreeMap<u64, usize> = observations

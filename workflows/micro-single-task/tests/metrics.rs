@@ -54,6 +54,7 @@ fn obs(lane: u32, round: u64, e2e: Option<f64>, class: EvalClass) -> Observation
                 message: None,
             })
         }),
+        out_of_round: false,
     }
 }
 

@@ -43,6 +43,7 @@ fn obs(lane: u32, round: u64, e2e: Option<f64>, completed: bool) -> Observation 
         model_mismatch: None,
         completed,
         failure: None,
+        out_of_round: false,
     }
 }
 
@@ -266,6 +267,7 @@ fn html_samples_belong_to_their_lane() {
         artifacts: &[],
         superseded: 0,
         ignored_partial_line: false,
+        faults: Default::default(),
     };
     let input = openbench_micro_single_task::html::HtmlReportInput::from_report(
         &ctx,
@@ -285,4 +287,41 @@ fn html_samples_belong_to_their_lane() {
             );
         }
     }
+}
+
+#[test]
+fn an_out_of_round_result_is_never_paired_with_its_rounds_other_lanes() {
+    // Two lanes, three rounds. Round 1's lane-1 result is a re-run (out of round): it would win
+    // round 1 (100 < 300) and add the difference 300 − 100 = 200 to (l0, l1).
+    let mut rerun = obs(1, 1, Some(100.0), true);
+    rerun.out_of_round = true;
+    let observations = vec![
+        obs(0, 0, Some(200.0), true),
+        obs(1, 0, Some(250.0), true),
+        obs(0, 1, Some(300.0), true),
+        rerun,
+        obs(0, 2, Some(400.0), true),
+        obs(1, 2, Some(380.0), true),
+    ];
+    let lanes: Vec<PairedLane> = (0..2u32)
+        .map(|i| PairedLane {
+            index: i,
+            lane: format!("l{i}"),
+            display_name: format!("L{i}"),
+        })
+        .collect();
+    let got = paired::compute(&observations, &lanes, Vec::new(), 3);
+    // Wins by hand: round 0 → l0 (200 < 250), round 1 → l0 alone, round 2 → l1 (380 < 400).
+    let wins: Vec<f64> = got.wins.iter().map(|w| w.wins).collect();
+    assert_eq!(wins, [2.0, 1.0]);
+    assert_eq!(got.wins[1].rounds_with_e2e, 2);
+    // l0 − l1 over rounds 0 and 2 only: −50 and +20; nearest-rank p50 of [−50, 20] is −50.
+    let pair = got
+        .pairs
+        .iter()
+        .find(|p| p.a == "l0" && p.b == "l1")
+        .unwrap();
+    assert_eq!(pair.count, 2);
+    assert_eq!(pair.e2e_diff_p50, Some(-50.0));
+    assert_eq!(pair.e2e_diff_p99, Some(20.0));
 }

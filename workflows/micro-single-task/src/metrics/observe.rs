@@ -101,6 +101,8 @@ pub struct Observation {
     /// Failure details (failed and harness records only); boxed like `usage`, since most
     /// records succeed and an observation is what a million-record report holds.
     pub failure: Option<Box<FailureInfo>>,
+    /// Measured after its round's other lanes (a re-run): kept out of paired comparisons.
+    pub out_of_round: bool,
 }
 
 impl Observation {
@@ -140,6 +142,7 @@ pub fn error_type_label(e: ErrorType) -> &'static str {
         ErrorType::LimitAnswerBytes => "limit_answer_bytes",
         ErrorType::StreamError => "stream_error",
         ErrorType::Harness => "harness",
+        ErrorType::RegionUnreachable => "region_unreachable",
     }
 }
 
@@ -252,5 +255,6 @@ pub fn observe(
         model_mismatch,
         completed,
         failure,
+        out_of_round: record.out_of_round,
     })
 }

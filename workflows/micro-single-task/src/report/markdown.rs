@@ -34,6 +34,8 @@ pub struct ReportContext<'a> {
     pub superseded: u64,
     /// A half-written last line was ignored.
     pub ignored_partial_line: bool,
+    /// Out-of-round results, the probe link and outages.
+    pub faults: super::faults_section::FaultsView,
 }
 
 /// Column headers of the summary table (the seed's layout).
@@ -181,6 +183,7 @@ pub fn render(ctx: &ReportContext<'_>) -> String {
     contract_section(&mut out, m);
     super::paired_section::render(&mut out, ctx.paired, m);
     operations_section(&mut out, m);
+    super::faults_section::render(&mut out, &ctx.faults);
     provenance_section(&mut out, ctx);
     artifacts_section(&mut out, ctx);
     out

@@ -2,6 +2,7 @@
 //! them with `report.md`. Deterministic: observations are sorted, maps are ordered, floats are
 //! printed by one formatter, nothing reads the clock — re-running gives byte-identical files.
 
+pub mod faults_section;
 pub mod format;
 pub mod markdown;
 mod paired_section;
@@ -234,6 +235,28 @@ fn period(run_dir: &Path, computed: &Computed) -> Option<(String, String, &'stat
         .map(|(s, e)| (s, e, "record start times"))
 }
 
+/// The faults section's view: out-of-round results from the records, links and outages from the
+/// manifest, probe-side launch skew from the round lines (unreadable lines are skipped: the
+/// round lines are diagnostics, never a metric's input).
+fn faults_view(run_dir: &Path, computed: &Computed, rounds: &str) -> faults_section::FaultsView {
+    let (links, outages) = RunManifest::load(run_dir)
+        .map(|m| (m.links, m.outages))
+        .unwrap_or_default();
+    let rounds: Vec<openbench_common::rundir::RoundLine> =
+        std::fs::read_to_string(layout::path(run_dir, rounds))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+    faults_section::FaultsView::gather(
+        &computed.observations,
+        &computed.lanes,
+        links,
+        outages,
+        &rounds,
+    )
+}
+
 /// Recomputes and writes every derived artifact and `report.md`; returns the terminal table and
 /// the paths written.
 pub fn write_all(
@@ -317,6 +340,7 @@ pub fn write_all(
         artifacts: &artifacts,
         superseded: computed.stats.superseded,
         ignored_partial_line: computed.stats.ignored_partial_last_line,
+        faults: faults_view(run_dir, &computed, &reported.rounds),
     };
     let md = markdown::render(&ctx);
     let path = layout::path(run_dir, layout::REPORT_MD);

@@ -1,0 +1,169 @@
+//! One lane's call to its region's probe: `Execute` under the harness wait (deadline + grace),
+//! cut short with a `region_unreachable` harness record when the region's health monitor
+//! declares it down, or when the link itself fails. Every failure of our own machinery becomes
+//! a harness record, never a provider failure.
+
+use crate::health::RegionState;
+use openbench_common::record::{ErrorType, Execution, Outcome, TerminalRecord};
+use openbench_common::request::PlannedRequest;
+use openbench_proto::link::ProbeChannel;
+use openbench_proto::v1::ExecuteRequest;
+use openbench_proto::v1::probe_client::ProbeClient;
+use std::time::Duration;
+use tokio::sync::watch;
+use tracing::Instrument;
+
+/// Calls the probe; any failure of our own machinery becomes a harness record. A region its
+/// monitor sees down fails at once, and an in-flight call fails as soon as the monitor declares
+/// its region down (`region_unreachable`), instead of waiting deadline + grace. The flag is true
+/// when the record came from the probe.
+pub async fn execute(
+    client: Option<ProbeClient<ProbeChannel>>,
+    region: Option<watch::Receiver<RegionState>>,
+    session_id: Option<String>,
+    request: &PlannedRequest,
+    model: &str,
+    wait: Duration,
+    round: &tracing::Span,
+) -> (Execution, bool) {
+    let started_at = openbench_common::clock::now_rfc3339();
+    let name = &request.identity.region;
+    let fail = |message: String| (harness(request, model, started_at.clone(), message), false);
+    let Some(mut client) = client else {
+        return fail(format!("no probe for region {name}"));
+    };
+    let mut region = region.unwrap_or_else(|| watch::channel(RegionState::Up).1);
+    if let RegionState::Down { reason } = &*region.borrow_and_update() {
+        return (
+            unreachable(request, model, started_at.clone(), name, reason),
+            false,
+        );
+    }
+    let json = match serde_json::to_string(request) {
+        Ok(j) => j,
+        Err(e) => return fail(format!("cannot encode request: {e}")),
+    };
+    let call = ExecuteRequest {
+        planned_request_json: json,
+        session_id: session_id.unwrap_or_default(),
+    };
+    let mut call = tonic::Request::new(call);
+    openbench_proto::trace_context::inject(round, call.metadata_mut());
+    let answer = tokio::time::timeout(wait, client.execute(call)).instrument(round.clone());
+    let response = tokio::select! {
+        answer = answer => answer,
+        reason = went_down(&mut region) => {
+            return (unreachable(request, model, started_at.clone(), name, &reason), false);
+        }
+    };
+    let response = match response {
+        Err(_) => {
+            return fail(format!(
+                "probe for region {name} did not answer within {} ms",
+                wait.as_millis()
+            ));
+        }
+        // The link itself failed (refused, reset, closed by keepalive): not the probe's answer.
+        Ok(Err(status)) if link_failure(status.code()) => {
+            let reason = format!("{} {}", status.code(), status.message());
+            return (
+                unreachable(request, model, started_at.clone(), name, &reason),
+                false,
+            );
+        }
+        Ok(Err(status)) => {
+            return fail(format!(
+                "probe for region {name} failed: {} {}",
+                status.code(),
+                status.message()
+            ));
+        }
+        Ok(Ok(response)) => response.into_inner(),
+    };
+    match serde_json::from_str::<Execution>(&response.execution_json) {
+        Ok(mut execution) => {
+            execution.record.set_identity(&request.identity);
+            (execution, true)
+        }
+        Err(e) => fail(format!("probe returned an unreadable execution: {e}")),
+    }
+}
+
+/// True for the status codes tonic gives a call whose connection failed (refused, reset, closed
+/// by a keepalive timeout); a probe's own refusals use other codes (invalid argument, not
+/// found, failed precondition, internal, unauthenticated).
+fn link_failure(code: tonic::Code) -> bool {
+    matches!(
+        code,
+        tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled
+    )
+}
+
+/// Resolves when the region's monitor declares it down, with the reason; never while it is up
+/// (nor when the monitor is gone).
+async fn went_down(region: &mut watch::Receiver<RegionState>) -> String {
+    loop {
+        if region.changed().await.is_err() {
+            return std::future::pending().await;
+        }
+        if let RegionState::Down { reason } = &*region.borrow_and_update() {
+            return reason.clone();
+        }
+    }
+}
+
+/// A `region_unreachable` harness record: the link to the request's region failed.
+fn unreachable(
+    request: &PlannedRequest,
+    model: &str,
+    started_at: String,
+    region: &str,
+    reason: &str,
+) -> Execution {
+    let mut execution = harness(
+        request,
+        model,
+        started_at,
+        format!("region {region} unreachable: {reason}"),
+    );
+    execution.record.error_type = Some(ErrorType::RegionUnreachable);
+    execution
+}
+
+/// How long the coordinator waits for a probe's answer before recording a harness failure:
+/// deadline + grace, saturating (both are bounded by the spec, but a sum must never wrap).
+pub fn harness_wait(deadline_ms: u64, grace_ms: u64) -> Duration {
+    Duration::from_millis(deadline_ms.saturating_add(grace_ms))
+}
+
+/// A harness-failure record for a planned request.
+pub fn harness(
+    request: &PlannedRequest,
+    model: &str,
+    started_at: String,
+    message: String,
+) -> Execution {
+    let mut record = TerminalRecord::new(started_at, Outcome::HarnessError);
+    record.set_identity(&request.identity);
+    record.requested_model = model.to_string();
+    record.error_type = Some(ErrorType::Harness);
+    record.error_message = Some(message);
+    Execution {
+        record,
+        events: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn harness_wait_is_deadline_plus_grace_and_never_wraps() {
+        assert_eq!(harness_wait(600, 200), Duration::from_millis(800));
+        assert_eq!(
+            harness_wait(u64::MAX, 5_000),
+            Duration::from_millis(u64::MAX)
+        );
+    }
+}
