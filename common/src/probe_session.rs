@@ -6,6 +6,11 @@ use crate::spec::{ProviderAdapter, RequestContract, Spec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
+/// The words of a probe's refusal of an `Execute` that names a session it does not have open
+/// (`session S is not open on the probe in region R`): what a restarted probe answers. The
+/// coordinator, reading them, records the lane as unreachable and opens the session again.
+pub const SESSION_NOT_OPEN: &str = "is not open on the probe in region";
+
 /// The session a coordinator opens on a probe before round 1: one source of truth for what the
 /// probe executes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -9,7 +9,7 @@
 //! on, and at the end of the plan the failed lanes are re-run out of their rounds
 //! ([`crate::faults`]).
 
-use crate::call::{execute, harness_wait};
+use crate::call::{LaneSession, execute, harness_wait};
 use crate::faults::{FaultBook, RegionGone};
 use crate::health::{FaultPolicy, LinkEvent, RegionState};
 use crate::session_open::ProbeSession;
@@ -24,7 +24,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{Barrier, oneshot, watch};
+use tokio::sync::{Barrier, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 /// Live progress, reported after every terminal record and every round.
@@ -143,8 +143,12 @@ pub struct CoordArgs {
     pub jobs: VecDeque<RoundJob>,
     /// Region → probe client.
     pub clients: BTreeMap<String, ProbeClient<ProbeChannel>>,
-    /// Region → the session open on its probe (every `Execute` names it; records name its probe).
-    pub sessions: BTreeMap<String, ProbeSession>,
+    /// Region → the session open on its probe now, as its health monitor (re-)opened it (every
+    /// `Execute` names it; records name its probe). Read when a lane is dispatched, not when its
+    /// round is prepared: a region that came back in between has a new session.
+    pub sessions: BTreeMap<String, watch::Receiver<ProbeSession>>,
+    /// Region → its health monitor's inbox for a session the probe no longer has (restarted).
+    pub sessions_lost: BTreeMap<String, mpsc::UnboundedSender<String>>,
     /// Region → its state as its health monitor sees it.
     pub regions: BTreeMap<String, watch::Receiver<RegionState>>,
     /// What to do about regions that go down.
@@ -314,6 +318,7 @@ fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prep
         launch_order.push(lane.lane.clone());
         let client = args.clients.get(&lane.region).cloned();
         let session = args.sessions.get(&lane.region).cloned();
+        let lost = args.sessions_lost.get(&lane.region).cloned();
         let region = args.regions.get(&lane.region).cloned();
         let model = args.models.get(&lane.provider).cloned().unwrap_or_default();
         let wait = harness_wait(request.deadline_ms, args.grace_ms);
@@ -326,11 +331,15 @@ fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prep
                 return;
             };
             let dispatched_at = Instant::now();
-            let session_id = session.as_ref().map(|s| s.session_id.clone());
+            let session = session.map(|s| s.borrow().clone());
+            let lane_session = session.as_ref().map(|s| LaneSession {
+                id: s.session_id.clone(),
+                lost: lost.clone(),
+            });
             let (mut execution, from_probe) = execute(
                 client,
                 region,
-                session_id,
+                lane_session,
                 &request,
                 &model,
                 wait,

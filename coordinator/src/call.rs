@@ -4,14 +4,25 @@
 //! a harness record, never a provider failure.
 
 use crate::health::RegionState;
+use openbench_common::probe_session::SESSION_NOT_OPEN;
 use openbench_common::record::{ErrorType, Execution, Outcome, TerminalRecord};
 use openbench_common::request::PlannedRequest;
 use openbench_proto::link::ProbeChannel;
 use openbench_proto::v1::ExecuteRequest;
 use openbench_proto::v1::probe_client::ProbeClient;
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
+
+/// The session a lane's call names, and where to report that the probe no longer has it (its
+/// region's health monitor, which then opens it again).
+#[derive(Debug, Clone, Default)]
+pub struct LaneSession {
+    /// The session id `Execute` carries.
+    pub id: String,
+    /// Told the id when the probe refuses it as not open (a restarted probe).
+    pub lost: Option<mpsc::UnboundedSender<String>>,
+}
 
 /// Calls the probe; any failure of our own machinery becomes a harness record. A region its
 /// monitor sees down fails at once, and an in-flight call fails as soon as the monitor declares
@@ -20,7 +31,7 @@ use tracing::Instrument;
 pub async fn execute(
     client: Option<ProbeClient<ProbeChannel>>,
     region: Option<watch::Receiver<RegionState>>,
-    session_id: Option<String>,
+    session: Option<LaneSession>,
     request: &PlannedRequest,
     model: &str,
     wait: Duration,
@@ -43,9 +54,10 @@ pub async fn execute(
         Ok(j) => j,
         Err(e) => return fail(format!("cannot encode request: {e}")),
     };
+    let session = session.unwrap_or_default();
     let call = ExecuteRequest {
         planned_request_json: json,
-        session_id: session_id.unwrap_or_default(),
+        session_id: session.id.clone(),
     };
     let mut call = tonic::Request::new(call);
     openbench_proto::trace_context::inject(round, call.metadata_mut());
@@ -66,6 +78,25 @@ pub async fn execute(
         // The link itself failed (refused, reset, closed by keepalive): not the probe's answer.
         Ok(Err(status)) if link_failure(status.code()) => {
             let reason = format!("{} {}", status.code(), status.message());
+            return (
+                unreachable(request, model, started_at.clone(), name, &reason),
+                false,
+            );
+        }
+        // A restarted probe: reachable, but without this run's session until it is re-opened.
+        // Unreachable for this lane (so it is re-run), and the monitor re-opens the session.
+        Ok(Err(status))
+            if status.code() == tonic::Code::FailedPrecondition
+                && status.message().contains(SESSION_NOT_OPEN) =>
+        {
+            if let Some(lost) = &session.lost {
+                let _ = lost.send(session.id.clone());
+            }
+            let reason = format!(
+                "the probe no longer has session {} (restarted?): {}",
+                session.id,
+                status.message()
+            );
             return (
                 unreachable(request, model, started_at.clone(), name, &reason),
                 false,

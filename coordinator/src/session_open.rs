@@ -37,36 +37,70 @@ pub async fn open(
     inputs: &RunInputs,
     run: &RunDir,
 ) -> Result<ProbeSession, CoordinatorError> {
-    let described = call(region, "Describe", client.describe(DescribeRequest {})).await?;
-    let identity = described
-        .identity
-        .ok_or_else(|| CoordinatorError::ProbeMismatch {
+    SessionOpener::new(region, client.clone(), inputs, run)
+        .open()
+        .await
+}
+
+/// What it takes to (re-)open this run's session on one region's probe: the health monitor
+/// keeps one per region and opens the session again when the region comes back, because a
+/// restarted probe knows no session and refuses every `Execute` until one is opened.
+#[derive(Debug, Clone)]
+pub struct SessionOpener {
+    region: String,
+    client: ProbeClient<ProbeChannel>,
+    session: SessionOpen,
+    code_sha256: String,
+    tokenizer_sha256: String,
+}
+
+impl SessionOpener {
+    /// The opener of `run`'s session on `region`'s probe behind `client`.
+    pub fn new(
+        region: &str,
+        client: ProbeClient<ProbeChannel>,
+        inputs: &RunInputs,
+        run: &RunDir,
+    ) -> SessionOpener {
+        SessionOpener {
             region: region.to_string(),
-            field: "identity".into(),
-            message: "the probe does not describe its build (an older version?)".into(),
-        })?;
-    check_identity(
-        region,
-        &identity,
-        &inputs.code_sha256,
-        &run.lock.tokenizer_ranks_sha256,
-    )?;
-    let session = SessionOpen::of_spec(
-        run.run_id(),
-        &lock_sha256(&run.lock),
-        region,
-        &inputs.spec.spec,
-    );
-    let opened = call(region, "OpenSession", open_session(client, &session)).await?;
-    Ok(ProbeSession {
-        session_id: opened.session_id,
-        probe: SessionProbe {
-            probe_id: opened.probe_id,
-            version: identity.version,
-            host_fingerprint: identity.host_fingerprint,
-            clock_source: identity.clock_source,
-        },
-    })
+            client,
+            session: SessionOpen::of_spec(
+                run.run_id(),
+                &lock_sha256(&run.lock),
+                region,
+                &inputs.spec.spec,
+            ),
+            code_sha256: inputs.code_sha256.clone(),
+            tokenizer_sha256: run.lock.tokenizer_ranks_sha256.clone(),
+        }
+    }
+
+    /// `Describe` (refused when the probe runs other code or another tokenizer), then
+    /// `OpenSession`: the session every `Execute` names from now on.
+    pub async fn open(&mut self) -> Result<ProbeSession, CoordinatorError> {
+        let region = self.region.as_str();
+        let client = &mut self.client;
+        let described = call(region, "Describe", client.describe(DescribeRequest {})).await?;
+        let identity = described
+            .identity
+            .ok_or_else(|| CoordinatorError::ProbeMismatch {
+                region: region.to_string(),
+                field: "identity".into(),
+                message: "the probe does not describe its build (an older version?)".into(),
+            })?;
+        check_identity(region, &identity, &self.code_sha256, &self.tokenizer_sha256)?;
+        let opened = call(region, "OpenSession", open_session(client, &self.session)).await?;
+        Ok(ProbeSession {
+            session_id: opened.session_id,
+            probe: SessionProbe {
+                probe_id: opened.probe_id,
+                version: identity.version,
+                host_fingerprint: identity.host_fingerprint,
+                clock_source: identity.clock_source,
+            },
+        })
+    }
 }
 
 /// Refuses a probe whose code digest or tokenizer differs from this run's, naming the field.
