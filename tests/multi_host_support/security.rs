@@ -1,6 +1,7 @@
 //! The probe's refusals over the container network, each asserted: no token, a wrong token,
 //! plaintext to the TLS port, no client certificate, work outside the open session, a provider
-//! the session did not open, an over-long deadline, a second caller on a busy lane (the
+//! the session did not open, an over-long deadline, a health ping without the token (with it,
+//! inside the session, it answers), a second caller on a busy lane (the
 //! loopback versions, with the same expectations, are in `probe/tests/secure.rs` and
 //! `probe/tests/session.rs`). Each call that must fail for one reason is right in every other
 //! way: it names the session the test opened, as the coordinator opens it. The test process reaches a probe container through an in-process
@@ -17,10 +18,11 @@ use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Ro
 use openbench_common::spec::LoadedSpec;
 use openbench_inference::relay::{Relay, RelayConfig};
 use openbench_proto::link::{
-    ClientSecurity, ClientTlsFiles, LinkError, ProbeChannel, ProbeToken, connect, open_session,
+    ClientSecurity, ClientTlsFiles, LinkError, ProbeChannel, ProbeToken, channel, connect,
+    link_client, open_session, probe_client,
 };
 use openbench_proto::v1::probe_client::ProbeClient;
-use openbench_proto::v1::{DescribeRequest, ExecuteRequest};
+use openbench_proto::v1::{DescribeRequest, ExecuteRequest, PingRequest};
 
 /// The spec's `timeout_ms`, the session's contract: the longest deadline a probe accepts.
 pub const SPEC_TIMEOUT_MS: u64 = 20_000;
@@ -270,7 +272,48 @@ pub async fn refusals(topology: &Topology) {
         "{execution:?}"
     );
 
+    link_ping(topology, &url, &call("alpha", "after-ping", 5_000)).await;
     busy_lane(topology).await;
+}
+
+/// `Link.Ping` (the coordinator's health check) needs the token like every other RPC, and
+/// answers inside the open session on the connection that carries `Execute` without
+/// disturbing it: `admitted` (a call of that session) still runs after the ping.
+async fn link_ping(topology: &Topology, url: &str, admitted: &ExecuteRequest) {
+    let ping = |token: Option<String>| async move {
+        let channel = channel(url, &security(topology, token.as_deref()))
+            .await
+            .unwrap();
+        link_client(channel).ping(PingRequest {}).await
+    };
+    let err = ping(None).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unauthenticated, "{err:?}");
+    assert_eq!(err.message(), "this probe requires a bearer token");
+    let wrong = format!("{}x", &TOKEN[..TOKEN.len() - 1]);
+    let err = ping(Some(wrong)).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unauthenticated, "{err:?}");
+    assert_eq!(err.message(), "the bearer token is not this probe's");
+
+    let shared = channel(url, &security(topology, Some(TOKEN)))
+        .await
+        .unwrap();
+    let answer = link_client(shared.clone())
+        .ping(PingRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(answer.probe_unix_micros > 0, "{answer:?}");
+    let reply = probe_client(shared)
+        .execute(admitted.clone())
+        .await
+        .unwrap()
+        .into_inner();
+    let execution: Execution = serde_json::from_str(&reply.execution_json).unwrap();
+    assert_eq!(
+        execution.record.outcome,
+        Outcome::Completed,
+        "{execution:?}"
+    );
 }
 
 /// Two callers on one lane of `probe-west` while its path to the providers is black-holed: one
