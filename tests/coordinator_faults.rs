@@ -493,3 +493,53 @@ fn a_region_that_stays_down_stops_the_run_resumably() {
     assert_exactly_once(&t);
     drop(t.east);
 }
+
+#[test]
+fn a_restarted_probe_gets_the_session_reopened_and_its_later_rounds_are_measured() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut t = Topology::new(6, 600);
+    let mut run = t.spawn_run(&["--on-region-down", "continue"]);
+    t.wait_rounds(&mut run, 2);
+    drop(t.west.take()); // SIGKILL: the new process knows no session
+    let started = Instant::now();
+    while !t
+        .records()
+        .iter()
+        .any(|r| r.error_type == Some(ErrorType::RegionUnreachable))
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "never detected"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    t.restart_west();
+    let restarted_round = lines(&t.dir.join(layout::ROUNDS)).len() as u64;
+    let (code, out) = wait_output(run);
+    let recs = t.records();
+    // Only west failed, and only because it was unreachable: never refused by the restarted
+    // probe for a session it does not know.
+    let harness = harness_by_lane(&recs);
+    assert!(harness.keys().all(|l| l.ends_with("@west")), "{out}");
+    for r in harness.values().flatten() {
+        assert_eq!(r.error_type, Some(ErrorType::RegionUnreachable), "{r:?}");
+    }
+    // Rounds after the restart measured west again, in their own rounds, on the new process.
+    let measured_after: Vec<&TerminalRecord> = recs
+        .iter()
+        .filter(|r| {
+            r.region == "west"
+                && r.outcome == Outcome::Completed
+                && !r.out_of_round
+                && r.round_index > restarted_round
+        })
+        .collect();
+    assert!(
+        !measured_after.is_empty(),
+        "no west round measured after the restart (round {restarted_round}): {out}"
+    );
+    // The lanes lost while west was down were re-run at the end of the session.
+    assert_eq!(code, Some(0), "{out}");
+    assert_exactly_once(&t);
+    drop(t.east);
+}

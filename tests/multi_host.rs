@@ -5,7 +5,8 @@
 //! (the Dockerfile's `prebuilt` target on the registry-free base).
 //!
 //! 1. Security, over the network: no token, a wrong token, plaintext to the TLS port, no client
-//!    certificate, an over-long deadline and a second caller on a busy lane are each refused.
+//!    certificate, work outside the open session, a provider the session did not open, an
+//!    over-long deadline and a second caller on a busy lane are each refused.
 //! 2. Distance: a paired run with no added delay, then one with west's path to the providers
 //!    delayed (400 ms up, 150 ms down) and east's coordinator↔probe hop delayed (400 ms each
 //!    way). West's TTFA must shift by up + down; nothing of east may change.

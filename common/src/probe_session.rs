@@ -2,9 +2,14 @@
 //! the region, the request contract and the adapters. The adapters name credential variables,
 //! never values: the probe keeps the credentials and refuses a session it cannot serve.
 
-use crate::spec::{ProviderAdapter, RequestContract};
+use crate::spec::{ProviderAdapter, RequestContract, Spec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
+
+/// The words of a probe's refusal of an `Execute` that names a session it does not have open
+/// (`session S is not open on the probe in region R`): what a restarted probe answers. The
+/// coordinator, reading them, records the lane as unreachable and opens the session again.
+pub const SESSION_NOT_OPEN: &str = "is not open on the probe in region";
 
 /// The session a coordinator opens on a probe before round 1: one source of truth for what the
 /// probe executes.
@@ -25,6 +30,18 @@ pub struct SessionOpen {
 }
 
 impl SessionOpen {
+    /// The session of run `run_id` (locked as `lock_sha256`) in `region`: `spec`'s request
+    /// contract and every one of its providers, as the spec writes them.
+    pub fn of_spec(run_id: &str, lock_sha256: &str, region: &str, spec: &Spec) -> SessionOpen {
+        SessionOpen {
+            run_id: run_id.to_string(),
+            lock_sha256: lock_sha256.to_string(),
+            region: region.to_string(),
+            contract: spec.request.clone(),
+            adapters: spec.providers.clone(),
+        }
+    }
+
     /// Every rule the session breaks, each naming its field: the same rules a spec's contract
     /// and adapters follow, plus a run id, a region and unique provider keys.
     pub fn problems(&self) -> Vec<String> {

@@ -10,7 +10,7 @@
 //! on, and at the end of the plan the failed lanes are re-run out of their rounds
 //! ([`crate::faults`]).
 
-use crate::call::{encode, execute, harness_wait};
+use crate::call::{LaneCall, LaneSession, encode, execute, harness_wait};
 use crate::durable::DurableWriter;
 use crate::faults::{FaultBook, RegionGone};
 use crate::health::{FaultPolicy, LinkEvent, RegionState};
@@ -24,7 +24,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{Barrier, oneshot, watch};
+use tokio::sync::{Barrier, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 /// Live progress, reported after every terminal record and every round.
@@ -133,8 +133,12 @@ pub struct CoordArgs {
     pub jobs: VecDeque<RoundJob>,
     /// Region → probe client.
     pub clients: BTreeMap<String, ProbeClient<ProbeChannel>>,
-    /// Region → the session open on its probe (every `Execute` names it; records name its probe).
-    pub sessions: BTreeMap<String, ProbeSession>,
+    /// Region → the session open on its probe now, as its health monitor (re-)opened it (every
+    /// `Execute` names it; records name its probe). Read when a lane is dispatched, not when its
+    /// round is prepared: a region that came back in between has a new session.
+    pub sessions: BTreeMap<String, watch::Receiver<ProbeSession>>,
+    /// Region → its health monitor's inbox for a session the probe no longer has (restarted).
+    pub sessions_lost: BTreeMap<String, mpsc::UnboundedSender<String>>,
     /// Region → its state as its health monitor sees it.
     pub regions: BTreeMap<String, watch::Receiver<RegionState>>,
     /// What to do about regions that go down.
@@ -306,7 +310,8 @@ fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prep
         launch_order.push(lane.lane.clone());
         let client = args.clients.get(&lane.region).cloned();
         let session = args.sessions.get(&lane.region).cloned();
-        let call = encode(&request, session.as_ref().map(|s| s.session_id.as_str()));
+        let body = encode(&request);
+        let lost = args.sessions_lost.get(&lane.region).cloned();
         let region = args.regions.get(&lane.region).cloned();
         let model = args.models.get(&lane.provider).cloned().unwrap_or_default();
         let wait = harness_wait(request.deadline_ms, args.grace_ms);
@@ -319,6 +324,15 @@ fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prep
                 return;
             };
             let dispatched_at = Instant::now();
+            let session = session.map(|s| s.borrow().clone());
+            let lane_session = session.as_ref().map(|s| LaneSession {
+                id: s.session_id.clone(),
+                lost: lost.clone(),
+            });
+            let call = LaneCall {
+                body,
+                session: lane_session,
+            };
             let (mut execution, from_probe) =
                 execute(client, region, call, &request, &model, wait, &round_span).await;
             execution.record.out_of_round = out_of_round;

@@ -4,25 +4,40 @@
 //! a harness record, never a provider failure.
 
 use crate::health::RegionState;
+use openbench_common::probe_session::SESSION_NOT_OPEN;
 use openbench_common::record::{ErrorType, Execution, Outcome, TerminalRecord};
 use openbench_common::request::PlannedRequest;
 use openbench_proto::link::ProbeChannel;
 use openbench_proto::v1::ExecuteRequest;
 use openbench_proto::v1::probe_client::ProbeClient;
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
-/// The `Execute` message for `request` in session `session_id` (empty: a probe without sessions).
-pub fn encode(
-    request: &PlannedRequest,
-    session_id: Option<&str>,
-) -> Result<ExecuteRequest, String> {
-    let planned_request_json = serde_json::to_string(request).map_err(|e| e.to_string())?;
-    Ok(ExecuteRequest {
-        planned_request_json,
-        session_id: session_id.unwrap_or_default().to_string(),
-    })
+/// A planned request encoded for `Execute` (done before the round's gate opens, so no encoding
+/// happens inside the launch-skew window).
+pub fn encode(request: &PlannedRequest) -> Result<String, String> {
+    serde_json::to_string(request).map_err(|e| e.to_string())
+}
+
+/// A lane's call as prepared for [`execute`]: the encoded request ([`encode`]) and the session
+/// it names, read when the lane is sent.
+#[derive(Debug)]
+pub struct LaneCall {
+    /// The planned request's JSON, or why it could not be encoded.
+    pub body: Result<String, String>,
+    /// The session the call names (`None`: a probe without sessions).
+    pub session: Option<LaneSession>,
+}
+
+/// The session a lane's call names, and where to report that the probe no longer has it (its
+/// region's health monitor, which then opens it again).
+#[derive(Debug, Clone, Default)]
+pub struct LaneSession {
+    /// The session id `Execute` carries.
+    pub id: String,
+    /// Told the id when the probe refuses it as not open (a restarted probe).
+    pub lost: Option<mpsc::UnboundedSender<String>>,
 }
 
 /// Calls the probe; any failure of our own machinery becomes a harness record. A region its
@@ -33,7 +48,7 @@ pub fn encode(
 pub async fn execute(
     client: Option<ProbeClient<ProbeChannel>>,
     region: Option<watch::Receiver<RegionState>>,
-    call: Result<ExecuteRequest, String>,
+    call: LaneCall,
     request: &PlannedRequest,
     model: &str,
     wait: Duration,
@@ -52,9 +67,15 @@ pub async fn execute(
             false,
         );
     }
-    let call = match call {
-        Ok(call) => call,
+    let LaneCall { body, session } = call;
+    let json = match body {
+        Ok(json) => json,
         Err(e) => return fail(format!("cannot encode request: {e}")),
+    };
+    let session = session.unwrap_or_default();
+    let call = ExecuteRequest {
+        planned_request_json: json,
+        session_id: session.id.clone(),
     };
     let mut call = tonic::Request::new(call);
     openbench_proto::trace_context::inject(round, call.metadata_mut());
@@ -75,6 +96,25 @@ pub async fn execute(
         // The link itself failed (refused, reset, closed by keepalive): not the probe's answer.
         Ok(Err(status)) if link_failure(status.code()) => {
             let reason = format!("{} {}", status.code(), status.message());
+            return (
+                unreachable(request, model, started_at.clone(), name, &reason),
+                false,
+            );
+        }
+        // A restarted probe: reachable, but without this run's session until it is re-opened.
+        // Unreachable for this lane (so it is re-run), and the monitor re-opens the session.
+        Ok(Err(status))
+            if status.code() == tonic::Code::FailedPrecondition
+                && status.message().contains(SESSION_NOT_OPEN) =>
+        {
+            if let Some(lost) = &session.lost {
+                let _ = lost.send(session.id.clone());
+            }
+            let reason = format!(
+                "the probe no longer has session {} (restarted?): {}",
+                session.id,
+                status.message()
+            );
             return (
                 unreachable(request, model, started_at.clone(), name, &reason),
                 false,

@@ -9,8 +9,10 @@
 //! answer (1 s + 2 s by default), plus scheduling delay; a killed probe (connection refused or
 //! reset) is seen by the next ping or by the in-flight call itself, sooner. While down, the
 //! monitor retries with exponential backoff (0.5 s doubling to 4 s); each retry also drives the
-//! channel's reconnect. The first answered retry brings the region back.
+//! channel's reconnect. The first answered retry, once the run's session is open again on the
+//! probe ([`SessionOpener`]: a restarted probe knows no session), brings the region back.
 
+use crate::session_open::{ProbeSession, SessionOpener};
 use openbench_common::clock::{now_rfc3339, unix_micros};
 use openbench_common::rundir::RegionLink;
 use openbench_proto::link::ProbeChannel;
@@ -181,10 +183,30 @@ pub async fn ping(
 /// Pings per region before the session's first round.
 pub const INITIAL_PINGS: usize = 3;
 
+/// How long re-opening the session on a region that came back may take (`Describe` and
+/// `OpenSession`; a restarted probe builds its HTTP clients and tokenizer first). Longer, and
+/// the region stays down and the next retry tries again.
+pub const REOPEN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One region's open session and how to open it again: the monitor re-opens it whenever the
+/// region comes back and publishes the new session to the lane tasks.
+pub struct RegionSession {
+    /// The session opened before round 1.
+    pub opened: ProbeSession,
+    /// Opens it again.
+    pub opener: SessionOpener,
+}
+
 /// The running monitors of a session; dropping it stops them.
 pub struct Monitors {
     /// Region → its current state, for lane tasks.
     pub states: BTreeMap<String, watch::Receiver<RegionState>>,
+    /// Region → the session open on its probe now (re-opened after the region came back), for
+    /// lane tasks: every `Execute` names it.
+    pub sessions: BTreeMap<String, watch::Receiver<ProbeSession>>,
+    /// Region → where lane tasks report a session the probe refused as not open (it
+    /// restarted between two pings): the monitor then declares the region down and re-opens.
+    pub sessions_lost: BTreeMap<String, mpsc::UnboundedSender<String>>,
     /// Every region's events, tagged with the region.
     pub events: mpsc::UnboundedReceiver<(String, LinkEvent)>,
     tasks: Vec<JoinHandle<()>>,
@@ -199,15 +221,19 @@ impl Drop for Monitors {
 }
 
 impl Monitors {
-    /// Starts one monitor per region (`links`: region → its `Link` client), after
-    /// [`INITIAL_PINGS`] back-to-back pings per region whose samples are queued first, so the
-    /// clock offsets are known before round 1's records arrive.
+    /// Starts one monitor per region (`links`: region → its `Link` client; `sessions`: region →
+    /// its open session, re-opened on recovery), after [`INITIAL_PINGS`] back-to-back pings per
+    /// region whose samples are queued first, so the clock offsets are known before round 1's
+    /// records arrive.
     pub async fn start(
         links: &BTreeMap<String, LinkClient<ProbeChannel>>,
+        mut sessions: BTreeMap<String, RegionSession>,
         settings: LinkSettings,
     ) -> Monitors {
         let (events_tx, events) = mpsc::unbounded_channel();
         let mut states = BTreeMap::new();
+        let mut session_rxs = BTreeMap::new();
+        let mut sessions_lost = BTreeMap::new();
         let mut tasks = Vec::new();
         for (region, client) in links {
             let mut client = client.clone();
@@ -220,24 +246,74 @@ impl Monitors {
         for (region, client) in links {
             let (state_tx, state_rx) = watch::channel(RegionState::Up);
             states.insert(region.clone(), state_rx);
+            let reopen = sessions.remove(region).map(|s| {
+                let (session_tx, session_rx) = watch::channel(s.opened);
+                session_rxs.insert(region.clone(), session_rx);
+                let (lost_tx, lost_rx) = mpsc::unbounded_channel();
+                sessions_lost.insert(region.clone(), lost_tx);
+                Reopen {
+                    opener: s.opener,
+                    published: session_tx,
+                    lost: lost_rx,
+                }
+            });
             let (region, client, events_tx) = (region.clone(), client.clone(), events_tx.clone());
             tasks.push(tokio::spawn(monitor(
-                region, client, settings, state_tx, events_tx,
+                region, client, reopen, settings, state_tx, events_tx,
             )));
         }
         Monitors {
             states,
+            sessions: session_rxs,
+            sessions_lost,
             events,
             tasks,
         }
     }
 }
 
+/// A monitor's hold on its region's session: how to open it again, where to publish it, and
+/// the lane tasks' reports of a session id the probe refused as not open.
+struct Reopen {
+    opener: SessionOpener,
+    published: watch::Sender<ProbeSession>,
+    lost: mpsc::UnboundedReceiver<String>,
+}
+
+impl Reopen {
+    /// Resolves when a lane reports that the probe refused the session published now (reports
+    /// of an older session, already replaced, are dropped); never once no lane can report.
+    async fn current_lost(&mut self) {
+        while let Some(id) = self.lost.recv().await {
+            if self.published.borrow().session_id == id {
+                return;
+            }
+        }
+        std::future::pending().await
+    }
+}
+
+/// Waits one ping interval, cut short (with the reason) when a lane reports that the probe no
+/// longer has the session.
+async fn pause(reopen: &mut Option<Reopen>, interval: Duration) -> Option<String> {
+    let Some(reopen) = reopen else {
+        tokio::time::sleep(interval).await;
+        return None;
+    };
+    tokio::select! {
+        () = tokio::time::sleep(interval) => None,
+        () = reopen.current_lost() => {
+            Some("the probe no longer has the session (it restarted)".to_string())
+        }
+    }
+}
+
 /// One region's loop: ping every interval while up; once a ping fails, declare the region down
-/// and retry with backoff until one is answered.
+/// and retry with backoff until one is answered and (with `reopen`) the session is open again.
 async fn monitor(
     region: String,
     mut client: LinkClient<ProbeChannel>,
+    mut reopen: Option<Reopen>,
     settings: LinkSettings,
     state: watch::Sender<RegionState>,
     events: mpsc::UnboundedSender<(String, LinkEvent)>,
@@ -256,7 +332,9 @@ async fn monitor(
                 }
                 Err(reason) => break reason,
             }
-            tokio::time::sleep(settings.ping_interval).await;
+            if let Some(reason) = pause(&mut reopen, settings.ping_interval).await {
+                break reason;
+            }
         };
         let since = Instant::now();
         state.send_replace(RegionState::Down {
@@ -273,7 +351,14 @@ async fn monitor(
         let mut backoff = settings.backoff_first;
         loop {
             tokio::time::sleep(backoff).await;
-            match ping(&mut client, settings.ping_timeout).await {
+            let answered = match ping(&mut client, settings.ping_timeout).await {
+                Ok(sample) => match &mut reopen {
+                    Some(r) => reopened(&mut r.opener, &r.published).await.map(|()| sample),
+                    None => Ok(sample),
+                },
+                Err(reason) => Err(reason),
+            };
+            match answered {
                 Ok(sample) => {
                     last_ok_at = Some(now_rfc3339());
                     state.send_replace(RegionState::Up);
@@ -293,6 +378,33 @@ async fn monitor(
             }
         }
         tokio::time::sleep(settings.ping_interval).await;
+    }
+}
+
+/// Opens the session again on a region that answers again and publishes it; the error says
+/// why it could not (the region then stays down).
+async fn reopened(
+    opener: &mut SessionOpener,
+    published: &watch::Sender<ProbeSession>,
+) -> Result<(), String> {
+    match tokio::time::timeout(REOPEN_TIMEOUT, opener.open()).await {
+        Ok(Ok(session)) => {
+            published.send_replace(session);
+            Ok(())
+        }
+        Ok(Err(e)) => {
+            let reason = format!("cannot re-open the session: {e}");
+            tracing::warn!("{reason}");
+            Err(reason)
+        }
+        Err(_) => {
+            let reason = format!(
+                "the session was not re-opened within {} s",
+                REOPEN_TIMEOUT.as_secs()
+            );
+            tracing::warn!("{reason}");
+            Err(reason)
+        }
     }
 }
 

@@ -6,7 +6,7 @@
 
 use crate::error::CoordinatorError;
 use crate::session::{RunDir, RunInputs};
-use crate::session_open::ProbeSession;
+use crate::session_open::{ProbeSession, SessionOpener};
 use openbench_common::spec::ProbeLocation;
 use openbench_proto::link::{self, ClientSecurity, ProbeChannel};
 use openbench_proto::v1::link_client::LinkClient;
@@ -73,6 +73,8 @@ pub struct Infra {
     pub sessions: BTreeMap<String, ProbeSession>,
     /// Region label → `Link` client (health pings) on the same channel as its `Probe` client.
     pub links: BTreeMap<String, LinkClient<ProbeChannel>>,
+    /// Region label → how to open the session again (after the probe restarted).
+    pub openers: BTreeMap<String, SessionOpener>,
     stop: Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send>,
 }
 
@@ -94,18 +96,21 @@ impl Infra {
         let mut clients = BTreeMap::new();
         let mut sessions = BTreeMap::new();
         let mut links = BTreeMap::new();
+        let mut openers = BTreeMap::new();
         for (region, url) in &targets.probes {
             let opened = async {
                 let channel = connect(region, url, &security).await?;
-                let mut client = link::probe_client(channel.clone());
-                let session = crate::session_open::open(region, &mut client, inputs, run).await?;
-                Ok::<_, CoordinatorError>((client, link::link_client(channel), session))
+                let client = link::probe_client(channel.clone());
+                let mut opener = SessionOpener::new(region, client.clone(), inputs, run);
+                let session = opener.open().await?;
+                Ok::<_, CoordinatorError>((client, link::link_client(channel), session, opener))
             };
             match opened.await {
-                Ok((client, link_client, session)) => {
+                Ok((client, link_client, session, opener)) => {
                     clients.insert(region.clone(), client);
                     links.insert(region.clone(), link_client);
                     sessions.insert(region.clone(), session);
+                    openers.insert(region.clone(), opener);
                 }
                 Err(e) => {
                     (targets.stop)().await;
@@ -117,6 +122,7 @@ impl Infra {
             clients,
             sessions,
             links,
+            openers,
             stop: targets.stop,
         })
     }

@@ -9,7 +9,7 @@ use crate::actor::{
 };
 use crate::durable::DurableWriter;
 use crate::error::CoordinatorError;
-use crate::health::{FaultPolicy, Monitors};
+use crate::health::{FaultPolicy, Monitors, RegionSession};
 use crate::infra::{Infra, RemoteProbes, TargetHost};
 use crate::lazy::jobs;
 use crate::schedule::build_plan;
@@ -353,11 +353,21 @@ async fn drive(
     options: &RunOptions,
 ) -> Result<SessionReport, CoordinatorError> {
     let (done_tx, mut done_rx) = oneshot::channel();
-    let mut monitors = Monitors::start(&infra.links, options.faults.link).await;
+    let sessions = infra
+        .sessions
+        .iter()
+        .filter_map(|(region, opened)| {
+            let opener = infra.openers.get(region)?.clone();
+            let opened = opened.clone();
+            Some((region.clone(), RegionSession { opened, opener }))
+        })
+        .collect();
+    let mut monitors = Monitors::start(&infra.links, sessions, options.faults.link).await;
     let args = CoordArgs {
         jobs,
         clients: infra.clients.clone(),
-        sessions: infra.sessions.clone(),
+        sessions: monitors.sessions.clone(),
+        sessions_lost: monitors.sessions_lost.clone(),
         regions: monitors.states.clone(),
         faults: options.faults,
         models: inputs

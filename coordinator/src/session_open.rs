@@ -12,9 +12,9 @@ use crate::lock::{lock_sha256, short};
 use crate::session::{RunDir, RunInputs};
 use openbench_common::probe_session::SessionOpen;
 use openbench_common::rundir::SessionProbe;
-use openbench_proto::link::ProbeChannel;
+use openbench_proto::link::{ProbeChannel, open_session};
 use openbench_proto::v1::probe_client::ProbeClient;
-use openbench_proto::v1::{DescribeRequest, OpenSessionRequest, ProbeIdentity};
+use openbench_proto::v1::{DescribeRequest, ProbeIdentity};
 use std::time::Duration;
 
 /// How long a probe may take to answer `Describe` or `OpenSession` (opening builds one HTTP
@@ -37,47 +37,70 @@ pub async fn open(
     inputs: &RunInputs,
     run: &RunDir,
 ) -> Result<ProbeSession, CoordinatorError> {
-    let described = call(region, "Describe", client.describe(DescribeRequest {})).await?;
-    let identity = described
-        .identity
-        .ok_or_else(|| CoordinatorError::ProbeMismatch {
+    SessionOpener::new(region, client.clone(), inputs, run)
+        .open()
+        .await
+}
+
+/// What it takes to (re-)open this run's session on one region's probe: the health monitor
+/// keeps one per region and opens the session again when the region comes back, because a
+/// restarted probe knows no session and refuses every `Execute` until one is opened.
+#[derive(Debug, Clone)]
+pub struct SessionOpener {
+    region: String,
+    client: ProbeClient<ProbeChannel>,
+    session: SessionOpen,
+    code_sha256: String,
+    tokenizer_sha256: String,
+}
+
+impl SessionOpener {
+    /// The opener of `run`'s session on `region`'s probe behind `client`.
+    pub fn new(
+        region: &str,
+        client: ProbeClient<ProbeChannel>,
+        inputs: &RunInputs,
+        run: &RunDir,
+    ) -> SessionOpener {
+        SessionOpener {
             region: region.to_string(),
-            field: "identity".into(),
-            message: "the probe does not describe its build (an older version?)".into(),
-        })?;
-    check_identity(
-        region,
-        &identity,
-        &inputs.code_sha256,
-        &run.lock.tokenizer_ranks_sha256,
-    )?;
-    let spec = &inputs.spec.spec;
-    let session = SessionOpen {
-        run_id: run.run_id().to_string(),
-        lock_sha256: lock_sha256(&run.lock),
-        region: region.to_string(),
-        contract: spec.request.clone(),
-        adapters: spec.providers.clone(),
-    };
-    let session_json = serde_json::to_string(&session).map_err(|e| CoordinatorError::Setup {
-        what: format!("region {region}: session"),
-        source: e.into(),
-    })?;
-    let opened = call(
-        region,
-        "OpenSession",
-        client.open_session(OpenSessionRequest { session_json }),
-    )
-    .await?;
-    Ok(ProbeSession {
-        session_id: opened.session_id,
-        probe: SessionProbe {
-            probe_id: opened.probe_id,
-            version: identity.version,
-            host_fingerprint: identity.host_fingerprint,
-            clock_source: identity.clock_source,
-        },
-    })
+            client,
+            session: SessionOpen::of_spec(
+                run.run_id(),
+                &lock_sha256(&run.lock),
+                region,
+                &inputs.spec.spec,
+            ),
+            code_sha256: inputs.code_sha256.clone(),
+            tokenizer_sha256: run.lock.tokenizer_ranks_sha256.clone(),
+        }
+    }
+
+    /// `Describe` (refused when the probe runs other code or another tokenizer), then
+    /// `OpenSession`: the session every `Execute` names from now on.
+    pub async fn open(&mut self) -> Result<ProbeSession, CoordinatorError> {
+        let region = self.region.as_str();
+        let client = &mut self.client;
+        let described = call(region, "Describe", client.describe(DescribeRequest {})).await?;
+        let identity = described
+            .identity
+            .ok_or_else(|| CoordinatorError::ProbeMismatch {
+                region: region.to_string(),
+                field: "identity".into(),
+                message: "the probe does not describe its build (an older version?)".into(),
+            })?;
+        check_identity(region, &identity, &self.code_sha256, &self.tokenizer_sha256)?;
+        let opened = call(region, "OpenSession", open_session(client, &self.session)).await?;
+        Ok(ProbeSession {
+            session_id: opened.session_id,
+            probe: SessionProbe {
+                probe_id: opened.probe_id,
+                version: identity.version,
+                host_fingerprint: identity.host_fingerprint,
+                clock_source: identity.clock_source,
+            },
+        })
+    }
 }
 
 /// Refuses a probe whose code digest or tokenizer differs from this run's, naming the field.

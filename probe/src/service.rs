@@ -21,7 +21,7 @@ use crate::server::ProbeConfig;
 use crate::session_open::{CredentialSource, EndpointRules, executors};
 use openbench_common::hash::sha256_hex;
 use openbench_common::limits::GRPC_MESSAGE_LIMIT_BYTES;
-use openbench_common::probe_session::SessionOpen;
+use openbench_common::probe_session::{SESSION_NOT_OPEN, SessionOpen};
 use openbench_common::request::PlannedRequest;
 use openbench_common::spec::MAX_TIMEOUT_MS;
 use openbench_proto::v1::probe_server::Probe;
@@ -178,7 +178,7 @@ impl ProbeService {
             .filter(|s| s.id == session_id)
             .ok_or_else(|| {
                 Status::failed_precondition(format!(
-                    "request {rid}: session {session_id} is not open on the probe in region {}",
+                    "request {rid}: session {session_id} {SESSION_NOT_OPEN} {}",
                     self.region
                 ))
             })?;

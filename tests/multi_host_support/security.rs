@@ -1,7 +1,10 @@
 //! The probe's refusals over the container network, each asserted: no token, a wrong token,
-//! plaintext to the TLS port, no client certificate, an over-long deadline, a second caller on
-//! a busy lane (the loopback versions, with the same expectations, are in
-//! `probe/tests/secure.rs`). The test process reaches a probe container through an in-process
+//! plaintext to the TLS port, no client certificate, work outside the open session, a provider
+//! the session did not open, an over-long deadline, a health ping without the token (with it,
+//! inside the session, it answers), a second caller on a busy lane (the
+//! loopback versions, with the same expectations, are in `probe/tests/secure.rs` and
+//! `probe/tests/session.rs`). Each call that must fail for one reason is right in every other
+//! way: it names the session the test opened, as the coordinator opens it. The test process reaches a probe container through an in-process
 //! relay on loopback (`openbench_inference::relay`), so the URL is `https://localhost:PORT`, a
 //! name the deployment's certificates carry, and the bytes cross the Docker bridge to the
 //! probe's address.
@@ -9,14 +12,22 @@
 
 use super::{TOKEN, Topology, must};
 use openbench_common::error_text::error_chain;
+use openbench_common::probe_session::SessionOpen;
 use openbench_common::record::{Execution, Outcome};
 use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Role};
+use openbench_common::spec::LoadedSpec;
 use openbench_inference::relay::{Relay, RelayConfig};
-use openbench_proto::link::{ClientSecurity, ClientTlsFiles, LinkError, ProbeToken, connect};
-use openbench_proto::v1::{DescribeRequest, ExecuteRequest};
+use openbench_proto::link::{
+    ClientSecurity, ClientTlsFiles, LinkError, ProbeChannel, ProbeToken, channel, connect,
+    link_client, open_session, probe_client,
+};
+use openbench_proto::v1::probe_client::ProbeClient;
+use openbench_proto::v1::{DescribeRequest, ExecuteRequest, PingRequest};
 
-/// The spec's `timeout_ms`, the longest deadline a probe accepts.
+/// The spec's `timeout_ms`, the session's contract: the longest deadline a probe accepts.
 pub const SPEC_TIMEOUT_MS: u64 = 20_000;
+/// The run id of the test's sessions (every call names it).
+const RUN_ID: &str = "security";
 
 /// A loopback door to `service`'s port 7070 on network `net`.
 async fn door(topology: &Topology, service: &str, net: &str) -> Relay {
@@ -42,11 +53,36 @@ fn security(topology: &Topology, token: Option<&str>) -> ClientSecurity {
     }
 }
 
-/// An Execute call for `provider` in `region` with `deadline_ms`.
-fn call(provider: &str, region: &str, id: &str, deadline_ms: u64) -> ExecuteRequest {
+/// Opens, on the probe behind `client`, the session of run [`RUN_ID`] in `region` for the
+/// mounted spec's contract and only provider `alpha` (so `beta` is a provider the session did
+/// not open); its id.
+async fn open_alpha(
+    topology: &Topology,
+    client: &mut ProbeClient<ProbeChannel>,
+    region: &str,
+) -> String {
+    let spec = LoadedSpec::load(&topology.path("spec.yaml")).unwrap().spec;
+    assert_eq!(spec.request.timeout_ms, SPEC_TIMEOUT_MS);
+    let mut session = SessionOpen::of_spec(RUN_ID, &"5e".repeat(32), region, &spec);
+    session.adapters.retain(|a| a.key == "alpha");
+    open_session(client, &session)
+        .await
+        .unwrap()
+        .into_inner()
+        .session_id
+}
+
+/// An Execute call in session `session_id` for `provider` in `region` with `deadline_ms`.
+fn call(
+    session_id: &str,
+    provider: &str,
+    region: &str,
+    id: &str,
+    deadline_ms: u64,
+) -> ExecuteRequest {
     let planned = PlannedRequest {
         identity: RequestIdentity {
-            run_id: "security".into(),
+            run_id: RUN_ID.into(),
             round_id: "security-round".into(),
             request_id: id.into(),
             round_index: 0,
@@ -71,7 +107,7 @@ fn call(provider: &str, region: &str, id: &str, deadline_ms: u64) -> ExecuteRequ
     };
     ExecuteRequest {
         planned_request_json: serde_json::to_string(&planned).unwrap(),
-        session_id: String::new(),
+        session_id: session_id.into(),
     }
 }
 
@@ -91,17 +127,31 @@ pub async fn refusals(topology: &Topology) {
         .unwrap()
         .into_inner();
     assert_eq!(described.region, "east");
+    let session = open_alpha(topology, &mut good, "east").await;
+    let call = |provider: &str, id: &str, deadline_ms: u64| {
+        call(&session, provider, "east", id, deadline_ms)
+    };
 
-    // No token: refused before any work, on both RPCs.
+    // No token: refused before any work, on every RPC (a caller without the token cannot open
+    // a session of its own either).
     let mut anonymous = connect(&url, &security(topology, None)).await.unwrap();
     let err = anonymous
-        .execute(call("alpha", "east", "no-token", 5_000))
+        .execute(call("alpha", "no-token", 5_000))
         .await
         .unwrap_err();
     assert_eq!(err.code(), tonic::Code::Unauthenticated, "{err:?}");
     assert_eq!(err.message(), "this probe requires a bearer token");
     let err = anonymous.describe(DescribeRequest {}).await.unwrap_err();
     assert_eq!(err.code(), tonic::Code::Unauthenticated, "{err:?}");
+    let spec = LoadedSpec::load(&topology.path("spec.yaml")).unwrap().spec;
+    let err = open_session(
+        &mut anonymous,
+        &SessionOpen::of_spec("intruder", &"00".repeat(32), "east", &spec),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unauthenticated, "{err:?}");
+    assert_eq!(err.message(), "this probe requires a bearer token");
 
     // A wrong token: one character off the right one.
     let wrong = format!("{}x", &TOKEN[..TOKEN.len() - 1]);
@@ -109,7 +159,7 @@ pub async fn refusals(topology: &Topology) {
         .await
         .unwrap();
     let err = impostor
-        .execute(call("alpha", "east", "wrong-token", 5_000))
+        .execute(call("alpha", "wrong-token", 5_000))
         .await
         .unwrap_err();
     assert_eq!(err.code(), tonic::Code::Unauthenticated, "{err:?}");
@@ -149,7 +199,7 @@ pub async fn refusals(topology: &Topology) {
         Err(error) => assert!(error.to_string().contains("CertificateRequired"), "{error}"),
         Ok(mut client) => {
             let err = client
-                .execute(call("alpha", "east", "no-client-cert", 5_000))
+                .execute(call("alpha", "no-client-cert", 5_000))
                 .await
                 .unwrap_err();
             assert!(
@@ -159,24 +209,111 @@ pub async fn refusals(topology: &Topology) {
         }
     }
 
-    // A deadline one millisecond over the spec's timeout.
+    // Work outside the open session: none named, and a session this probe never opened.
+    let mut outside = call("alpha", "no-session", 5_000);
+    outside.session_id.clear();
+    let err = good.execute(outside).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::FailedPrecondition, "{err:?}");
+    assert_eq!(
+        err.message(),
+        "request no-session: no session: the coordinator opens one (OpenSession) before it \
+         executes"
+    );
+    let mut made_up = call("alpha", "made-up-session", 5_000);
+    made_up.session_id = "s-000000000000000000000000".into();
+    let err = good.execute(made_up).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::FailedPrecondition, "{err:?}");
+    assert_eq!(
+        err.message(),
+        "request made-up-session: session s-000000000000000000000000 is not open on the probe \
+         in region east"
+    );
+
+    // A provider the spec lists but the session did not open.
     let err = good
-        .execute(call("alpha", "east", "long-deadline", SPEC_TIMEOUT_MS + 1))
+        .execute(call("beta", "unopened-provider", 5_000))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::PermissionDenied, "{err:?}");
+    assert_eq!(
+        err.message(),
+        format!(
+            "request unopened-provider: provider \"beta\" was not opened by session {session} in \
+             region east (it opened: alpha)"
+        )
+    );
+
+    // A deadline one millisecond over the session's timeout.
+    let err = good
+        .execute(call("alpha", "long-deadline", SPEC_TIMEOUT_MS + 1))
         .await
         .unwrap_err();
     assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err:?}");
     assert_eq!(
         err.message(),
         format!(
-            "request long-deadline: deadline_ms {} exceeds the spec's timeout_ms {SPEC_TIMEOUT_MS}",
+            "request long-deadline: deadline_ms {} exceeds the session's timeout_ms \
+             {SPEC_TIMEOUT_MS}",
             SPEC_TIMEOUT_MS + 1
         )
     );
 
-    // TODO(i9-session): "a provider the session did not open" is refused once the session-open
-    // RPC lands; add that case here after the merge.
+    // The same session admits a call that is right in every way: the refusals above were for
+    // their one reason.
+    let reply = good
+        .execute(call("alpha", "admitted", 5_000))
+        .await
+        .unwrap()
+        .into_inner();
+    let execution: Execution = serde_json::from_str(&reply.execution_json).unwrap();
+    assert_eq!(
+        execution.record.outcome,
+        Outcome::Completed,
+        "{execution:?}"
+    );
 
+    link_ping(topology, &url, &call("alpha", "after-ping", 5_000)).await;
     busy_lane(topology).await;
+}
+
+/// `Link.Ping` (the coordinator's health check) needs the token like every other RPC, and
+/// answers inside the open session on the connection that carries `Execute` without
+/// disturbing it: `admitted` (a call of that session) still runs after the ping.
+async fn link_ping(topology: &Topology, url: &str, admitted: &ExecuteRequest) {
+    let ping = |token: Option<String>| async move {
+        let channel = channel(url, &security(topology, token.as_deref()))
+            .await
+            .unwrap();
+        link_client(channel).ping(PingRequest {}).await
+    };
+    let err = ping(None).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unauthenticated, "{err:?}");
+    assert_eq!(err.message(), "this probe requires a bearer token");
+    let wrong = format!("{}x", &TOKEN[..TOKEN.len() - 1]);
+    let err = ping(Some(wrong)).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unauthenticated, "{err:?}");
+    assert_eq!(err.message(), "the bearer token is not this probe's");
+
+    let shared = channel(url, &security(topology, Some(TOKEN)))
+        .await
+        .unwrap();
+    let answer = link_client(shared.clone())
+        .ping(PingRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(answer.probe_unix_micros > 0, "{answer:?}");
+    let reply = probe_client(shared)
+        .execute(admitted.clone())
+        .await
+        .unwrap()
+        .into_inner();
+    let execution: Execution = serde_json::from_str(&reply.execution_json).unwrap();
+    assert_eq!(
+        execution.record.outcome,
+        Outcome::Completed,
+        "{execution:?}"
+    );
 }
 
 /// Two callers on one lane of `probe-west` while its path to the providers is black-holed: one
@@ -194,13 +331,13 @@ async fn busy_lane(topology: &Topology) {
     let mut second = connect(&url, &security(topology, Some(TOKEN)))
         .await
         .unwrap();
-    let mut a =
-        tokio::spawn(async move { first.execute(call("alpha", "west", "busy-a", 15_000)).await });
-    let mut b = tokio::spawn(async move {
-        second
-            .execute(call("alpha", "west", "busy-b", 15_000))
-            .await
-    });
+    let session = open_alpha(topology, &mut first, "west").await;
+    let (a_call, b_call) = (
+        call(&session, "alpha", "west", "busy-a", 15_000),
+        call(&session, "alpha", "west", "busy-b", 15_000),
+    );
+    let mut a = tokio::spawn(async move { first.execute(a_call).await });
+    let mut b = tokio::spawn(async move { second.execute(b_call).await });
     // Whichever reaches the probe first holds the lane (its answer waits in the black hole); the
     // refusal needs no provider, so it returns while the black hole is still on.
     let (refused, holder) = tokio::select! {

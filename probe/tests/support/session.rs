@@ -9,8 +9,8 @@ use openbench_probe::Credentials;
 use openbench_probe::client::ProbeChannel;
 use openbench_probe::server::ProbeConfig;
 use openbench_probe::session_open::{CredentialSource, EndpointRules};
+use openbench_proto::v1::ExecuteRequest;
 use openbench_proto::v1::probe_client::ProbeClient;
-use openbench_proto::v1::{ExecuteRequest, OpenSessionRequest};
 
 /// A probe of `region` holding `TEST_KEY` = [`SECRET`], built from code digest `code`.
 pub fn probe_config(region: &str) -> ProbeConfig {
@@ -38,11 +38,7 @@ pub async fn open(
     client: &mut ProbeClient<ProbeChannel>,
     session: &SessionOpen,
 ) -> Result<String, tonic::Status> {
-    let reply = client
-        .open_session(OpenSessionRequest {
-            session_json: serde_json::to_string(session).unwrap(),
-        })
-        .await?;
+    let reply = openbench_proto::link::open_session(client, session).await?;
     Ok(reply.into_inner().session_id)
 }
 
