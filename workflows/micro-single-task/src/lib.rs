@@ -14,7 +14,9 @@ pub mod synthetic;
 
 use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_common::rundir::RunLock;
-use openbench_common::workflow::{DatasetRelease, ReportOutcome, Workflow, WorkflowError};
+use openbench_common::workflow::{
+    DatasetRelease, ReportOptions, ReportOutcome, Workflow, WorkflowError,
+};
 use std::path::Path;
 
 /// The micro-single-task workflow.
@@ -38,11 +40,16 @@ impl Workflow for MicroSingleTask {
             && scoring::Family::parse(&record.task_family)
                 .is_some_and(|f| scoring::is_schema_valid(f, &record.answer_text))
     }
-    fn report(&self, run_dir: &Path) -> Result<ReportOutcome, WorkflowError> {
+    fn report(
+        &self,
+        run_dir: &Path,
+        options: &ReportOptions,
+    ) -> Result<ReportOutcome, WorkflowError> {
         let fail = |e: report::ReportError| WorkflowError(Box::new(e));
         let lock = report::read_lock(run_dir).map_err(fail)?;
         let gold = gold_table(&lock)?;
-        let (summary_table, written) = report::write_all(run_dir, &lock, &gold).map_err(fail)?;
+        let (summary_table, written) =
+            report::write_all_with(run_dir, &lock, &gold, options).map_err(fail)?;
         Ok(ReportOutcome {
             summary_table,
             written,

@@ -266,6 +266,7 @@ fn html_samples_belong_to_their_lane() {
         artifacts: &[],
         superseded: 0,
         ignored_partial_line: false,
+        accepted: &[],
     };
     let input = openbench_micro_single_task::html::HtmlReportInput::from_report(
         &ctx,

@@ -34,6 +34,9 @@ pub struct ReportContext<'a> {
     pub superseded: u64,
     /// A half-written last line was ignored.
     pub ignored_partial_line: bool,
+    /// Records counted only because the user accepted them (`report --accept-…`), one sentence
+    /// each; shown at the top of the report.
+    pub accepted: &'a [String],
 }
 
 /// Column headers of the summary table (the seed's layout).
@@ -144,6 +147,9 @@ pub fn render(ctx: &ReportContext<'_>) -> String {
     let lock = ctx.lock;
     let mut out = String::new();
     let _ = writeln!(out, "# {} — run {}\n", lock.model_label, lock.run_id);
+    for note in ctx.accepted {
+        let _ = writeln!(out, "> **Accepted records.** {note}\n");
+    }
     if let Some(scale) = lock.simulator_time_scale {
         let _ = writeln!(
             out,
