@@ -158,6 +158,7 @@ fn soak(size: &Size, seed: u64) {
     let mut coordinator_peaks: Vec<u64> = Vec::new();
     let mut probe_rss_after: Vec<u64> = Vec::new();
     let mut restarted = false;
+    let mut kills = 0;
     let restart_in = rng.next_in(0, size.kills as u64) as usize;
     for session in 0..size.kills {
         let now = result_lines(&dir);
@@ -166,15 +167,22 @@ fn soak(size: &Size, seed: u64) {
         // In one session the probe is restarted halfway to the kill.
         let restart_at = (session == restart_in).then_some(now + (target - now) / 2);
         let mut peak = 0u64;
-        run_until_killed(work, &spec_s, &dir, Some(target), extra, |pid| {
-            peak = peak.max(rss_bytes(pid).unwrap_or(0));
-            if !restarted && restart_at.is_some_and(|at| result_lines(&dir) >= at) {
-                // The probe dies mid-session and comes back on the same port.
-                restarted = true;
-                drop(probe.take());
-                probe = Some(start_east_probe(work, &spec_s, &probe_addr, 1).0);
-            }
-        });
+        kills += usize::from(run_until_killed(
+            work,
+            &spec_s,
+            &dir,
+            Some(target),
+            extra,
+            |pid| {
+                peak = peak.max(rss_bytes(pid).unwrap_or(0));
+                if !restarted && restart_at.is_some_and(|at| result_lines(&dir) >= at) {
+                    // The probe dies mid-session and comes back on the same port.
+                    restarted = true;
+                    drop(probe.take());
+                    probe = Some(start_east_probe(work, &spec_s, &probe_addr, 1).0);
+                }
+            },
+        ));
         coordinator_peaks.push(peak);
         probe_rss_after.push(probe_rss(&mut probe));
         check_invariants(&dir, true, lanes);
@@ -187,6 +195,7 @@ fn soak(size: &Size, seed: u64) {
     coordinator_peaks.push(peak);
     probe_rss_after.push(probe_rss(&mut probe));
     assert!(restarted, "the probe restart never happened");
+    assert!(kills * 2 >= size.kills, "only {kills} kills landed mid-run");
 
     // Exactly one committed record per lane-round, and nothing uncommitted left behind.
     check_invariants(&dir, false, lanes);
@@ -248,7 +257,7 @@ fn soak(size: &Size, seed: u64) {
     // more than half again plus 16 MiB.
     let mib = |b: &u64| b / (1 << 20);
     println!(
-        "fault soak: {} lanes × {} rounds, {} sessions; coordinator peak RSS per session (MiB): {:?}; probe RSS after each (MiB): {:?}",
+        "fault soak: {} lanes × {} rounds, {} sessions ({kills} killed); coordinator peak RSS per session (MiB): {:?}; probe RSS after each (MiB): {:?}",
         lanes,
         3 * size.items,
         coordinator_peaks.len(),

@@ -173,3 +173,44 @@ async fn the_answer_limit_comes_from_the_contract_and_keeps_the_text_before_it()
     assert_eq!(e.record.answer_text, r#"{"answer"#);
     assert_eq!(e.events.len(), 2);
 }
+
+#[tokio::test]
+async fn a_key_echoed_base64_inside_its_header_and_split_is_stored_nowhere() {
+    use base64::Engine;
+    let e = run("echo-key-base64").await;
+    assert_eq!(e.record.outcome, Outcome::Completed);
+    assert!(
+        e.record.answer_text.starts_with("auth was ")
+            && e.record.answer_text.contains("[redacted]"),
+        "{}",
+        e.record.answer_text
+    );
+    // Past its first 10 characters the encoding of `Bearer <key>` depends on the key alone.
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("Bearer {KEY}"));
+    let inner = &encoded[10..encoded.len() - 4];
+    let json = serde_json::to_string(&e).unwrap();
+    for start in 0..=inner.len() - 8 {
+        let piece = &inner[start..start + 8];
+        assert!(!json.contains(piece), "{piece:?} in {json}");
+    }
+}
+
+#[tokio::test]
+async fn a_key_quoted_in_an_error_body_is_stored_nowhere() {
+    let e = run("echo-key-error").await;
+    let r = &e.record;
+    assert_eq!(
+        (r.outcome, r.error_type, r.http_status),
+        (Outcome::HttpError, Some(ErrorType::OtherHttp4xx), Some(401))
+    );
+    let message = r.error_message.as_deref().unwrap();
+    assert!(
+        message.contains("Incorrect API key provided: [redacted]"),
+        "{message}"
+    );
+    let json = serde_json::to_string(&e).unwrap();
+    for start in 0..=KEY.len() - 6 {
+        let piece = &KEY[start..start + 6];
+        assert!(!json.contains(piece), "{piece:?} in {json}");
+    }
+}
