@@ -72,7 +72,8 @@ YAML
             results="raw/results.jsonl"
         fi
         /usr/bin/time -f '%M %e' -o "$work/time" "$bin" "${args[@]}" >"$work/out" 2>&1 || true
-        read -r kb wall <"$work/time"
+        # A failing command adds a "Command exited with non-zero status" line first.
+        read -r kb wall < <(tail -n 1 "$work/time")
         dir="$(sed -n 's/^run directory: //p' "$work/out" | head -n 1)"
         if grep -rqF "$HOSTILE_KEY" "$dir" "$work/out"; then
             echo "$quirk: the sentinel key was written" >&2

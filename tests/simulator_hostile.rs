@@ -4,13 +4,12 @@
 //! deadline, keeping what was read up to the limit and no secret. The rest of the catalogue is in
 //! `simulator_catalogue.rs`.
 
+mod sim_support;
+
 use openbench_common::limits::StreamLimits;
 use openbench_common::record::{Classification, ErrorType, Execution, Outcome};
-use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Role};
-use openbench_common::spec::{Auth, ProviderAdapter, RequestContract};
-use openbench_probe::{Credentials, Executor};
-use openbench_simulator::{SimConfig, start};
-use std::collections::BTreeMap;
+use openbench_common::request::{ChatMessage, Role};
+use sim_support::SimCall;
 
 const MODEL: &str = "zai-org/GLM-5.3-Flash";
 const DEADLINE_MS: u64 = 4_000;
@@ -19,54 +18,21 @@ const KEY: &str = "sk-SENTINEL-7f3a9c-0123456789abcdef";
 /// One request with `quirks` in `x-sim-quirk` against the `plain` profile, a bearer key and
 /// `limits`.
 async fn run_with(quirks: &str, limits: StreamLimits) -> Execution {
-    let sim = start(
-        SimConfig {
-            time_scale: 1.0,
-            seed: 11,
-            default_profile: "plain".into(),
-            answers: Vec::new(),
-        },
-        "127.0.0.1:0".parse().unwrap(),
-    )
-    .await
-    .unwrap();
-    let mut extra_headers = BTreeMap::new();
-    if !quirks.is_empty() {
-        extra_headers.insert("x-sim-quirk".to_string(), quirks.to_string());
-    }
-    let adapter = ProviderAdapter {
-        auth: Auth::Bearer {
-            env: "SIM_KEY".into(),
-        },
-        extra_headers,
-        ..ProviderAdapter::open("sim", &sim.profile_endpoint("plain"), MODEL)
-    };
-    let contract = RequestContract {
+    sim_support::execute(SimCall {
+        run_id: "run-hostile",
+        profile: "plain",
+        time_scale: 1.0,
+        model: MODEL,
+        quirks,
+        deadline_ms: DEADLINE_MS,
+        bearer: Some(KEY),
         limits,
-        ..RequestContract::reference(20_000)
-    };
-    let credentials = Credentials::from_pairs([("SIM_KEY", KEY)]);
-    let executor = Executor::new(adapter, contract, &credentials).unwrap();
-    let request = PlannedRequest {
-        identity: RequestIdentity {
-            run_id: "run-hostile".into(),
-            round_id: "round-0".into(),
-            request_id: "req-0".into(),
-            round_index: 0,
-            attempt: 0,
-            task_family: "meeting-notes-lookup".into(),
-            item_id: "item-0".into(),
-            provider: "sim".into(),
-            region: "local".into(),
-            lane: "sim".into(),
-        },
         messages: vec![ChatMessage {
             role: Role::User,
             content: "What is the answer?".into(),
         }],
-        deadline_ms: DEADLINE_MS,
-    };
-    executor.execute(&request).await
+    })
+    .await
 }
 
 async fn run(quirks: &str) -> Execution {
