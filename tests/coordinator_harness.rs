@@ -10,7 +10,7 @@ use openbench_common::record::{Execution, Outcome, TerminalRecord};
 use openbench_common::request::PlannedRequest;
 use openbench_common::spec::LoadedSpec;
 use openbench_common::workflow::{
-    DatasetRelease, ReportOutcome, WorkItem, Workflow, WorkflowError,
+    DatasetRelease, ReportOptions, ReportOutcome, WorkItem, Workflow, WorkflowError,
 };
 use openbench_coordinator::{RunDir, RunInputs, RunOptions, RunStatus, run_full};
 use openbench_proto::v1::link_server::{Link, LinkServer};
@@ -111,7 +111,11 @@ impl Workflow for Stub {
     fn answer_is_schema_valid(&self, _record: &TerminalRecord) -> bool {
         true
     }
-    fn report(&self, _run_dir: &Path) -> Result<ReportOutcome, WorkflowError> {
+    fn report(
+        &self,
+        _run_dir: &Path,
+        _options: &ReportOptions,
+    ) -> Result<ReportOutcome, WorkflowError> {
         Err(WorkflowError("unused".into()))
     }
 }

@@ -5,82 +5,11 @@
 
 mod coordinator_support;
 
+use coordinator_support::kill::{Lcg, check_invariants, full_args, result_lines, run_until_killed};
 use coordinator_support::*;
 use openbench_common::rundir as layout;
-use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A tiny seeded generator for kill delays (no dependency needed for this).
-struct Lcg(u64);
-
-impl Lcg {
-    fn next_in(&mut self, lo: u64, hi: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        lo + (self.0 >> 33) % (hi - lo)
-    }
-}
-
-fn full_args<'a>(spec: &'a str, dir: &'a str) -> Vec<&'a str> {
-    vec![
-        "run",
-        "--spec",
-        spec,
-        "--run-dir",
-        dir,
-        "--full",
-        "--approve-full",
-        "--approval-id",
-        "K-1",
-    ]
-}
-
-/// `after_kill`: the state right after a SIGKILL, before any resume repaired it. Events and answers
-/// are written just before their record (the record is the commit), so a kill can leave those of
-/// the in-flight round's requests (at most one per lane) without a record; the next resume drops
-/// them. After a resume, nothing uncommitted may remain.
-fn check_invariants(dir: &std::path::Path, after_kill: bool) {
-    let plan = planned(&dir.join(layout::FULL_PLAN));
-    let planned_ids: BTreeSet<String> = plan.iter().map(|(id, _, _)| id.clone()).collect();
-    let recs = records(&dir.join(layout::FULL_RESULTS));
-    let counts = committed_counts(&recs);
-    for (id, n) in &counts {
-        assert_eq!(*n, 1, "{id} committed {n} times");
-        assert!(planned_ids.contains(id), "{id} is not planned");
-    }
-    let mut keys = BTreeSet::new();
-    let mut uncommitted = BTreeSet::new();
-    for e in lines(&dir.join(layout::STREAM_EVENTS)) {
-        let id = e["request_id"].as_str().unwrap().to_string();
-        if !counts.contains_key(&id) {
-            assert!(after_kill, "events of uncommitted {id} after a resume");
-            assert!(planned_ids.contains(&id), "events of unplanned {id}");
-            uncommitted.insert(id.clone());
-        }
-        assert!(
-            keys.insert((id, e["index"].as_u64().unwrap())),
-            "duplicated event"
-        );
-    }
-    let mut answered = BTreeSet::new();
-    for a in lines(&dir.join(layout::RECONSTRUCTED)) {
-        let id = a["request_id"].as_str().unwrap().to_string();
-        if !counts.contains_key(&id) {
-            assert!(after_kill, "answer of uncommitted {id} after a resume");
-            uncommitted.insert(id.clone());
-        }
-        assert!(answered.insert(id), "duplicated answer");
-    }
-    // One round in flight: at most one uncommitted request per lane (ten lanes here).
-    assert!(
-        uncommitted.len() <= 10,
-        "{} uncommitted requests",
-        uncommitted.len()
-    );
-}
 
 #[test]
 fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
@@ -98,36 +27,13 @@ fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
     // hits every phase: mid-request, mid-write, between rounds.
     let mut rng = Lcg(0x5eed_0001);
     let mut kills = 0;
-    let results = dir.join(layout::FULL_RESULTS);
-    let count = || {
-        std::fs::read(&results)
-            .map(|b| b.iter().filter(|&&c| c == b'\n').count())
-            .unwrap_or(0)
-    };
     for _ in 0..5 {
-        let target = count() + rng.next_in(1, 30) as usize;
+        let target = result_lines(&dir) + rng.next_in(1, 30) as usize;
         let extra = Duration::from_millis(rng.next_in(0, 40));
-        let mut child = Command::new(bin())
-            .current_dir(tmp.path())
-            .args(full_args(&spec_s, &dir_s))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let started = Instant::now();
-        while count() < target && started.elapsed() < Duration::from_secs(30) {
-            if child.try_wait().unwrap().is_some() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        std::thread::sleep(extra);
-        if child.try_wait().unwrap().is_none() {
-            child.kill().unwrap(); // SIGKILL
+        if run_until_killed(tmp.path(), &spec_s, &dir, Some(target), extra, |_| {}) {
             kills += 1;
         }
-        child.wait().unwrap();
-        check_invariants(&dir, true);
+        check_invariants(&dir, true, 10);
     }
     assert!(kills >= 4, "only {kills} kills landed mid-run");
     // A torn last line (a kill inside a write) is dropped by the resume, not parsed.
@@ -146,7 +52,7 @@ fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
-    check_invariants(&dir, false);
+    check_invariants(&dir, false, 10);
     let plan = planned(&dir.join(layout::FULL_PLAN));
     let counts = committed_counts(&records(&dir.join(layout::FULL_RESULTS)));
     let manifest: serde_json::Value =
@@ -230,7 +136,7 @@ fn sigint_stops_after_the_round_and_the_run_resumes() {
 
     let o = run_bin(tmp.path(), &full_args(&spec_s, &dir_s), &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
-    check_invariants(&dir, false);
+    check_invariants(&dir, false, 10);
     assert_eq!(
         committed_counts(&records(&dir.join(layout::FULL_RESULTS))).len(),
         24

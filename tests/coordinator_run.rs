@@ -407,8 +407,7 @@ fn no_credential_value_reaches_the_run_directory() {
     let out = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
     let dir = printed_run_dir(&o.stdout);
     assert!(dir.join(layout::smoke_results(1)).exists(), "{out}");
-    let mut files = Vec::new();
-    walk(&dir, &mut files);
+    let files = files_under(&dir);
     assert!(files.len() >= 6, "{files:?}");
     for file in files {
         let bytes = std::fs::read(&file).unwrap();
@@ -423,17 +422,6 @@ fn no_credential_value_reaches_the_run_directory() {
     }
     for secret in secrets.iter().map(|(_, v)| *v).chain([dotenv_secret]) {
         assert!(!out.contains(secret), "output holds a credential value");
-    }
-}
-
-fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            walk(&path, out);
-        } else {
-            out.push(path);
-        }
     }
 }
 

@@ -16,6 +16,7 @@ mod real_targets;
 use coordinator_support::*;
 use otlp_support::{Receiver, Val};
 use real_targets::child::{LoggedChild, NotReady};
+use real_targets::ours::{start_probe, start_simulator};
 use real_targets::skip::skip_or_fail;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -82,28 +83,6 @@ fn unused_port() -> u16 {
         .unwrap_or_else(|e| panic!("cannot bind a loopback port: {e}"))
 }
 
-/// Starts `what` from the built binary with `args` and `env`, and returns it with the value
-/// `ready` finds in its log.
-fn start_bin<T>(
-    dir: &Path,
-    what: &str,
-    args: &[&str],
-    env: &[(&str, &str)],
-    ready: impl Fn(&str) -> Option<T>,
-) -> (LoggedChild, T) {
-    let mut command = Command::new(bin());
-    command.current_dir(dir).args(args);
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    let mut child = LoggedChild::spawn(what, command, &dir.join(format!("{what}.log")))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let value = child
-        .wait_ready(Duration::from_secs(60), ready)
-        .unwrap_or_else(|e| panic!("{e}"));
-    (child, value)
-}
-
 #[test]
 fn probe_spans_join_the_coordinators_trace_over_otlp() {
     let Some(agent) = rotel_agent() else {
@@ -127,26 +106,7 @@ fn probe_spans_join_the_coordinators_trace_over_otlp() {
     let secret = "obt-otlp-secret-3f9a1c77";
     let data = sample_dataset(tmp.path(), "data", 20260902);
     // The providers: a simulator process (a remote probe cannot serve `sim://`).
-    let (_sim, sim_base) = start_bin(
-        tmp.path(),
-        "simulator",
-        &[
-            "sim",
-            "serve",
-            "--port",
-            "0",
-            "--time-scale",
-            "0.01",
-            "--dataset",
-            data.to_str().unwrap(),
-        ],
-        &[],
-        |line| {
-            line.strip_prefix("simulator listening; base URL ")
-                .and_then(|rest| rest.split_whitespace().next())
-                .map(String::from)
-        },
-    );
+    let (_sim, sim_base) = start_simulator(tmp.path(), &data);
     let keyed = Prov {
         key: "keyed".into(),
         profile: "plain".into(),
@@ -181,27 +141,13 @@ fn probe_spans_join_the_coordinators_trace_over_otlp() {
     let mut probe_env = otel.to_vec();
     probe_env.push(("OBT_OTLP_KEY", secret));
     let spec_arg = spec.to_str().unwrap().to_string();
-    let (_probe, probe_addr) = start_bin(
+    let (_probe, probe_addr) = start_probe(
         tmp.path(),
         "probe",
-        &[
-            "probe",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--spec",
-            &spec_arg,
-            "--region",
-            "east",
-        ],
+        &spec_arg,
+        "east",
+        "127.0.0.1:0",
         &probe_env,
-        |line| {
-            line.strip_prefix("probe: region east serving ")
-                .and_then(|rest| rest.rsplit(" on ").next())
-                // "… on 127.0.0.1:PORT (plaintext, no token)": the address is the first word.
-                .and_then(|addr| addr.split_whitespace().next())
-                .map(str::to_string)
-        },
     );
     with_probe(&format!("http://{probe_addr}"));
 

@@ -7,12 +7,13 @@
 //! (`{"an`, `swer`, `":"s`, `imul`, `ated`, ` caf`, `é"}`): headers at 10 ms, the first piece
 //! at 40 ms, one piece every 5 ms (last at 70 ms), then a `stop` finish chunk and `[DONE]`.
 
+mod sim_support;
+
+use openbench_common::limits::StreamLimits;
 use openbench_common::record::{Classification, ErrorType, Execution, Outcome};
-use openbench_common::request::{self, ChatMessage, PlannedRequest, RequestIdentity};
-use openbench_common::spec::{ProviderAdapter, RequestContract};
-use openbench_probe::{Credentials, Executor};
-use openbench_simulator::{CATALOGUE, SimConfig, start};
-use std::collections::BTreeMap;
+use openbench_common::request::{self, ChatMessage};
+use openbench_simulator::CATALOGUE;
+use sim_support::SimCall;
 
 use Classification::{Answer, Comment, Done, Error, Finish, Reasoning, Role, Usage};
 
@@ -35,41 +36,15 @@ async fn run(
     quirks: &str,
     deadline_ms: u64,
 ) -> Execution {
-    let sim = start(
-        SimConfig {
-            time_scale,
-            seed: 11,
-            default_profile: "plain".into(),
-            answers: Vec::new(),
-        },
-        "127.0.0.1:0".parse().unwrap(),
-    )
-    .await
-    .unwrap();
-    let mut extra_headers = BTreeMap::new();
-    if !quirks.is_empty() {
-        extra_headers.insert("x-sim-quirk".to_string(), quirks.to_string());
-    }
-    let adapter = ProviderAdapter {
-        display_name: "Simulator".into(),
-        extra_headers,
-        ..ProviderAdapter::open("sim", &sim.profile_endpoint(profile), model)
-    };
-    let contract = RequestContract::reference(20_000);
-    let executor = Executor::new(adapter, contract, &Credentials::empty()).unwrap();
-    let request = PlannedRequest {
-        identity: RequestIdentity {
-            run_id: "run-catalogue".into(),
-            round_id: "round-0".into(),
-            request_id: "req-0".into(),
-            round_index: 0,
-            attempt: 0,
-            task_family: "meeting-notes-lookup".into(),
-            item_id: "item-0".into(),
-            provider: "sim".into(),
-            region: "local".into(),
-            lane: "sim".into(),
-        },
+    let call = SimCall {
+        run_id: "run-catalogue",
+        profile,
+        time_scale,
+        model,
+        quirks,
+        deadline_ms,
+        bearer: None,
+        limits: StreamLimits::default(),
         // 15 + 19 = 34 characters: the simulator reports ceil(34 / 4) = 9 prompt tokens.
         messages: vec![
             ChatMessage {
@@ -81,10 +56,9 @@ async fn run(
                 content: "What is the answer?".into(),
             },
         ],
-        deadline_ms,
     };
     let before = std::time::Instant::now();
-    let execution = executor.execute(&request).await;
+    let execution = sim_support::execute(call).await;
     let elapsed_ms = before.elapsed().as_nanos() as f64 / 1e6;
     let r = &execution.record;
     let offsets = [
@@ -222,6 +196,8 @@ async fn every_catalogue_entry_has_a_test_here() {
         "endless-error-body",
         "invalid-utf8",
         "echo-key-split",
+        "echo-key-base64",
+        "echo-key-error",
     ];
     let listed: Vec<&str> = CATALOGUE.iter().map(|(_, name, _)| *name).collect();
     assert_eq!(listed, covered);

@@ -4,13 +4,12 @@
 //! deadline, keeping what was read up to the limit and no secret. The rest of the catalogue is in
 //! `simulator_catalogue.rs`.
 
+mod sim_support;
+
 use openbench_common::limits::StreamLimits;
 use openbench_common::record::{Classification, ErrorType, Execution, Outcome};
-use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Role};
-use openbench_common::spec::{Auth, ProviderAdapter, RequestContract};
-use openbench_probe::{Credentials, Executor};
-use openbench_simulator::{SimConfig, start};
-use std::collections::BTreeMap;
+use openbench_common::request::{ChatMessage, Role};
+use sim_support::SimCall;
 
 const MODEL: &str = "zai-org/GLM-5.3-Flash";
 const DEADLINE_MS: u64 = 4_000;
@@ -19,54 +18,21 @@ const KEY: &str = "sk-SENTINEL-7f3a9c-0123456789abcdef";
 /// One request with `quirks` in `x-sim-quirk` against the `plain` profile, a bearer key and
 /// `limits`.
 async fn run_with(quirks: &str, limits: StreamLimits) -> Execution {
-    let sim = start(
-        SimConfig {
-            time_scale: 1.0,
-            seed: 11,
-            default_profile: "plain".into(),
-            answers: Vec::new(),
-        },
-        "127.0.0.1:0".parse().unwrap(),
-    )
-    .await
-    .unwrap();
-    let mut extra_headers = BTreeMap::new();
-    if !quirks.is_empty() {
-        extra_headers.insert("x-sim-quirk".to_string(), quirks.to_string());
-    }
-    let adapter = ProviderAdapter {
-        auth: Auth::Bearer {
-            env: "SIM_KEY".into(),
-        },
-        extra_headers,
-        ..ProviderAdapter::open("sim", &sim.profile_endpoint("plain"), MODEL)
-    };
-    let contract = RequestContract {
+    sim_support::execute(SimCall {
+        run_id: "run-hostile",
+        profile: "plain",
+        time_scale: 1.0,
+        model: MODEL,
+        quirks,
+        deadline_ms: DEADLINE_MS,
+        bearer: Some(KEY),
         limits,
-        ..RequestContract::reference(20_000)
-    };
-    let credentials = Credentials::from_pairs([("SIM_KEY", KEY)]);
-    let executor = Executor::new(adapter, contract, &credentials).unwrap();
-    let request = PlannedRequest {
-        identity: RequestIdentity {
-            run_id: "run-hostile".into(),
-            round_id: "round-0".into(),
-            request_id: "req-0".into(),
-            round_index: 0,
-            attempt: 0,
-            task_family: "meeting-notes-lookup".into(),
-            item_id: "item-0".into(),
-            provider: "sim".into(),
-            region: "local".into(),
-            lane: "sim".into(),
-        },
         messages: vec![ChatMessage {
             role: Role::User,
             content: "What is the answer?".into(),
         }],
-        deadline_ms: DEADLINE_MS,
-    };
-    executor.execute(&request).await
+    })
+    .await
 }
 
 async fn run(quirks: &str) -> Execution {
@@ -104,8 +70,8 @@ async fn endless_data_lines_stop_at_the_event_limit() {
 async fn a_comment_flood_stops_at_the_event_limit_keeping_every_comment_read() {
     let e = run("comment-flood").await;
     assert_limited(&e, ErrorType::LimitEvents);
-    assert_eq!(e.events.len(), 50_000);
-    assert_eq!(e.record.event_count, 50_000);
+    assert_eq!(e.events.len(), 10_000);
+    assert_eq!(e.record.event_count, 10_000);
     assert!(
         e.events
             .iter()
@@ -172,4 +138,45 @@ async fn the_answer_limit_comes_from_the_contract_and_keeps_the_text_before_it()
     assert_limited(&e, ErrorType::LimitAnswerBytes);
     assert_eq!(e.record.answer_text, r#"{"answer"#);
     assert_eq!(e.events.len(), 2);
+}
+
+#[tokio::test]
+async fn a_key_echoed_base64_inside_its_header_and_split_is_stored_nowhere() {
+    use base64::Engine;
+    let e = run("echo-key-base64").await;
+    assert_eq!(e.record.outcome, Outcome::Completed);
+    assert!(
+        e.record.answer_text.starts_with("auth was ")
+            && e.record.answer_text.contains("[redacted]"),
+        "{}",
+        e.record.answer_text
+    );
+    // Past its first 10 characters the encoding of `Bearer <key>` depends on the key alone.
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("Bearer {KEY}"));
+    let inner = &encoded[10..encoded.len() - 4];
+    let json = serde_json::to_string(&e).unwrap();
+    for start in 0..=inner.len() - 8 {
+        let piece = &inner[start..start + 8];
+        assert!(!json.contains(piece), "{piece:?} in {json}");
+    }
+}
+
+#[tokio::test]
+async fn a_key_quoted_in_an_error_body_is_stored_nowhere() {
+    let e = run("echo-key-error").await;
+    let r = &e.record;
+    assert_eq!(
+        (r.outcome, r.error_type, r.http_status),
+        (Outcome::HttpError, Some(ErrorType::OtherHttp4xx), Some(401))
+    );
+    let message = r.error_message.as_deref().unwrap();
+    assert!(
+        message.contains("Incorrect API key provided: [redacted]"),
+        "{message}"
+    );
+    let json = serde_json::to_string(&e).unwrap();
+    for start in 0..=KEY.len() - 6 {
+        let piece = &KEY[start..start + 6];
+        assert!(!json.contains(piece), "{piece:?} in {json}");
+    }
 }

@@ -37,7 +37,7 @@ impl Default for StreamLimits {
         StreamLimits {
             line_bytes: MIB,
             event_bytes: MIB,
-            events: 50_000,
+            events: 10_000,
             answer_bytes: 256 * 1024,
             error_body_bytes: 64 * 1024,
         }

@@ -58,6 +58,18 @@ pub struct CannedAnswer {
     pub incorrect: String,
 }
 
+/// What `report` may accept that it otherwise refuses. Each accepted kind is counted and stated in
+/// the report's header; the default refuses both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReportOptions {
+    /// Count records whose request is not in the plan, or whose provider or lane is not in the
+    /// run lock (`--accept-unplanned`).
+    pub accept_unplanned: bool,
+    /// Count a request that has more than one committed record, its last one
+    /// (`--accept-duplicates`).
+    pub accept_duplicates: bool,
+}
+
 /// A failure inside a workflow, phrased for a person (names the file, line or field). It wraps
 /// the workflow's own error, so `source()` still reaches the I/O or parse error underneath; a
 /// plain message converts with `.into()`.
@@ -84,8 +96,13 @@ pub trait Workflow: Send + Sync {
     fn load_dataset(&self, dir: &Path, manifest: &str) -> Result<DatasetRelease, WorkflowError>;
     /// True when a completed record's answer is schema-valid for its family (the smoke criterion).
     fn answer_is_schema_valid(&self, record: &TerminalRecord) -> bool;
-    /// Recomputes every derived artifact of a run from its raw records and writes the reports.
-    fn report(&self, run_dir: &Path) -> Result<ReportOutcome, WorkflowError>;
+    /// Recomputes every derived artifact of a run from its raw records and writes the reports,
+    /// refusing records that `options` does not accept.
+    fn report(
+        &self,
+        run_dir: &Path,
+        options: &ReportOptions,
+    ) -> Result<ReportOutcome, WorkflowError>;
     /// Compares run B against run A (two runs of this workflow) and writes the comparison's
     /// files into `out_dir`, returning their paths. A workflow without a comparison refuses.
     fn compare(

@@ -7,6 +7,8 @@ use crate::quirk::Quirk;
 use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -23,7 +25,7 @@ pub fn pick(forced: &[Quirk]) -> Option<Quirk> {
 }
 
 /// The response of a hostile quirk. `bearer` is the request's bearer token (echoed by
-/// `echo-key-split`); endless bodies end at `until` or on `cancel`.
+/// the `echo-key-*` quirks); endless bodies end at `until` or on `cancel`.
 pub fn respond(quirk: Quirk, bearer: &str, until: Instant, cancel: CancellationToken) -> Response {
     let endless = |head: &'static [u8], unit: &'static [u8]| {
         stream_response(
@@ -67,6 +69,33 @@ pub fn respond(quirk: Quirk, bearer: &str, until: Instant, cancel: CancellationT
             ]
             .concat();
             stream_response(StatusCode::OK, Body::from(bytes))
+        }
+        Quirk::EchoKeyBase64 => {
+            // What a proxy that logs the request's headers back might send: `Bearer <key>`
+            // encoded, so the key sits at a byte offset of 7 (not a multiple of 3) in the text.
+            let encoded = STANDARD.encode(format!("Bearer {bearer}"));
+            let (first, second) = encoded.split_at(encoded.len() / 2);
+            let bytes: Vec<u8> = [
+                answer_event(&format!("auth was {first}")).as_slice(),
+                answer_event(second).as_slice(),
+                FINISH_AND_DONE,
+            ]
+            .concat();
+            stream_response(StatusCode::OK, Body::from(bytes))
+        }
+        Quirk::EchoKeyError => {
+            let body = serde_json::json!({"error": {
+                "message": format!("Incorrect API key provided: {bearer}"),
+                "type": "invalid_request_error",
+                "code": "invalid_api_key",
+            }});
+            let mut response =
+                (StatusCode::UNAUTHORIZED, Body::from(body.to_string())).into_response();
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            response
         }
         _ => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }

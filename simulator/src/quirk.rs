@@ -79,6 +79,11 @@ pub enum Quirk {
     InvalidUtf8,
     /// Hostile: the request's bearer token echoed split across two answer events.
     EchoKeySplit,
+    /// Hostile: the request's `Authorization` header echoed base64-encoded, split across two
+    /// answer events.
+    EchoKeyBase64,
+    /// Hostile: HTTP 401 whose error message quotes the bearer token.
+    EchoKeyError,
 }
 
 /// Every quirk with its stable name and a one-line description, in listing order.
@@ -250,6 +255,16 @@ pub const CATALOGUE: &[(Quirk, &str, &str)] = &[
         "echo-key-split",
         "hostile: the bearer token echoed split across two answer events",
     ),
+    (
+        Quirk::EchoKeyBase64,
+        "echo-key-base64",
+        "hostile: the Authorization header echoed base64-encoded, split across two answer events",
+    ),
+    (
+        Quirk::EchoKeyError,
+        "echo-key-error",
+        "hostile: HTTP 401 whose error message quotes the bearer token",
+    ),
 ];
 
 impl Quirk {
@@ -281,6 +296,8 @@ impl Quirk {
                 | Quirk::EndlessErrorBody
                 | Quirk::InvalidUtf8
                 | Quirk::EchoKeySplit
+                | Quirk::EchoKeyBase64
+                | Quirk::EchoKeyError
         )
     }
 
@@ -334,7 +351,7 @@ mod tests {
             assert_eq!(Quirk::from_name(name), Some(*quirk));
             assert_eq!(quirk.name(), *name);
         }
-        assert_eq!(CATALOGUE.len(), 35);
+        assert_eq!(CATALOGUE.len(), 37);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `report`: recompute every derived artifact and `report.md` of a run from its raw records.
 
 use openbench_common::rundir::{self, RunLock, WriterLock, read_json};
+use openbench_common::workflow::ReportOptions;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -10,6 +11,14 @@ pub struct ReportArgs {
     /// The run directory (holds `run-lock.json` and `raw/`).
     #[arg(long)]
     run_dir: PathBuf,
+    /// Count records outside the plan or the run lock instead of refusing them (the report's
+    /// header then says so).
+    #[arg(long)]
+    accept_unplanned: bool,
+    /// Count a request with more than one committed record (its last one) instead of refusing
+    /// it (the report's header then says so).
+    #[arg(long)]
+    accept_duplicates: bool,
 }
 
 /// Runs `report`: takes the run directory's writer lock (refused at once while a `run`, `smoke`
@@ -20,7 +29,12 @@ pub async fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let _writer = WriterLock::acquire(&args.run_dir, "report")?;
     let workflow = crate::registry::find(&lock.workflow)?;
     let run_dir = args.run_dir.clone();
-    let outcome = tokio::task::spawn_blocking(move || workflow.report(&run_dir)).await??;
+    let options = ReportOptions {
+        accept_unplanned: args.accept_unplanned,
+        accept_duplicates: args.accept_duplicates,
+    };
+    let outcome =
+        tokio::task::spawn_blocking(move || workflow.report(&run_dir, &options)).await??;
     print!("{}", outcome.summary_table);
     for path in &outcome.written {
         println!("wrote {}", path.display());

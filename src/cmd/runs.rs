@@ -2,7 +2,7 @@
 //! inputs, print the run directory first, show progress, handle Ctrl-C/SIGTERM and print results.
 
 use indicatif::{ProgressBar, ProgressStyle};
-use openbench_common::workflow::Workflow;
+use openbench_common::workflow::{ReportOptions, Workflow};
 use openbench_coordinator::{
     FaultPolicy, FullOutcome, Progress, RegionDownPolicy, RunDir, RunInputs, RunOptions, RunStatus,
     StopRequest, locked_spec_path, prepare_inputs, run_full, run_smoke,
@@ -282,9 +282,19 @@ pub async fn finish_full(inputs: &RunInputs, outcome: &FullOutcome, resume: &str
         );
     }
     match outcome.status {
+        // A run whose report could not be written (disk full, a refused record) did not
+        // deliver what it was asked for: the records are safe, `report` can be retried.
         RunStatus::Complete => {
-            print_report(inputs.workflow.clone(), &outcome.run_dir).await;
-            ExitCode::SUCCESS
+            if print_report(inputs.workflow.clone(), &outcome.run_dir).await {
+                ExitCode::SUCCESS
+            } else {
+                eprintln!(
+                    "the run is complete but its report was not written; after fixing the cause: \
+                     openbench-inference report --run-dir {}",
+                    outcome.run_dir.display()
+                );
+                ExitCode::FAILURE
+            }
         }
         RunStatus::Interrupted => {
             if let openbench_coordinator::SessionStatus::RegionDown(gone) = &s.status {
@@ -316,19 +326,28 @@ pub async fn finish_full(inputs: &RunInputs, outcome: &FullOutcome, resume: &str
     }
 }
 
-/// Asks the workflow for its report and prints the summary table; a report error is a warning.
-pub async fn print_report(workflow: Arc<dyn Workflow>, run_dir: &Path) {
+/// Asks the workflow for its report and prints the summary table; returns false (after printing
+/// the error) when the report could not be computed or written.
+pub async fn print_report(workflow: Arc<dyn Workflow>, run_dir: &Path) -> bool {
     let dir = run_dir.to_path_buf();
-    let result = tokio::task::spawn_blocking(move || workflow.report(&dir)).await;
+    let options = ReportOptions::default();
+    let result = tokio::task::spawn_blocking(move || workflow.report(&dir, &options)).await;
     match result {
         Ok(Ok(outcome)) => {
             print!("{}", outcome.summary_table);
             for path in &outcome.written {
                 println!("wrote {}", path.display());
             }
+            true
         }
-        Ok(Err(e)) => eprintln!("warning: report: {e}"),
-        Err(e) => eprintln!("warning: report task failed: {e}"),
+        Ok(Err(e)) => {
+            eprintln!("error: report: {e}");
+            false
+        }
+        Err(e) => {
+            eprintln!("error: report task failed: {e}");
+            false
+        }
     }
 }
 

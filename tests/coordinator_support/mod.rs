@@ -2,6 +2,8 @@
 //! simulated specs written to a tempdir, the built binary, and run-directory readers.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod kill;
+
 use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_coordinator::{RunInputs, prepare_inputs};
 use std::collections::BTreeMap;
@@ -222,4 +224,21 @@ pub fn options(inputs: &RunInputs) -> openbench_coordinator::RunOptions {
         targets: Some(std::sync::Arc::new(targets)),
         ..Default::default()
     }
+}
+
+/// Every file below `dir`, at any depth (directories themselves are not listed).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
 }

@@ -104,12 +104,40 @@ impl LoggedChild {
         self.child.id()
     }
 
+    /// The child's process id while it runs (`None` once it has exited).
+    pub fn pid(&mut self) -> Option<u32> {
+        matches!(self.child.try_wait(), Ok(None)).then(|| self.child.id())
+    }
+
     /// Everything the child has written so far (empty when the log cannot be read).
     pub fn log_text(&self) -> String {
         std::fs::read(&self.log)
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
             .unwrap_or_default()
     }
+}
+
+/// Starts `program` with `args` and `env` in `dir`, its output in `dir/<what>.log`, and returns
+/// it with the value `ready` finds in its log within a minute; panics (quoting the log) otherwise.
+pub fn start_ready<T>(
+    program: &str,
+    dir: &Path,
+    what: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    ready: impl Fn(&str) -> Option<T>,
+) -> (LoggedChild, T) {
+    let mut command = Command::new(program);
+    command.current_dir(dir).args(args);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let mut child = LoggedChild::spawn(what, command, &dir.join(format!("{what}.log")))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let value = child
+        .wait_ready(Duration::from_secs(60), ready)
+        .unwrap_or_else(|e| panic!("{e}"));
+    (child, value)
 }
 
 impl Drop for LoggedChild {

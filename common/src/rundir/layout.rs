@@ -14,6 +14,9 @@ pub const SELECTION: &str = "artifacts/selection.json";
 pub const FULL_PLAN: &str = "artifacts/full-plan.json";
 /// Run manifest: status, period, counts, artifact hashes.
 pub const RUN_MANIFEST: &str = "artifacts/run-manifest.json";
+/// Space kept beside the manifest so a full disk can still record how the session ended
+/// (`RunManifest::save` frees it only when the disk is full).
+pub const MANIFEST_RESERVE: &str = "artifacts/.run-manifest.reserve";
 /// Terminal records of a full run, one JSON line each, fsynced on arrival.
 pub const FULL_RESULTS: &str = "raw/results.jsonl";
 /// Parsed stream events, one JSON line each.

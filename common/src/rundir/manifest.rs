@@ -1,8 +1,10 @@
 //! Reading and saving the run manifest: counts from the records that count, artifact hashes, and
-//! an atomic rewrite whenever the status changes.
+//! an atomic rewrite whenever the status changes. A small reserve file beside it keeps the space
+//! for one more rewrite, so a disk that fills mid-run still gets a manifest that says `failed`
+//! rather than one stuck at `running`.
 
 use super::RunDirError;
-use super::layout::{self, FULL_PLAN, RUN_LOCK, RUN_MANIFEST, SELECTION};
+use super::layout::{self, FULL_PLAN, MANIFEST_RESERVE, RUN_LOCK, RUN_MANIFEST, SELECTION};
 use super::schema::{MANIFEST_VERSION, RunManifest, RunMode, RunStatus};
 use super::write::{read_json, write_json_atomic};
 use crate::hash::sha256_hex;
@@ -77,6 +79,46 @@ impl RunManifest {
                 self.artifacts.insert(name, sha256_hex(&bytes));
             }
         }
-        write_json_atomic(&layout::path(run_dir, RUN_MANIFEST), self)
+        let path = layout::path(run_dir, RUN_MANIFEST);
+        let reserve = layout::path(run_dir, MANIFEST_RESERVE);
+        match write_json_atomic(&path, self) {
+            // The disk is full: give back the reserve and write once more.
+            Err(e) if is_storage_full(&e) && std::fs::remove_file(&reserve).is_ok() => {
+                write_json_atomic(&path, self)?;
+            }
+            other => other?,
+        }
+        keep_reserve(&reserve);
+        Ok(())
+    }
+}
+
+/// Bytes of the reserve: many times a manifest's size (a few KiB even with smoke attempts).
+const RESERVE_BYTES: u64 = 64 * 1024;
+
+/// True when a write failed because the file system is out of space (or quota).
+pub fn is_storage_full(e: &RunDirError) -> bool {
+    match e {
+        RunDirError::Io { source, .. } => matches!(
+            source.kind(),
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+        ),
+        _ => false,
+    }
+}
+
+/// Makes sure the reserve exists at full size; best effort. Where even the reserve does not fit
+/// it is removed, so the reserve itself never fills the disk.
+fn keep_reserve(reserve: &Path) {
+    if std::fs::metadata(reserve).is_ok_and(|m| m.len() >= RESERVE_BYTES) {
+        return;
+    }
+    let zeros = vec![0u8; RESERVE_BYTES as usize];
+    let written = std::fs::File::create(reserve).and_then(|mut f| {
+        std::io::Write::write_all(&mut f, &zeros)?;
+        f.sync_all()
+    });
+    if written.is_err() {
+        let _ = std::fs::remove_file(reserve);
     }
 }

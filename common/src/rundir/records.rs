@@ -23,7 +23,15 @@ pub struct ReadStats {
     pub superseded: u64,
     /// True when a half-written last line was ignored.
     pub ignored_partial_last_line: bool,
+    /// Committed records that followed another committed record of the same request id (the
+    /// coordinator never writes one: a report refuses them unless told to accept them).
+    pub committed_duplicates: u64,
+    /// The first few request ids with more than one committed record, to name them.
+    pub duplicate_ids: Vec<String>,
 }
+
+/// How many request ids [`ReadStats::duplicate_ids`] keeps.
+pub const DUPLICATE_IDS_KEPT: usize = 5;
 
 /// The records that count, converted, in order of each request id's first appearance.
 #[derive(Debug)]
@@ -90,6 +98,14 @@ pub fn read_counting<T>(
             }
             Some((slot, kept_committed)) => {
                 stats.superseded += 1;
+                if committed && *kept_committed {
+                    stats.committed_duplicates += 1;
+                    if stats.duplicate_ids.len() < DUPLICATE_IDS_KEPT
+                        && !stats.duplicate_ids.contains(&record.request_id)
+                    {
+                        stats.duplicate_ids.push(record.request_id.clone());
+                    }
+                }
                 // A harness record never replaces a committed one.
                 if committed || !*kept_committed {
                     *kept_committed = committed;
@@ -174,10 +190,33 @@ mod tests {
         assert!(read.stats.ignored_partial_last_line);
         assert_eq!(read.stats.superseded, 3);
         assert_eq!(read.stats.lines, 6);
+        // "a" went harness → committed and "b" committed → harness: neither is a duplicate.
+        assert_eq!(read.stats.committed_duplicates, 0);
         let map = counting_records(&path).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(map.keys().collect::<Vec<_>>(), ["a", "b", "c"]);
         assert!(counting_records(&dir.path().join("absent")).is_ok_and(|m| m.is_empty()));
         assert!(read_counting(&dir.path().join("absent"), false, |r| r).is_err());
+    }
+
+    #[test]
+    fn a_second_committed_record_is_counted_and_named() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("results.jsonl");
+        let mut body = Vec::new();
+        for (id, outcome) in [
+            ("a", Outcome::Completed),
+            ("a", Outcome::TransportError),
+            ("b", Outcome::HarnessError),
+            ("b", Outcome::Completed),
+            ("a", Outcome::Completed),
+        ] {
+            let _ = writeln!(body, "{}", rec(id, outcome, 1.0));
+        }
+        std::fs::write(&path, body).unwrap_or_else(|e| panic!("{e}"));
+        let read = read_counting(&path, false, |r| r.outcome).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read.stats.committed_duplicates, 2);
+        assert_eq!(read.stats.duplicate_ids, vec!["a".to_string()]);
+        assert_eq!(read.items, vec![Outcome::Completed, Outcome::Completed]);
     }
 
     #[test]

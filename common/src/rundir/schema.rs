@@ -81,6 +81,44 @@ pub struct RunLock {
     pub created_at: String,
 }
 
+impl RunLock {
+    /// A lock of a micro-single-task run with `run_id`, `families` and `providers`, every hash
+    /// empty and one `local` region: the base of the synthetic runs and test fixtures that need a
+    /// lock but no real inputs (override fields with struct-update syntax).
+    pub fn synthetic(
+        run_id: &str,
+        families: Vec<String>,
+        providers: Vec<LockedProvider>,
+    ) -> RunLock {
+        RunLock {
+            lock_version: 1,
+            run_id: run_id.to_string(),
+            workflow: "micro-single-task".into(),
+            benchmark_slug: "inference-micro-single-task".into(),
+            schedule_version: "v1".into(),
+            model_label: "Synthetic".into(),
+            families,
+            spec_path: "spec.yaml".into(),
+            spec_sha256: String::new(),
+            spec_inputs_sha256: None,
+            dataset_dir: String::new(),
+            dataset_manifest: String::new(),
+            dataset_release_hash: String::new(),
+            adapters_sha256: String::new(),
+            tokenizer: "o200k_base".into(),
+            tokenizer_ranks_sha256: String::new(),
+            code_sha256: String::new(),
+            program_version: "0".into(),
+            providers,
+            regions: vec!["local".into()],
+            simulator_time_scale: None,
+            timeout_ms: 20_000,
+            approval_id: None,
+            created_at: String::new(),
+        }
+    }
+}
+
 /// Version of the manifest layout.
 pub const MANIFEST_VERSION: u32 = 1;
 

@@ -113,7 +113,11 @@ pub fn write_atomic_with(
     };
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
     let tmp = temp_sibling(path);
-    let written = write_and_sync(&tmp, write);
+    let written = write_and_sync(&tmp, write).map_err(|source| RunDirError::Io {
+        // Named by the file being written, not its hidden temp sibling: the user looks for that.
+        path: path.to_path_buf(),
+        source,
+    });
     let renamed = written.and_then(|()| std::fs::rename(&tmp, path).map_err(io(path)));
     if renamed.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -133,15 +137,12 @@ fn temp_sibling(path: &Path) -> PathBuf {
 fn write_and_sync(
     tmp: &Path,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
-) -> Result<(), RunDirError> {
-    let file = File::create(tmp).map_err(io(tmp))?;
+) -> std::io::Result<()> {
+    let file = File::create(tmp)?;
     let mut w = BufWriter::with_capacity(1 << 20, file);
-    write(&mut w).map_err(io(tmp))?;
-    let file = w.into_inner().map_err(|e| RunDirError::Io {
-        path: tmp.to_path_buf(),
-        source: e.into_error(),
-    })?;
-    file.sync_all().map_err(io(tmp))
+    write(&mut w)?;
+    let file = w.into_inner().map_err(|e| e.into_error())?;
+    file.sync_all()
 }
 
 /// Fsyncs a directory so a rename or a new file in it survives a crash.
@@ -351,7 +352,7 @@ mod tests {
         });
         let message = failed.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(
-            message.contains("m.json") && message.contains("disk full"),
+            message.contains("m.json: disk full") && !message.contains("m.json.tmp"),
             "{message}"
         );
         assert_eq!(read(&p), b"old");

@@ -16,7 +16,7 @@ pub mod synthetic;
 use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_common::rundir::RunLock;
 use openbench_common::workflow::{
-    CompareSettings, DatasetRelease, ReportOutcome, Workflow, WorkflowError,
+    CompareSettings, DatasetRelease, ReportOptions, ReportOutcome, Workflow, WorkflowError,
 };
 use std::path::{Path, PathBuf};
 
@@ -72,11 +72,16 @@ impl Workflow for MicroSingleTask {
         .map_err(fail)?;
         compare::write(out_dir, &comparison).map_err(fail)
     }
-    fn report(&self, run_dir: &Path) -> Result<ReportOutcome, WorkflowError> {
+    fn report(
+        &self,
+        run_dir: &Path,
+        options: &ReportOptions,
+    ) -> Result<ReportOutcome, WorkflowError> {
         let fail = |e: report::ReportError| WorkflowError(Box::new(e));
         let lock = report::read_lock(run_dir).map_err(fail)?;
         let gold = gold_table(&lock)?;
-        let (summary_table, written) = report::write_all(run_dir, &lock, &gold).map_err(fail)?;
+        let (summary_table, written) =
+            report::write_all_with(run_dir, &lock, &gold, options).map_err(fail)?;
         Ok(ReportOutcome {
             summary_table,
             written,

@@ -154,26 +154,10 @@ fn create(path: &Path) -> Result<BufWriter<std::fs::File>, SyntheticError> {
 }
 
 fn lock(providers: &[String]) -> RunLock {
-    RunLock {
-        lock_version: 1,
-        run_id: "run-synthetic".into(),
-        workflow: "micro-single-task".into(),
-        benchmark_slug: "inference-micro-single-task".into(),
-        schedule_version: "v1".into(),
-        model_label: "Synthetic".into(),
-        families: FAMILIES.iter().map(|f| f.to_string()).collect(),
-        spec_path: "spec.yaml".into(),
-        spec_sha256: String::new(),
-        spec_inputs_sha256: None,
-        dataset_dir: String::new(),
-        dataset_manifest: String::new(),
-        dataset_release_hash: String::new(),
-        adapters_sha256: String::new(),
-        tokenizer: "o200k_base".into(),
-        tokenizer_ranks_sha256: String::new(),
-        code_sha256: String::new(),
-        program_version: "0".into(),
-        providers: providers
+    RunLock::synthetic(
+        "run-synthetic",
+        FAMILIES.iter().map(|f| f.to_string()).collect(),
+        providers
             .iter()
             .map(|p| LockedProvider {
                 key: p.clone(),
@@ -183,12 +167,7 @@ fn lock(providers: &[String]) -> RunLock {
                 output_price_per_mtok: Some(1.5),
             })
             .collect(),
-        regions: vec!["local".into()],
-        simulator_time_scale: None,
-        timeout_ms: 20_000,
-        approval_id: None,
-        created_at: String::new(),
-    }
+    )
 }
 
 fn gold() -> GoldTable {

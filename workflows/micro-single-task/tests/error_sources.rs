@@ -23,7 +23,7 @@ fn io_source<'a>(error: &'a (dyn Error + 'static)) -> Option<&'a std::io::Error>
 #[test]
 fn a_report_on_a_directory_without_a_lock_keeps_the_not_found_error() {
     let dir = tempfile::tempdir().unwrap();
-    let Err(err) = MicroSingleTask.report(dir.path()) else {
+    let Err(err) = MicroSingleTask.report(dir.path(), &Default::default()) else {
         panic!("a directory without a lock is refused");
     };
     let io = io_source(&err).unwrap_or_else(|| panic!("no io::Error under {err:?}"));

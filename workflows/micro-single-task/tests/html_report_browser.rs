@@ -145,6 +145,7 @@ fn simulated_input() -> HtmlReportInput {
         title: "Inference benchmark: GLM 5.3 Flash (simulated)".to_string(),
         subtitle: "Run run-browser-test · micro-single-task · 600 rounds · 10 providers"
             .to_string(),
+        header_notes: Vec::new(),
         families: FAMILIES.iter().map(|f| f.to_string()).collect(),
         providers,
         paired: PairedReport {

@@ -203,37 +203,17 @@ fn paired_wins_split_exact_ties() {
 
 /// The lock of a one-provider run (`p`, model `m`) over the ticket-triage family.
 fn lock() -> RunLock {
+    let provider = LockedProvider {
+        key: "p".into(),
+        display_name: "P".into(),
+        model: "m".into(),
+        input_price_per_mtok: None,
+        output_price_per_mtok: None,
+    };
     RunLock {
-        lock_version: 1,
-        run_id: "run-metrics".into(),
-        workflow: "micro-single-task".into(),
-        benchmark_slug: "inference-micro-single-task".into(),
-        schedule_version: "v1".into(),
         model_label: "M".into(),
-        families: vec!["ticket-triage".into()],
-        spec_path: "spec.yaml".into(),
-        spec_sha256: String::new(),
-        spec_inputs_sha256: None,
-        dataset_dir: String::new(),
-        dataset_manifest: String::new(),
-        dataset_release_hash: String::new(),
-        adapters_sha256: String::new(),
-        tokenizer: "o200k_base".into(),
-        tokenizer_ranks_sha256: String::new(),
-        code_sha256: String::new(),
-        program_version: "0".into(),
-        providers: vec![LockedProvider {
-            key: "p".into(),
-            display_name: "P".into(),
-            model: "m".into(),
-            input_price_per_mtok: None,
-            output_price_per_mtok: None,
-        }],
         regions: vec![],
-        simulator_time_scale: None,
-        timeout_ms: 20_000,
-        approval_id: None,
-        created_at: String::new(),
+        ..RunLock::synthetic("run-metrics", vec!["ticket-triage".into()], vec![provider])
     }
 }
 

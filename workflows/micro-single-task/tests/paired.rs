@@ -268,6 +268,7 @@ fn html_samples_belong_to_their_lane() {
         superseded: 0,
         ignored_partial_line: false,
         faults: Default::default(),
+        accepted: &[],
     };
     let input = openbench_micro_single_task::html::HtmlReportInput::from_report(
         &ctx,

@@ -88,40 +88,31 @@ fn req_id(provider: &str, round: usize) -> String {
 }
 
 fn lock() -> RunLock {
+    let providers = PROVIDERS
+        .iter()
+        .map(|(k, d)| LockedProvider {
+            key: k.to_string(),
+            display_name: d.to_string(),
+            model: MODEL.into(),
+            input_price_per_mtok: Some(1.0),
+            output_price_per_mtok: Some(2.0),
+        })
+        .collect();
+    let families = ROUNDS[..3].iter().map(|r| r.0.to_string()).collect();
     RunLock {
-        lock_version: 1,
-        run_id: "run-test".into(),
-        workflow: "micro-single-task".into(),
-        benchmark_slug: "inference-micro-single-task".into(),
-        schedule_version: "v1".into(),
         model_label: "GLM Test".into(),
-        families: ROUNDS[..3].iter().map(|r| r.0.to_string()).collect(),
-        spec_path: "spec.yaml".into(),
         spec_sha256: "aa".repeat(32),
         spec_inputs_sha256: None,
         dataset_dir: "/nonexistent".into(),
         dataset_manifest: "manifest.json".into(),
         dataset_release_hash: "bb".repeat(32),
         adapters_sha256: "cc".repeat(32),
-        tokenizer: "o200k_base".into(),
         tokenizer_ranks_sha256: "dd".repeat(32),
         code_sha256: "ee".repeat(32),
         program_version: "0.1.0".into(),
-        providers: PROVIDERS
-            .iter()
-            .map(|(k, d)| LockedProvider {
-                key: k.to_string(),
-                display_name: d.to_string(),
-                model: MODEL.into(),
-                input_price_per_mtok: Some(1.0),
-                output_price_per_mtok: Some(2.0),
-            })
-            .collect(),
-        regions: vec!["local".into()],
         simulator_time_scale: Some(0.01),
-        timeout_ms: 20_000,
-        approval_id: None,
         created_at: "2026-01-01T00:00:00Z".into(),
+        ..RunLock::synthetic("run-test", families, providers)
     }
 }
 

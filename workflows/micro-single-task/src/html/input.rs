@@ -168,6 +168,7 @@ impl HtmlReportInput {
         HtmlReportInput {
             time_scale: lock.simulator_time_scale,
             title: format!("Inference benchmark: {}", lock.model_label),
+            header_notes: ctx.accepted.to_vec(),
             subtitle: format!(
                 "Run {} · {} · {} rounds · {} providers",
                 m.run_id,

@@ -126,6 +126,8 @@ pub struct HtmlReportInput {
     pub title: String,
     /// One line under the title (run id, model, rounds).
     pub subtitle: String,
+    /// Warnings shown in the header: records counted only because the user accepted them.
+    pub header_notes: Vec<String>,
     /// Families in round order.
     pub families: Vec<String>,
     /// Providers, in any order (shown alphabetically by display name).
@@ -176,6 +178,14 @@ pub fn render_html(input: &HtmlReportInput) -> String {
     let palette: Vec<plot::Rgb> = (0..providers.len()).map(plot::color).collect();
     let mut out = String::with_capacity(1 << 20);
     page_start(&mut out, &input.title, &input.subtitle, "");
+    // Styled inline: the stylesheet (and so every report without such a note) stays as it was.
+    for note in &input.header_notes {
+        out.push_str(&format!(
+            "<p role=\"alert\" style=\"border-left:4px solid #b45309;background:#fef3c7;\
+             padding:8px 12px\"><strong>Accepted records.</strong> {}</p>\n",
+            escape(note)
+        ));
+    }
     sections::summary(&mut out, &providers, input.time_scale);
     let legend = sections::legend(&providers, &palette);
     charts::latency_section(&mut out, &providers, &palette, &legend);

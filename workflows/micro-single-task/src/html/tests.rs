@@ -64,6 +64,7 @@ fn fixture() -> HtmlReportInput {
         time_scale: None,
         title: "Inference benchmark: test".to_string(),
         subtitle: "Run run-1 · micro-single-task · 42 rounds · 3 providers".to_string(),
+        header_notes: Vec::new(),
         families: FAMILIES.iter().map(|f| f.to_string()).collect(),
         providers,
         paired: PairedReport {

@@ -19,6 +19,8 @@ pub struct PlanView {
 /// A round's planned requests.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct RoundView {
+    /// Round index (its position in a well-formed plan).
+    pub round_index: u64,
     /// One per lane, in launch order.
     pub requests: Vec<RequestView>,
 }
@@ -40,6 +42,7 @@ impl From<&Plan> for PlanView {
                 .rounds
                 .iter()
                 .map(|r| RoundView {
+                    round_index: r.round_index,
                     requests: r
                         .requests
                         .iter()

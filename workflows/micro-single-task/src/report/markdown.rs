@@ -36,6 +36,9 @@ pub struct ReportContext<'a> {
     pub ignored_partial_line: bool,
     /// Out-of-round results, the probe link and outages.
     pub faults: super::faults_section::FaultsView,
+    /// Records counted only because the user accepted them (`report --accept-…`), one sentence
+    /// each; shown at the top of the report.
+    pub accepted: &'a [String],
 }
 
 /// Column headers of the summary table (the seed's layout).
@@ -146,6 +149,9 @@ pub fn render(ctx: &ReportContext<'_>) -> String {
     let lock = ctx.lock;
     let mut out = String::new();
     let _ = writeln!(out, "# {} — run {}\n", lock.model_label, lock.run_id);
+    for note in ctx.accepted {
+        let _ = writeln!(out, "> **Accepted records.** {note}\n");
+    }
     if let Some(scale) = lock.simulator_time_scale {
         let _ = writeln!(
             out,

@@ -2,6 +2,7 @@
 //! them with `report.md`. Deterministic: observations are sorted, maps are ordered, floats are
 //! printed by one formatter, nothing reads the clock — re-running gives byte-identical files.
 
+pub mod admission;
 pub mod faults_section;
 pub mod format;
 pub mod markdown;
@@ -15,6 +16,7 @@ use openbench_common::rundir::{
     self as layout, PlanFileNames, ReadStats, RunDirError, RunLock, RunManifest, read_counting,
     read_json, write_atomic_with,
 };
+use openbench_common::workflow::ReportOptions;
 use serde::Serialize;
 use serde_json::json;
 use std::collections::HashMap;
@@ -27,6 +29,9 @@ pub enum ReportError {
     /// A run-directory file could not be read or written.
     #[error(transparent)]
     RunDir(#[from] RunDirError),
+    /// Records the plan, the lock or the one-record-per-request rule does not account for.
+    #[error(transparent)]
+    Refused(#[from] admission::AdmissionError),
     /// Records that cannot be scored (unknown item, unknown family).
     #[error("{path}: {count} record(s) cannot be scored; first: {first}")]
     Unscorable {
@@ -58,6 +63,8 @@ pub struct Computed {
     pub record_period: Option<(String, String)>,
     /// Read counts.
     pub stats: ReadStats,
+    /// What was counted only because the options accepted it (stated in the header).
+    pub accepted: admission::Accepted,
 }
 
 /// Reads the run lock.
@@ -73,8 +80,20 @@ pub fn reported_files(run_dir: &Path) -> Result<PlanFileNames, ReportError> {
     Ok(PlanFileNames::of_attempt(attempt))
 }
 
-/// Reads, scores and aggregates a run's records.
+/// Reads, scores and aggregates a run's records, refusing records outside the plan or the lock
+/// and duplicates ([`compute_with`] with the default options).
 pub fn compute(run_dir: &Path, lock: &RunLock, gold: &GoldTable) -> Result<Computed, ReportError> {
+    compute_with(run_dir, lock, gold, &ReportOptions::default())
+}
+
+/// Reads, scores and aggregates a run's records; `options` says which anomalies are counted
+/// rather than refused (see [`admission`]).
+pub fn compute_with(
+    run_dir: &Path,
+    lock: &RunLock,
+    gold: &GoldTable,
+    options: &ReportOptions,
+) -> Result<Computed, ReportError> {
     let names = reported_files(run_dir)?;
     let records_name = names.results;
     let records_path = layout::path(run_dir, &records_name);
@@ -141,6 +160,15 @@ pub fn compute(run_dir: &Path, lock: &RunLock, gold: &GoldTable) -> Result<Compu
     } else {
         None
     };
+    let accepted = admission::admit(
+        &observations,
+        &lanes,
+        plan.as_ref(),
+        lock,
+        &read.stats,
+        (&records_path, &names.plan),
+        options,
+    )?;
     let metrics = metrics::compute(&MetricsInput {
         lock,
         lanes: &lanes,
@@ -175,6 +203,7 @@ pub fn compute(run_dir: &Path, lock: &RunLock, gold: &GoldTable) -> Result<Compu
         paired,
         record_period: period,
         stats: read.stats,
+        accepted,
     })
 }
 
@@ -257,14 +286,25 @@ fn faults_view(run_dir: &Path, computed: &Computed, rounds: &str) -> faults_sect
     )
 }
 
-/// Recomputes and writes every derived artifact and `report.md`; returns the terminal table and
-/// the paths written.
+/// Recomputes and writes every derived artifact and `report.md` with the default options;
+/// returns the terminal table and the paths written.
 pub fn write_all(
     run_dir: &Path,
     lock: &RunLock,
     gold: &GoldTable,
 ) -> Result<(String, Vec<PathBuf>), ReportError> {
-    let computed = compute(run_dir, lock, gold)?;
+    write_all_with(run_dir, lock, gold, &ReportOptions::default())
+}
+
+/// Recomputes and writes every derived artifact and `report.md`, counting what `options`
+/// accepts; returns the terminal table and the paths written.
+pub fn write_all_with(
+    run_dir: &Path,
+    lock: &RunLock,
+    gold: &GoldTable,
+    options: &ReportOptions,
+) -> Result<(String, Vec<PathBuf>), ReportError> {
+    let computed = compute_with(run_dir, lock, gold, options)?;
     let mut written = Vec::new();
     let path = layout::path(run_dir, layout::EVALUATIONS);
     write_atomic(&path, |w| {
@@ -341,6 +381,7 @@ pub fn write_all(
         superseded: computed.stats.superseded,
         ignored_partial_line: computed.stats.ignored_partial_last_line,
         faults: faults_view(run_dir, &computed, &reported.rounds),
+        accepted: &computed.accepted.notes,
     };
     let md = markdown::render(&ctx);
     let path = layout::path(run_dir, layout::REPORT_MD);
