@@ -35,6 +35,16 @@ pub const REQUEST_ID_HEADERS: &[&str] = &[
     "cf-ray",
 ];
 
+/// How long a pooled connection to a provider may sit idle before it is dropped instead of
+/// reused. Servers close idle keep-alive connections on their own clock (llama.cpp's
+/// `llama-server`, through cpp-httplib, after 5 s; Python's httpx client also expires them at
+/// 5 s); a request sent on a connection the server is closing at that moment fails as
+/// "connection closed before message completed", which one attempt would charge to the
+/// provider. Dropping ours first, with a second of margin, keeps the persistent pool
+/// (METHODOLOGY §1) for back-to-back rounds and opens a fresh connection (inside the deadline,
+/// counted in TTFO like any connect) after a longer pause.
+pub const POOL_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(4);
+
 /// Executes timed requests for one provider over one persistent connection pool. Cheap to clone
 /// (the client and adapter are shared).
 #[derive(Clone, Debug)]
@@ -77,6 +87,7 @@ impl Executor {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .retry(reqwest::retry::never())
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
             .no_proxy()
             .build()
             .map_err(|e| ProbeError::Client {

@@ -164,6 +164,31 @@ async fn the_connection_is_reused_across_requests() {
     assert_eq!(server.connection_count(), 1);
 }
 
+/// A connection idle longer than the pool's idle timeout is not reused: a server may be closing
+/// it at that very moment (llama-server closes idle keep-alive connections after 5 s), and a
+/// request sent on it would fail through no fault of the provider. The pause is longer than
+/// the timeout, so a loaded machine only makes it longer.
+#[tokio::test]
+async fn a_connection_idle_past_the_pool_timeout_is_not_reused() {
+    let server = start(openai_stream()).await;
+    let exec = Executor::new(
+        adapter("together", &server.endpoint()),
+        contract(20_000),
+        &creds(),
+    )
+    .unwrap();
+    let first = exec.execute(&planned("together", 5_000)).await;
+    assert_eq!(first.record.outcome, Outcome::Completed);
+    tokio::time::sleep(
+        openbench_probe::executor::POOL_IDLE_TIMEOUT + std::time::Duration::from_millis(500),
+    )
+    .await;
+    let second = exec.execute(&planned("together", 5_000)).await;
+    assert_eq!(second.record.outcome, Outcome::Completed);
+    assert_eq!(server.received().len(), 2);
+    assert_eq!(server.connection_count(), 2);
+}
+
 #[tokio::test]
 async fn zai_style_reasoning_content_then_answer() {
     let steps = vec![
