@@ -231,27 +231,13 @@ fn parse_row(
         return None;
     };
     let mut ok = true;
-    let mut text = |key: &str, v: Option<&Value>, ok: &mut bool| match v {
-        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
-        other => {
-            bad(
-                key,
-                format!("must be a non-empty string, found {}", show(other)),
-            );
-            *ok = false;
-            String::new()
-        }
-    };
-    let id = text("id", obj.get("id"), &mut ok);
-    let use_case = text("use_case", obj.get("use_case"), &mut ok);
-    let split = text("split", obj.get("split"), &mut ok);
-    let prompt = obj.get("prompt");
-    let system = text(
-        "prompt.system",
-        prompt.and_then(|p| p.get("system")),
-        &mut ok,
-    );
-    let user = text("prompt.user", prompt.and_then(|p| p.get("user")), &mut ok);
+    let RowTexts {
+        id,
+        use_case,
+        split,
+        system,
+        user,
+    } = RowTexts::read(obj, bad, &mut ok);
     if !use_case.is_empty() && use_case != family.as_str() {
         let what = match Family::parse(&use_case) {
             Some(_) => "belongs to another family's file",
@@ -349,6 +335,50 @@ fn parse_row(
         file: file.to_string(),
         line,
     })
+}
+
+/// The five text fields every row format has, each required to be a non-empty string.
+pub(super) struct RowTexts {
+    /// `id`.
+    pub id: String,
+    /// `use_case` (the family).
+    pub use_case: String,
+    /// `split`.
+    pub split: String,
+    /// `prompt.system`.
+    pub system: String,
+    /// `prompt.user`.
+    pub user: String,
+}
+
+impl RowTexts {
+    /// Reads the fields of `obj`, reporting each bad one to `bad` (by its dotted path) and
+    /// clearing `ok`; a bad field reads as the empty string.
+    pub(super) fn read(
+        obj: &Map<String, Value>,
+        bad: &mut impl FnMut(&str, String),
+        ok: &mut bool,
+    ) -> RowTexts {
+        let mut text = |key: &str, v: Option<&Value>| match v {
+            Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+            other => {
+                bad(
+                    key,
+                    format!("must be a non-empty string, found {}", show(other)),
+                );
+                *ok = false;
+                String::new()
+            }
+        };
+        let prompt = obj.get("prompt");
+        RowTexts {
+            id: text("id", obj.get("id")),
+            use_case: text("use_case", obj.get("use_case")),
+            split: text("split", obj.get("split")),
+            system: text("prompt.system", prompt.and_then(|p| p.get("system"))),
+            user: text("prompt.user", prompt.and_then(|p| p.get("user"))),
+        }
+    }
 }
 
 pub(super) fn show(value: Option<&Value>) -> String {

@@ -1,6 +1,6 @@
 //! One family file of a reference release, checked row by row.
 
-use super::super::load::{parse_gold, show};
+use super::super::load::{RowTexts, parse_gold, show};
 use super::super::manifest::TokenBand;
 use super::super::{CONTRACT_FIELDS, Family, Gold, Problem, Row};
 use super::{expected_schema, token_field, universal_newlines};
@@ -73,27 +73,14 @@ impl FamilyCheck<'_> {
             bad(key, "missing".into());
             ok = false;
         }
-        let mut text = |key: &str, v: Option<&Value>, ok: &mut bool| match v {
-            Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
-            other => {
-                bad(
-                    key,
-                    format!("must be a non-empty string, found {}", show(other)),
-                );
-                *ok = false;
-                String::new()
-            }
-        };
-        let id = text("id", obj.get("id"), &mut ok);
-        let use_case = text("use_case", obj.get("use_case"), &mut ok);
-        let split = text("split", obj.get("split"), &mut ok);
+        let RowTexts {
+            id,
+            use_case,
+            split,
+            system,
+            user,
+        } = RowTexts::read(obj, bad, &mut ok);
         let prompt = obj.get("prompt");
-        let system = text(
-            "prompt.system",
-            prompt.and_then(|p| p.get("system")),
-            &mut ok,
-        );
-        let user = text("prompt.user", prompt.and_then(|p| p.get("user")), &mut ok);
         if let Some(Value::Object(p)) = prompt {
             for key in p.keys().filter(|k| *k != "system" && *k != "user") {
                 bad(&format!("prompt.{key}"), "unexpected key".into());
