@@ -6,6 +6,7 @@ pub mod kill;
 
 use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_coordinator::{RunInputs, prepare_inputs};
+use openbench_micro_single_task::spec_yaml::contract_sections;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -100,25 +101,7 @@ pub fn write_spec(
     time_scale: f64,
     timeout_ms: u64,
 ) -> PathBuf {
-    let mut text = format!(
-        "benchmark:
-  slug: inference-micro-single-task
-  workflow: micro-single-task
-  schedule_version: micro-single-task-paired-round-robin-sha256-v1
-  families: [meeting-notes-lookup, ticket-triage, contract-terms-extraction]
-request:
-  temperature: 0
-  top_p: 1
-  presence_penalty: 0
-  frequency_penalty: 0
-  max_output_tokens: 256
-  response_format: json_object
-  reasoning_effort: low
-  timeout_ms: {timeout_ms}
-  harness_grace_ms: {HARNESS_GRACE_MS}
-providers:
-"
-    );
+    let mut text = contract_sections(timeout_ms, HARNESS_GRACE_MS);
     for p in providers {
         text.push_str(&format!(
             "  - key: {}\n    endpoint: sim://{}\n    model: m-{}\n    max_tokens_field: max_tokens\n",

@@ -18,6 +18,7 @@ use errors::Spread;
 use openbench_coordinator::{RunDir, RunOptions, RunStatus, run_full};
 use openbench_inference::targets::LocalTargets;
 use openbench_micro_single_task::dataset::generate;
+use openbench_micro_single_task::spec_yaml::contract_sections;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
@@ -253,25 +254,7 @@ fn write_spec(
     items: usize,
     endpoints: &[String],
 ) -> anyhow::Result<std::path::PathBuf> {
-    let mut text = String::from(
-        "benchmark:
-  slug: inference-micro-single-task
-  workflow: micro-single-task
-  schedule_version: micro-single-task-paired-round-robin-sha256-v1
-  families: [meeting-notes-lookup, ticket-triage, contract-terms-extraction]
-request:
-  temperature: 0
-  top_p: 1
-  presence_penalty: 0
-  frequency_penalty: 0
-  max_output_tokens: 256
-  response_format: json_object
-  reasoning_effort: low
-  timeout_ms: 60000
-  harness_grace_ms: 60000
-providers:
-",
-    );
+    let mut text = contract_sections(60_000, 60_000);
     for lane in 0..args.lanes {
         let key = lane_key(lane);
         let endpoint = match endpoints {

@@ -1,7 +1,7 @@
 //! The micro-single-task workflow: one latency-sensitive user, small structured tasks, paired
 //! rounds. The dataset (`dataset`), exact scoring (`scoring`), metrics (`metrics`), paired
-//! comparisons (`paired`), the reports (`report`) and a synthetic run for timing them
-//! (`synthetic`) live here; records are read through `openbench_common::rundir`. The generic
+//! comparisons (`paired`), the reports (`report`), the contract part of generated specs
+//! (`spec_yaml`) and a synthetic run for timing them (`synthetic`) live here; records are read through `openbench_common::rundir`. The generic
 //! runner only sees the [`Workflow`] impl.
 
 pub mod compare;
@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod paired;
 pub mod report;
 pub mod scoring;
+pub mod spec_yaml;
 pub mod synthetic;
 
 use openbench_common::record::{Outcome, TerminalRecord};
