@@ -201,7 +201,7 @@ mod tests {
             task_family: "ticket-triage".into(),
             item_id: "i".into(),
             item_hash: String::new(),
-            requests: lanes,
+            requests: lanes.into(),
         }
     }
 
@@ -336,7 +336,7 @@ mod tests {
         assert_eq!(jobs.len(), 1);
         assert_eq!(jobs[0].round.round_index, 4);
         assert!(jobs[0].out_of_round);
-        let ids: Vec<&str> = jobs[0].lanes().map(|l| l.request_id.as_str()).collect();
+        let ids: Vec<String> = jobs[0].lanes().map(|l| l.request_id.clone()).collect();
         assert_eq!(ids, ["req-1", "req-3"]);
         // Once only: a failure during the re-run waits for a resume.
         book.note_failed(&jobs_by_round[&5], "req-4");

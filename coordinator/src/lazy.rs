@@ -8,6 +8,7 @@ use crate::schedule::planned_request;
 use openbench_common::request::PlannedRequest;
 use openbench_common::rundir::{Plan, PlannedLane, PlannedRound};
 use openbench_common::workflow::{DatasetRelease, WorkItem};
+use std::borrow::Cow;
 use std::collections::{BTreeSet, VecDeque};
 use std::ops::Deref;
 use std::sync::Arc;
@@ -35,7 +36,7 @@ pub struct RoundJob {
     /// The planned round.
     pub round: RoundRef,
     /// Positions in the round's `requests` still to execute, in launch order.
-    lanes: Vec<u32>,
+    lanes: Positions,
     /// The round's item: its family's items in the shared dataset, and its position there.
     dataset: Arc<DatasetRelease>,
     item: usize,
@@ -71,17 +72,17 @@ impl RoundJob {
         };
         self.lanes
             .iter()
-            .filter_map(|&i| round.requests.get(i as usize))
+            .filter_map(|i| round.requests.get(i))
             .map(|lane| {
                 let request = planned_request(
                     &self.run_id,
                     &self.round.plan,
                     round,
-                    lane,
+                    &lane,
                     item,
                     self.deadline_ms,
                 );
-                (lane.clone(), request)
+                (lane.into_owned(), request)
             })
             .collect()
     }
@@ -93,22 +94,20 @@ impl RoundJob {
         let lanes: Vec<u32> = self
             .lanes
             .iter()
-            .copied()
-            .filter(|&i| round.requests.get(i as usize).is_some_and(&keep))
+            .filter(|&i| round.requests.get(i).is_some_and(|l| keep(&l)))
+            .filter_map(|i| u32::try_from(i).ok())
             .collect();
         (!lanes.is_empty()).then(|| RoundJob {
-            lanes,
+            lanes: Positions::Listed(lanes),
             out_of_round: true,
             ..self.clone()
         })
     }
 
     /// The lanes this job executes, in launch order.
-    pub fn lanes(&self) -> impl Iterator<Item = &PlannedLane> {
+    pub fn lanes(&self) -> impl Iterator<Item = Cow<'_, PlannedLane>> {
         let round = &*self.round;
-        self.lanes
-            .iter()
-            .filter_map(|&i| round.requests.get(i as usize))
+        self.lanes.iter().filter_map(|i| round.requests.get(i))
     }
 
     fn work_item(&self) -> Option<&WorkItem> {
@@ -116,6 +115,35 @@ impl RoundJob {
             .items
             .get(&self.round.task_family)
             .and_then(|items| items.get(self.item))
+    }
+}
+
+/// Which positions of a round's `requests` a job executes, in launch order.
+#[derive(Debug, Clone)]
+enum Positions {
+    /// All of the round's `n` lanes (no memory per lane).
+    All(usize),
+    /// These positions only.
+    Listed(Vec<u32>),
+}
+
+impl Positions {
+    fn len(&self) -> usize {
+        match self {
+            Positions::All(n) => *n,
+            Positions::Listed(positions) => positions.len(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn iter(&self) -> Box<dyn Iterator<Item = usize> + '_> {
+        match self {
+            Positions::All(n) => Box::new(0..*n),
+            Positions::Listed(positions) => Box::new(positions.iter().map(|&i| i as usize)),
+        }
     }
 }
 
@@ -141,16 +169,28 @@ pub fn jobs(
                     round.item_id, round.task_family
                 ))
             })?;
-        let lanes: Vec<u32> = round
-            .requests
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| !committed.contains(&l.request_id))
-            .filter_map(|(i, _)| u32::try_from(i).ok())
-            .collect();
+        let all = round.requests.len();
+        // A fresh run has nothing committed: every lane of every round runs, and no request id
+        // needs deriving here.
+        let lanes = if committed.is_empty() {
+            Positions::All(all)
+        } else {
+            let missing: Vec<u32> = round
+                .requests
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| !committed.contains(&l.request_id))
+                .filter_map(|(i, _)| u32::try_from(i).ok())
+                .collect();
+            if missing.len() == all {
+                Positions::All(all)
+            } else {
+                Positions::Listed(missing)
+            }
+        };
         if !lanes.is_empty() {
             // Lanes of this round measured in an earlier session: these are not paired in time.
-            let out_of_round = lanes.len() < round.requests.len();
+            let out_of_round = lanes.len() < all;
             out.push_back(RoundJob {
                 round: RoundRef {
                     plan: plan.clone(),

@@ -228,7 +228,7 @@ fn judge_smoke(
 ) -> SmokeAttempt {
     let mut failures = Vec::new();
     for round in &plan.rounds {
-        for lane in &round.requests {
+        for lane in round.requests.iter() {
             let why = match records.get(&lane.request_id) {
                 None => Some("no terminal record".to_string()),
                 Some(r) if r.outcome != Outcome::Completed => Some(format!(

@@ -4,13 +4,14 @@
 //! `artifacts/smoke-plan-attempt-N.json`.
 
 use crate::selection::Selection;
-use openbench_common::request::{
-    ChatMessage, PlannedRequest, RequestIdentity, Role, request_id, round_id,
+use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Role, round_id};
+use openbench_common::rundir::{
+    Lane, PLAN_VERSION, Plan, PlanKind, PlannedLane, PlannedRound, RotationBasis, RoundRequests,
 };
-use openbench_common::rundir::{Lane, PLAN_VERSION, Plan, PlanKind, PlannedLane, PlannedRound};
 use openbench_common::spec::Spec;
 use openbench_common::workflow::{DatasetRelease, WorkItem};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The spec's lanes in base order: providers in spec order, each in every region.
 pub fn lanes(spec: &Spec) -> Vec<Lane> {
@@ -34,17 +35,6 @@ pub fn lanes(spec: &Spec) -> Vec<Lane> {
     out
 }
 
-/// `base` rotated left by `round_index mod len`.
-pub fn rotated<T: Clone>(base: &[T], round_index: u64) -> Vec<T> {
-    if base.is_empty() {
-        return Vec::new();
-    }
-    let shift = (round_index % base.len() as u64) as usize;
-    let mut out = base.to_vec();
-    out.rotate_left(shift);
-    out
-}
-
 /// Builds the plan of `items_per_family` items per family (a prefix of the selection).
 pub fn build_plan(
     spec: &Spec,
@@ -55,6 +45,13 @@ pub fn build_plan(
 ) -> Plan {
     let version = &spec.benchmark.schedule_version;
     let base = lanes(spec);
+    // Every round's lanes and request ids are derived from this when asked for, so the plan's
+    // memory does not grow with lanes × rounds.
+    let basis = Arc::new(RotationBasis {
+        lanes: base.clone(),
+        schedule_version: version.clone(),
+        attempt,
+    });
     let hashes = item_hashes(dataset);
     let mut rounds = Vec::new();
     for index in 0..items_per_family {
@@ -67,25 +64,6 @@ pub fn build_plan(
                 continue;
             };
             let round_index = rounds.len() as u64;
-            let requests = rotated(&base, round_index)
-                .into_iter()
-                .map(|lane| PlannedLane {
-                    // The lane label is the provider key with one region (the reference
-                    // runner's ids) and `provider@region` with several, so every lane's
-                    // request has its own id.
-                    request_id: request_id(
-                        version,
-                        &lane.label,
-                        round_index,
-                        family,
-                        item_id,
-                        attempt,
-                    ),
-                    lane: lane.label,
-                    provider: lane.provider,
-                    region: lane.region,
-                })
-                .collect();
             rounds.push(PlannedRound {
                 round_index,
                 round_id: round_id(version, round_index, family, item_id, attempt),
@@ -95,7 +73,7 @@ pub fn build_plan(
                     .get(&(family.as_str(), item_id.as_str()))
                     .cloned()
                     .unwrap_or_default(),
-                requests,
+                requests: RoundRequests::rotated(basis.clone(), round_index, family, item_id),
             });
         }
     }
@@ -174,21 +152,5 @@ pub fn planned_request(
             },
         ],
         deadline_ms,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rotation_moves_left_by_round_index() {
-        let base = ["a", "b", "c", "d"];
-        assert_eq!(rotated(&base, 0), vec!["a", "b", "c", "d"]);
-        assert_eq!(rotated(&base, 1), vec!["b", "c", "d", "a"]);
-        assert_eq!(rotated(&base, 3), vec!["d", "a", "b", "c"]);
-        assert_eq!(rotated(&base, 4), vec!["a", "b", "c", "d"]);
-        assert_eq!(rotated(&base, 6), vec!["c", "d", "a", "b"]);
-        assert!(rotated::<u8>(&[], 3).is_empty());
     }
 }

@@ -154,7 +154,7 @@ impl RunState {
                 let family = state.family(&round.task_family);
                 state.round_family.push(family);
                 state.round_open.push(round.requests.len());
-                for r in &round.requests {
+                for r in round.requests.iter() {
                     let lane = state.lane(&r.lane, &r.provider, &r.region);
                     state.cells[lane][family].planned += 1;
                     state.request_round.insert(r.request_id.clone(), index);

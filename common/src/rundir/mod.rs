@@ -10,6 +10,7 @@ pub mod follow;
 pub mod layout;
 pub mod manifest;
 pub mod records;
+pub mod round_requests;
 pub mod schema;
 pub mod write;
 pub mod writer_lock;
@@ -18,6 +19,7 @@ pub use append::{RunWriter, repair};
 pub use follow::{Followed, LineFollower};
 pub use layout::*;
 pub use records::{CountingRecords, ReadStats, counting_records, read_counting};
+pub use round_requests::{RotationBasis, RoundRequests};
 pub use schema::*;
 pub use write::{
     JsonlWriter, json_bytes, keep_committed_lines, push_line, read_json, repair_jsonl, sync_dir,

@@ -316,7 +316,7 @@ pub struct PlannedRound {
     /// Item hash (sha256 of the row's canonical JSON).
     pub item_hash: String,
     /// The lanes in launch order with their request ids.
-    pub requests: Vec<PlannedLane>,
+    pub requests: super::RoundRequests,
 }
 
 /// The immutable plan file (`artifacts/full-plan.json`, `artifacts/smoke-plan-attempt-N.json`).

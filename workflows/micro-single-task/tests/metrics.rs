@@ -253,7 +253,8 @@ fn lane_p(observations: &[Observation]) -> ProviderMetrics {
                     provider: "p".into(),
                     region: String::new(),
                     request_id: o.request_id.clone(),
-                }],
+                }]
+                .into(),
             })
             .collect(),
     };
