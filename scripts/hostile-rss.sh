@@ -26,27 +26,18 @@ trap 'rm -rf "$work"' EXIT
 export HOSTILE_KEY="sk-hostile-sentinel-4b8e1d0c9a7f"
 quirks=(endless-line endless-data-lines comment-flood huge-event endless-error-body invalid-utf8
         echo-key-split echo-key-base64 echo-key-error)
-echo "| hostile quirk | command | outcome, error type | slowest request end (ms) | peak RSS | wall |"
-echo "| --- | --- | --- | ---: | ---: | ---: |"
+# Peak RSS as /usr/bin/time reports it (KiB) and in MB of 10^6 bytes, the unit of the issue's
+# 100 MB bound.
+echo "| hostile quirk | command | outcome, error type | slowest request end (ms) | peak RSS (KiB) | peak RSS (MB) | wall |"
+echo "| --- | --- | --- | ---: | ---: | ---: | ---: |"
 for quirk in "${quirks[@]}"; do
     spec="$work/$quirk.yaml"
-    cat >"$spec" <<YAML
-benchmark:
-  slug: inference-micro-single-task
-  workflow: micro-single-task
-  schedule_version: micro-single-task-paired-round-robin-sha256-v1
-  families: [meeting-notes-lookup, ticket-triage, contract-terms-extraction]
-request:
-  temperature: 0
-  top_p: 1
-  presence_penalty: 0
-  frequency_penalty: 0
-  max_output_tokens: 256
-  response_format: json_object
-  reasoning_effort: low
-  timeout_ms: $timeout_ms
-  harness_grace_ms: 5000
-providers:
+    # The benchmark identity and request contract come from the bundled simulated spec, with this
+    # script's deadline.
+    sed -n '/^benchmark:/,/^providers:/p' "$root/workflows/micro-single-task/specs/simulated.yaml" |
+        sed -e "s/^  timeout_ms: .*/  timeout_ms: $timeout_ms/" \
+            -e "s/^  harness_grace_ms: .*/  harness_grace_ms: 5000/" >"$spec"
+    cat >>"$spec" <<YAML
   - key: hostile
     endpoint: sim://plain
     model: m-hostile
@@ -87,7 +78,7 @@ ends = [r.get("stream_end_ms") or r.get("e2e_ms") or 0 for r in recs]
 print(f"{'; '.join(kinds)}|{max(ends):.0f}")
 PY
 )"
-        printf '| `%s` | %s | %s | %s | %.1f MB | %.2f s |\n' "$quirk" "$command" \
-            "${summary%|*}" "${summary#*|}" "$(echo "$kb / 1000" | bc -l)" "$wall"
+        printf '| `%s` | %s | %s | %s | %s | %.1f | %.2f s |\n' "$quirk" "$command" \
+            "${summary%|*}" "${summary#*|}" "$kb" "$(echo "$kb * 1024 / 1000000" | bc -l)" "$wall"
     done
 done

@@ -136,7 +136,11 @@ impl Classification {
 /// One parsed SSE event with the time its last byte was read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StreamEvent {
-    /// The request this event belongs to.
+    /// The request this event belongs to, as read from the events file, where the run writer
+    /// puts its record's id first on each line. Never serialised with the event itself: an
+    /// [`Execution`]'s record names its request once, so the events crossing the gRPC hop (up
+    /// to `limits.events` of them) carry no copy each.
+    #[serde(default, skip_serializing)]
     pub request_id: String,
     /// 0-based position in the stream.
     pub index: u32,

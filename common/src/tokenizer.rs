@@ -81,20 +81,27 @@ fn segments(text: &str) -> impl Iterator<Item = &str> {
 pub fn ranks_sha256() -> String {
     static HASH: OnceLock<String> = OnceLock::new();
     HASH.get_or_init(|| {
+        use sha2::Digest;
+        use std::fmt::Write;
         let bpe = encoder();
-        let mut file = String::with_capacity(2_600_000);
+        // Hashed line by line: the 2.6 MB file is never held (a transient buffer that size
+        // stays resident in the allocator for the rest of the process).
+        let mut hasher = sha2::Sha256::new();
+        let mut line = String::with_capacity(64);
         for rank in 0..O200K_RANKS {
+            line.clear();
             match bpe.decode_bytes(&[rank]) {
                 Ok(bytes) => {
-                    file.push_str(&base64::engine::general_purpose::STANDARD.encode(bytes));
-                    file.push(' ');
-                    file.push_str(&rank.to_string());
-                    file.push('\n');
+                    base64::engine::general_purpose::STANDARD.encode_string(bytes, &mut line);
+                    let _ = writeln!(line, " {rank}");
                 }
-                Err(_) => file.push_str(&format!("missing {rank}\n")),
+                Err(_) => {
+                    let _ = writeln!(line, "missing {rank}");
+                }
             }
+            hasher.update(line.as_bytes());
         }
-        crate::hash::sha256_hex(file.as_bytes())
+        crate::hash::hex(&hasher.finalize())
     })
     .clone()
 }

@@ -143,7 +143,7 @@ impl Executor {
                     .build()
                     .map_err(|e| error_chain(&e.without_url()))
             });
-        let mut state = StreamState::new(&req.identity.request_id);
+        let mut state = StreamState::default();
         let mut exchange = Exchange::default();
         let ending = match request {
             Err(message) => {

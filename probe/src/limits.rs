@@ -94,7 +94,7 @@ mod tests {
             events: 3,
             ..StreamLimits::default()
         };
-        let mut state = StreamState::new("r");
+        let mut state = StreamState::default();
         for _ in 0..3 {
             assert_eq!(over_events(&state, &limits), None);
             state.push_comment(Duration::ZERO);
@@ -111,7 +111,7 @@ mod tests {
 
     #[test]
     fn an_execution_over_the_message_limit_sheds_events_and_says_so() {
-        let mut state = StreamState::new("r");
+        let mut state = StreamState::default();
         for _ in 0..100 {
             state.push_chunk(Duration::ZERO, None, answer(&"x".repeat(1000)));
         }
@@ -145,7 +145,7 @@ mod tests {
         let long = "é".repeat(40);
         let chunk =
             classify_json(&serde_json::json!({"choices": [{"delta": {}, "finish_reason": long}]}));
-        let mut state = StreamState::new("r");
+        let mut state = StreamState::default();
         state.push_chunk(Duration::ZERO, Some("n".repeat(33)), chunk);
         let event = &state.events[0];
         assert_eq!(event.event.as_deref(), Some("n".repeat(32).as_str()));
@@ -165,7 +165,7 @@ mod tests {
             answer_bytes: 6,
             ..StreamLimits::default()
         };
-        let mut state = StreamState::new("r");
+        let mut state = StreamState::default();
         state.push_chunk(Duration::ZERO, None, answer("abcd"));
         assert_eq!(over_text(&state, &answer("ef"), &limits), None);
         let ending = over_text(&state, &answer("efg"), &limits).unwrap();

@@ -109,7 +109,6 @@ impl Ending {
 /// Everything the read loop saw in a stream, in arrival order.
 #[derive(Debug, Clone, Default)]
 pub struct StreamState {
-    request_id: String,
     /// Every event, comments included.
     pub events: Vec<StreamEvent>,
     answer: String,
@@ -128,14 +127,6 @@ pub struct StreamState {
 }
 
 impl StreamState {
-    /// An empty state for one request.
-    pub fn new(request_id: &str) -> StreamState {
-        StreamState {
-            request_id: request_id.to_string(),
-            ..StreamState::default()
-        }
-    }
-
     /// Records a comment line (never output; never extends anything).
     pub fn push_comment(&mut self, at: Duration) {
         self.push_event(
@@ -202,7 +193,8 @@ impl StreamState {
         finish_reason: Option<String>,
     ) {
         self.events.push(StreamEvent {
-            request_id: self.request_id.clone(),
+            // The record names the request once; the run writer puts its id on every line.
+            request_id: String::new(),
             index: u32::try_from(self.events.len()).unwrap_or(u32::MAX),
             offset_ms: ms(at),
             classification,

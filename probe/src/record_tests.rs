@@ -40,7 +40,7 @@ fn ok_exchange() -> Exchange {
 }
 
 fn reasoning_then_answer() -> StreamState {
-    let mut s = StreamState::new("req-1");
+    let mut s = StreamState::default();
     push(
         &mut s,
         100,
@@ -104,7 +104,7 @@ fn completed_record_derives_every_timing() {
 
 #[test]
 fn failures_keep_partial_text_but_never_an_e2e() {
-    let mut s = StreamState::new("req-1");
+    let mut s = StreamState::default();
     push(
         &mut s,
         300,
@@ -128,7 +128,7 @@ fn failures_keep_partial_text_but_never_an_e2e() {
 
 #[test]
 fn length_finish_is_completed_and_flagged() {
-    let mut s = StreamState::new("req-1");
+    let mut s = StreamState::default();
     push(
         &mut s,
         300,

@@ -8,7 +8,7 @@ use super::RunDirError;
 use super::layout::RunFiles;
 use super::schema::{Checkpoint, Reconstructed, RoundLine};
 use super::write::{JsonlWriter, keep_committed_lines, push_line, repair_jsonl, write_json_atomic};
-use crate::record::{Execution, TerminalRecord};
+use crate::record::{Execution, StreamEvent, TerminalRecord};
 use std::collections::BTreeSet;
 
 /// Appends executions and round lines for one plan.
@@ -18,6 +18,17 @@ pub struct RunWriter {
     events: JsonlWriter,
     reconstructed: JsonlWriter,
     rounds: JsonlWriter,
+}
+
+/// Bytes of event lines gathered before each append.
+const EVENT_BLOCK_BYTES: usize = 64 << 10;
+
+/// One line of `raw/stream-events.jsonl`: the record's request id, then the event.
+#[derive(serde::Serialize)]
+struct EventLine<'a> {
+    request_id: &'a str,
+    #[serde(flatten)]
+    event: &'a StreamEvent,
 }
 
 impl RunWriter {
@@ -46,9 +57,18 @@ impl RunWriter {
     pub fn append_execution(&mut self, execution: &Execution) -> Result<(), RunDirError> {
         let record = &execution.record;
         if record.outcome.is_committed() {
-            let mut buf = Vec::new();
+            // Appended in blocks of about 64 KiB, not as one buffer the size of the stream.
+            let mut buf = Vec::with_capacity(EVENT_BLOCK_BYTES + 1024);
             for event in &execution.events {
-                push_line(&mut buf, &self.files.events, event)?;
+                let line = EventLine {
+                    request_id: &record.request_id,
+                    event,
+                };
+                push_line(&mut buf, &self.files.events, &line)?;
+                if buf.len() >= EVENT_BLOCK_BYTES {
+                    self.events.append_raw(&buf)?;
+                    buf.clear();
+                }
             }
             if !buf.is_empty() {
                 self.events.append_raw(&buf)?;
