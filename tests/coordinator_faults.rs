@@ -189,6 +189,21 @@ impl Topology {
         records(&self.dir.join(layout::FULL_RESULTS))
     }
 
+    /// Waits (up to 60 s after `started`) until some record is `region_unreachable`.
+    fn wait_for_an_unreachable_record(&self, started: Instant) {
+        while !self
+            .records()
+            .iter()
+            .any(|r| r.error_type == Some(ErrorType::RegionUnreachable))
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "never detected"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     fn manifest(&self) -> serde_json::Value {
         serde_json::from_slice(&std::fs::read(self.dir.join(layout::RUN_MANIFEST)).unwrap())
             .unwrap()
@@ -360,17 +375,7 @@ fn a_partitioned_region_is_detected_and_rejoins_after_sigcont() {
     // Wait for the coordinator to record one of west's lanes as unreachable, keep the
     // partition a few seconds longer, then heal it.
     let started = Instant::now();
-    while !t
-        .records()
-        .iter()
-        .any(|r| r.error_type == Some(ErrorType::RegionUnreachable))
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "never detected"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    t.wait_for_an_unreachable_record(started);
     let seen_ms = started.elapsed().as_millis();
     std::thread::sleep(Duration::from_secs(3));
     let healed_round = lines(&t.dir.join(layout::ROUNDS)).len() as u64;
@@ -502,17 +507,7 @@ fn a_restarted_probe_gets_the_session_reopened_and_its_later_rounds_are_measured
     t.wait_rounds(&mut run, 2);
     drop(t.west.take()); // SIGKILL: the new process knows no session
     let started = Instant::now();
-    while !t
-        .records()
-        .iter()
-        .any(|r| r.error_type == Some(ErrorType::RegionUnreachable))
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "never detected"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    t.wait_for_an_unreachable_record(started);
     t.restart_west();
     let restarted_round = lines(&t.dir.join(layout::ROUNDS)).len() as u64;
     let (code, out) = wait_output(run);
