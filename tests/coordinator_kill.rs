@@ -45,6 +45,8 @@ fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
         std::io::Write::write_all(&mut f, b"{\"schema_version\":1,\"request_id\":\"req-tor")
             .unwrap();
     }
+    // That is a state a kill can leave: the checks right after a kill accept it.
+    check_invariants(&dir, true, 10);
 
     let o = run_bin(tmp.path(), &full_args(&spec_s, &dir_s), &[]);
     let out = format!(
