@@ -202,8 +202,16 @@ pub async fn refusals(topology: &Topology) {
                 .execute(call("alpha", "no-client-cert", 5_000))
                 .await
                 .unwrap_err();
+            // With TLS 1.3 the client's side of the handshake is done before the probe checks
+            // the certificate; the probe's alert then races its close of the connection (a
+            // socket closed with the request unread is reset), so the call ends with the alert
+            // or, rarely (once in a CI run), with the connection closed: never with an answer.
+            // The `good` client below shows the probe still serving.
+            let chain = error_chain(&err);
             assert!(
-                error_chain(&err).contains("received fatal alert: CertificateRequired"),
+                chain.contains("received fatal alert: CertificateRequired")
+                    || (err.code() == tonic::Code::Cancelled
+                        && format!("{err:?}").contains("connection closed")),
                 "{err:?}"
             );
         }
