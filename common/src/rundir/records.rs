@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
+use std::sync::mpsc::{SyncSender, sync_channel};
 
 /// Counts from one read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -62,62 +63,125 @@ pub fn read_counting<T>(
     // Sized by a first pass counting lines: growing by doubling would, at the last step, hold a
     // million records and half a million more at once (the report's peak memory).
     let lines = count_lines(path).map_err(io(path))?;
-    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let reader = BufReader::with_capacity(1 << 20, file);
     // request id → (index into slots, whether the kept record is committed)
     let mut index: HashMap<String, (usize, bool)> = HashMap::with_capacity(lines);
     let mut slots: Vec<T> = Vec::with_capacity(lines);
     let mut stats = ReadStats::default();
-    let mut line = String::new();
-    let mut line_no = 0u64;
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).map_err(io(path))? == 0 {
-            break;
-        }
-        line_no += 1;
-        if !line.ends_with('\n') {
-            // Torn: the writer's one `write_all` of line + newline had not finished.
-            stats.ignored_partial_last_line = true;
-            break;
-        }
-        if line.trim().is_empty() {
-            continue;
-        }
-        let record: TerminalRecord =
-            serde_json::from_str(&line).map_err(|source| RunDirError::Json {
-                path: path.to_path_buf(),
-                line: Some(line_no),
-                source,
-            })?;
-        stats.lines += 1;
-        let committed = record.outcome.is_committed();
-        match index.get_mut(&record.request_id) {
-            None => {
-                index.insert(record.request_id.clone(), (slots.len(), committed));
-                slots.push(convert(record));
-            }
-            Some((slot, kept_committed)) => {
-                stats.superseded += 1;
-                if committed && *kept_committed {
-                    stats.committed_duplicates += 1;
-                    if stats.duplicate_ids.len() < DUPLICATE_IDS_KEPT
-                        && !stats.duplicate_ids.contains(&record.request_id)
-                    {
-                        stats.duplicate_ids.push(record.request_id.clone());
+    // JSON parsing is most of a read's cost; a second thread parses while this one keeps and
+    // converts, in file order.
+    std::thread::scope(|scope| {
+        let (sender, batches) = sync_channel(PARSED_BATCHES_AHEAD);
+        scope.spawn(move || parse_lines(reader, path, sender));
+        for batch in batches {
+            for parsed in batch? {
+                let record = match parsed {
+                    Parsed::Record(record) => *record,
+                    Parsed::Torn => {
+                        // Torn: the writer's one `write_all` of line + newline had not finished.
+                        stats.ignored_partial_last_line = true;
+                        break;
+                    }
+                };
+                stats.lines += 1;
+                let committed = record.outcome.is_committed();
+                match index.get_mut(&record.request_id) {
+                    None => {
+                        index.insert(record.request_id.clone(), (slots.len(), committed));
+                        slots.push(convert(record));
+                    }
+                    Some((slot, kept_committed)) => {
+                        stats.superseded += 1;
+                        if committed && *kept_committed {
+                            stats.committed_duplicates += 1;
+                            if stats.duplicate_ids.len() < DUPLICATE_IDS_KEPT
+                                && !stats.duplicate_ids.contains(&record.request_id)
+                            {
+                                stats.duplicate_ids.push(record.request_id.clone());
+                            }
+                        }
+                        // A harness record never replaces a committed one.
+                        if committed || !*kept_committed {
+                            *kept_committed = committed;
+                            slots[*slot] = convert(record);
+                        }
                     }
                 }
-                // A harness record never replaces a committed one.
-                if committed || !*kept_committed {
-                    *kept_committed = committed;
-                    slots[*slot] = convert(record);
-                }
             }
         }
-    }
+        Ok::<(), RunDirError>(())
+    })?;
     Ok(CountingRecords {
         items: slots,
         stats,
     })
+}
+
+/// Lines parsed per message from the parsing thread: enough that the channel costs little per
+/// record, few enough that the batches in flight hold little memory.
+const PARSED_BATCH: usize = 256;
+
+/// Batches the parsing thread may run ahead of the thread keeping the records.
+const PARSED_BATCHES_AHEAD: usize = 4;
+
+/// One non-blank line of a results file, as the parsing thread hands it over.
+enum Parsed {
+    /// A complete line's record (boxed: a batch moves pointers, not records).
+    Record(Box<TerminalRecord>),
+    /// An unterminated last line; nothing follows it.
+    Torn,
+}
+
+/// Parses `reader`'s lines in order into batches sent to `sender`, skipping blank lines. Stops
+/// after a torn line, and after the first unreadable line, which it sends as an error naming
+/// `path` and the line; stops early when the receiver is gone.
+fn parse_lines(
+    mut reader: impl BufRead,
+    path: &Path,
+    sender: SyncSender<Result<Vec<Parsed>, RunDirError>>,
+) {
+    let mut batch = Vec::with_capacity(PARSED_BATCH);
+    let mut line = String::new();
+    let mut line_no = 0u64;
+    let failure = loop {
+        line.clear();
+        match reader.read_line(&mut line) {
+            Ok(0) => break None,
+            Ok(_) => {}
+            Err(e) => break Some(io(path)(e)),
+        }
+        line_no += 1;
+        if !line.ends_with('\n') {
+            batch.push(Parsed::Torn);
+            break None;
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(&line) {
+            Ok(record) => batch.push(Parsed::Record(Box::new(record))),
+            Err(source) => {
+                break Some(RunDirError::Json {
+                    path: path.to_path_buf(),
+                    line: Some(line_no),
+                    source,
+                });
+            }
+        }
+        if batch.len() == PARSED_BATCH {
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(PARSED_BATCH));
+            if sender.send(Ok(full)).is_err() {
+                return;
+            }
+        }
+    };
+    // The records before a failure are delivered first, so the error comes in file order.
+    if !batch.is_empty() && sender.send(Ok(batch)).is_err() {
+        return;
+    }
+    if let Some(error) = failure {
+        let _ = sender.send(Err(error));
+    }
 }
 
 /// Newline-terminated lines in `path`, plus one for an unterminated last line.
@@ -217,6 +281,69 @@ mod tests {
         assert_eq!(read.stats.committed_duplicates, 2);
         assert_eq!(read.stats.duplicate_ids, vec!["a".to_string()]);
         assert_eq!(read.items, vec![Outcome::Completed, Outcome::Completed]);
+    }
+
+    /// More lines than several of the parsing thread's batches: order, line numbers, superseding
+    /// and the torn tail must come through the hand-over unchanged.
+    #[test]
+    fn records_across_parsed_batches_keep_order_lines_and_superseding() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("results.jsonl");
+        let mut body = Vec::new();
+        // r0..r98 start as harness records and are replaced at the end; r99..r599 stand.
+        for i in 0..600 {
+            let outcome = if i < 99 {
+                Outcome::HarnessError
+            } else {
+                Outcome::Completed
+            };
+            let _ = writeln!(body, "{}", rec(&format!("r{i}"), outcome, f64::from(i)));
+            if i == 299 {
+                body.push(b'\n');
+            }
+        }
+        for i in 0..99 {
+            let _ = writeln!(
+                body,
+                "{}",
+                rec(&format!("r{i}"), Outcome::Completed, 1000.0 + f64::from(i))
+            );
+        }
+        let _ = writeln!(body, "{}", rec("r600", Outcome::Completed, 600.0));
+        body.extend_from_slice(b"{\"torn");
+        std::fs::write(&path, body).unwrap_or_else(|e| panic!("{e}"));
+        let read = read_counting(&path, false, |r| (r.request_id, r.outcome, r.e2e_ms));
+        let read = read.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read.items.len(), 601);
+        for (i, (id, outcome, e2e)) in read.items.iter().enumerate() {
+            assert_eq!(id, &format!("r{i}"));
+            assert_eq!(*outcome, Outcome::Completed, "r{i}");
+            let expected = if i < 99 { 1000 + i } else { i };
+            assert_eq!(*e2e, Some(expected as f64), "r{i}");
+        }
+        assert_eq!(read.stats.lines, 700);
+        assert_eq!(read.stats.superseded, 99);
+        assert_eq!(read.stats.committed_duplicates, 0);
+        assert!(read.stats.ignored_partial_last_line);
+
+        // A broken line past the first batches is named by its line in the file: 300 records,
+        // one blank line, 100 records, then the broken line 402.
+        let mut body = Vec::new();
+        for i in 0..400 {
+            let _ = writeln!(body, "{}", rec(&format!("r{i}"), Outcome::Completed, 1.0));
+            if i == 299 {
+                body.push(b'\n');
+            }
+        }
+        body.extend_from_slice(b"{broken\n");
+        for i in 400..900 {
+            let _ = writeln!(body, "{}", rec(&format!("r{i}"), Outcome::Completed, 1.0));
+        }
+        std::fs::write(&path, body).unwrap_or_else(|e| panic!("{e}"));
+        match read_counting(&path, false, |r| r.request_id) {
+            Err(RunDirError::Json { line, .. }) => assert_eq!(line, Some(402)),
+            other => panic!("expected a bad line, got {other:?}"),
+        }
     }
 
     #[test]
