@@ -26,3 +26,34 @@ providers:
 "
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::contract_sections;
+    use serde_json::Value;
+
+    /// The bundled spec, which `scripts/hostile-rss.sh` copies its contract from.
+    const BUNDLED: &str = include_str!("../specs/simulated.yaml");
+
+    fn yaml(text: &str) -> Value {
+        serde_saphyr::from_str(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+    }
+
+    /// Generated specs and the bundled one must ask providers for the same request: the two
+    /// texts are kept in step by this test, not by hand.
+    #[test]
+    fn the_generated_contract_is_the_bundled_specs_contract() {
+        let bundled = yaml(BUNDLED);
+        // The bundled spec's own deadline and grace, so every other field must match as is.
+        let generated = yaml(&format!("{}  []\n", contract_sections(600, 2000)));
+        assert_eq!(generated["request"], bundled["request"]);
+        let mut benchmark = bundled["benchmark"].clone();
+        // The one field a generated spec leaves out: its model label is the run's own.
+        let label = benchmark
+            .as_object_mut()
+            .and_then(|b| b.remove("model_label"));
+        assert_eq!(label, Some(Value::from("GLM-5.3-Flash")));
+        assert_eq!(generated["benchmark"], benchmark);
+        assert_eq!(generated["request"]["max_output_tokens"], 256);
+    }
+}
