@@ -285,6 +285,12 @@ pub struct TerminalRecord {
     /// never paired with that round's other lanes (docs/faults.md).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub out_of_round: bool,
+    /// True when the request was sent a second time, on a fresh connection, because the pooled
+    /// connection it first went out on was closed by the server before any response byte (the
+    /// server had ended it, unread; METHODOLOGY §1, docs/methodology.md). The clock kept running
+    /// from the first send: the lost try and the new connect are in TTFO.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resent_on_fresh_connection: bool,
 }
 
 impl TerminalRecord {
@@ -336,6 +342,7 @@ impl TerminalRecord {
             finish_reason: None,
             truncated_by_length: false,
             abrupt_end: false,
+            resent_on_fresh_connection: false,
             usage: None,
             provider_request_id: None,
             rate_limit_headers: BTreeMap::new(),

@@ -60,6 +60,9 @@ struct Inner {
     url: reqwest::Url,
     headers: HeaderMap,
     redactor: Redactor,
+    /// When this executor's last request ended: a connection it used may sit in the pool until
+    /// [`POOL_IDLE_TIMEOUT`] after that.
+    last_end: std::sync::Mutex<Option<Instant>>,
 }
 
 impl Executor {
@@ -103,6 +106,7 @@ impl Executor {
                 url,
                 headers,
                 redactor: Redactor::new(credentials),
+                last_end: std::sync::Mutex::new(None),
             }),
         })
     }
@@ -154,31 +158,59 @@ impl Executor {
                 }
             }
             Ok(request) => {
+                // A second copy, made off the clock, for the one resend on a fresh connection.
+                let spare = request.try_clone();
                 let wall = SystemTime::now();
                 let zero = Instant::now();
                 let ending = self
-                    .timed(request, zero, deadline_ms, &mut state, &mut exchange)
+                    .timed(request, spare, zero, deadline_ms, &mut state, &mut exchange)
                     .await;
                 record.started_at = openbench_common::clock::rfc3339_utc(wall);
                 ending
             }
         };
+        if let Ok(mut last_end) = inner.last_end.lock() {
+            *last_end = Some(Instant::now());
+        }
         let mut execution = finalize(record, state, exchange, &ending);
         inner.redactor.redact_execution(&mut execution);
         execution
+    }
+
+    /// True when a connection of this executor's may still be in the pool, so a send may have
+    /// gone out on a reused connection.
+    fn may_reuse_a_connection(&self) -> bool {
+        self.inner
+            .last_end
+            .lock()
+            .ok()
+            .and_then(|last| *last)
+            .is_some_and(|end| end.elapsed() < POOL_IDLE_TIMEOUT)
     }
 
     /// The measured part: send, headers, stream; returns how it ended.
     async fn timed(
         &self,
         request: reqwest::Request,
+        spare: Option<reqwest::Request>,
         zero: Instant,
         deadline_ms: u64,
         state: &mut StreamState,
         exchange: &mut Exchange,
     ) -> Ending {
         let deadline = tokio::time::Instant::from_std(zero + Duration::from_millis(deadline_ms));
-        let sent = timeout_at(deadline, self.inner.client.execute(request)).await;
+        let reused = self.may_reuse_a_connection();
+        let mut sent = timeout_at(deadline, self.inner.client.execute(request)).await;
+        // A server may close a kept-alive connection just as the next request goes out on it
+        // (llama-server closes it ≈ 100 ms after each stream, unread): that request never
+        // reached the provider, so it goes out once more, on a new connection, on the same clock.
+        if let (Ok(Err(e)), Some(spare)) = (&sent, spare)
+            && reused
+            && closed_before_any_response(e)
+        {
+            exchange.resent_on_fresh_connection = true;
+            sent = timeout_at(deadline, self.inner.client.execute(spare)).await;
+        }
         let at = zero.elapsed();
         let mut response = match sent {
             Err(_) => {
@@ -350,6 +382,27 @@ fn process(
         }
     }
     None
+}
+
+/// True when a send failed because the server closed the connection before any byte of a
+/// response: an end of stream with the request in flight, or a reset or broken pipe.
+fn closed_before_any_response(error: &reqwest::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if e.downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_incomplete_message)
+        {
+            return true;
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
+            if matches!(io.kind(), ConnectionReset | ConnectionAborted | BrokenPipe) {
+                return true;
+            }
+        }
+        source = e.source();
+    }
+    false
 }
 
 /// How long, after `[DONE]`, the executor waits off the clock for the end of the body.

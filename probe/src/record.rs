@@ -243,6 +243,8 @@ pub struct Exchange {
     pub provider_request_id: Option<String>,
     /// Rate-limit and retry headers.
     pub rate_limit_headers: std::collections::BTreeMap<String, String>,
+    /// The request went out again on a fresh connection after its pooled one was found closed.
+    pub resent_on_fresh_connection: bool,
 }
 
 /// Builds the terminal record: outcome, timings, texts, token counts and metrics. `base` carries
@@ -261,6 +263,7 @@ pub fn finalize(
     record.headers_ms = exchange.headers_at.map(ms);
     record.stream_end_ms = exchange.end_at.map(ms);
     record.provider_request_id = exchange.provider_request_id;
+    record.resent_on_fresh_connection = exchange.resent_on_fresh_connection;
     record.rate_limit_headers = exchange.rate_limit_headers;
     record.ttfo_ms = state.ttfo.map(ms);
     record.ttfa_ms = state.ttfa.map(ms);

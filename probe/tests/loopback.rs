@@ -189,6 +189,69 @@ async fn a_connection_idle_past_the_pool_timeout_is_not_reused() {
     assert_eq!(server.connection_count(), 2);
 }
 
+/// llama-server ends a streamed response and closes the connection ≈ 100 ms later without
+/// reading what was sent meanwhile (measured: docs/methodology.md). A request sent on that
+/// connection at once is lost through no fault of the provider: it goes out again on a fresh
+/// connection, flagged, with the lost try on its clock.
+#[tokio::test]
+async fn a_request_lost_on_a_connection_the_server_is_closing_is_resent_once() {
+    let mut steps = openai_stream();
+    steps.extend([Step::Sleep(200), Step::Close]);
+    let server = start(steps).await;
+    let exec = Executor::new(
+        adapter("together", &server.endpoint()),
+        contract(20_000),
+        &creds(),
+    )
+    .unwrap();
+    let first = exec.execute(&planned("together", 5_000)).await;
+    assert_eq!(first.record.outcome, Outcome::Completed);
+    assert!(!first.record.resent_on_fresh_connection);
+    let second = exec.execute(&planned("together", 5_000)).await;
+    assert_eq!(
+        second.record.outcome,
+        Outcome::Completed,
+        "{:?}",
+        second.record.error_message
+    );
+    assert!(second.record.resent_on_fresh_connection);
+    // The first connection read one request; the second request was read on a second one.
+    assert_eq!(server.received().len(), 2);
+    assert_eq!(server.connection_count(), 2);
+    // The server's 200 ms pause before closing, less what the first request's drain waited,
+    // is on the second request's clock (a busy machine only adds to it).
+    assert!(
+        second.record.ttfo_ms.is_some_and(|t| t >= 100.0),
+        "{:?}",
+        second.record.ttfo_ms
+    );
+    let line = serde_json::to_string(&second.record).unwrap();
+    assert!(
+        line.contains(r#""resent_on_fresh_connection":true"#),
+        "{line}"
+    );
+    let line = serde_json::to_string(&first.record).unwrap();
+    assert!(!line.contains("resent_on_fresh_connection"), "{line}");
+}
+
+/// A connection closed before any response on a request's own new connection is the
+/// provider's failure: one attempt, no resend.
+#[tokio::test]
+async fn a_first_request_whose_connection_closes_unanswered_is_not_resent() {
+    let server = start(vec![Step::Close]).await;
+    let exec = Executor::new(
+        adapter("together", &server.endpoint()),
+        contract(20_000),
+        &creds(),
+    )
+    .unwrap();
+    let only = exec.execute(&planned("together", 5_000)).await;
+    assert_eq!(only.record.outcome, Outcome::TransportError);
+    assert!(!only.record.resent_on_fresh_connection);
+    assert_eq!(server.received().len(), 1);
+    assert_eq!(server.connection_count(), 1);
+}
+
 #[tokio::test]
 async fn zai_style_reasoning_content_then_answer() {
     let steps = vec![
