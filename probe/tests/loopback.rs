@@ -150,12 +150,7 @@ async fn openai_style_stream_completes_with_exact_timings() {
 #[tokio::test]
 async fn the_connection_is_reused_across_requests() {
     let server = start(openai_stream()).await;
-    let exec = Executor::new(
-        adapter("together", &server.endpoint()),
-        contract(20_000),
-        &creds(),
-    )
-    .unwrap();
+    let exec = executor(&server);
     for _ in 0..3 {
         let e = exec.execute(&planned("together", 5_000)).await;
         assert_eq!(e.record.outcome, Outcome::Completed);
@@ -171,12 +166,7 @@ async fn the_connection_is_reused_across_requests() {
 #[tokio::test]
 async fn a_connection_idle_past_the_pool_timeout_is_not_reused() {
     let server = start(openai_stream()).await;
-    let exec = Executor::new(
-        adapter("together", &server.endpoint()),
-        contract(20_000),
-        &creds(),
-    )
-    .unwrap();
+    let exec = executor(&server);
     let first = exec.execute(&planned("together", 5_000)).await;
     assert_eq!(first.record.outcome, Outcome::Completed);
     tokio::time::sleep(
@@ -198,12 +188,7 @@ async fn a_request_lost_on_a_connection_the_server_is_closing_is_resent_once() {
     let mut steps = openai_stream();
     steps.extend([Step::Sleep(200), Step::Close]);
     let server = start(steps).await;
-    let exec = Executor::new(
-        adapter("together", &server.endpoint()),
-        contract(20_000),
-        &creds(),
-    )
-    .unwrap();
+    let exec = executor(&server);
     let first = exec.execute(&planned("together", 5_000)).await;
     assert_eq!(first.record.outcome, Outcome::Completed);
     assert!(!first.record.resent_on_fresh_connection);
@@ -239,12 +224,7 @@ async fn a_request_lost_on_a_connection_the_server_is_closing_is_resent_once() {
 #[tokio::test]
 async fn a_first_request_whose_connection_closes_unanswered_is_not_resent() {
     let server = start(vec![Step::Close]).await;
-    let exec = Executor::new(
-        adapter("together", &server.endpoint()),
-        contract(20_000),
-        &creds(),
-    )
-    .unwrap();
+    let exec = executor(&server);
     let only = exec.execute(&planned("together", 5_000)).await;
     assert_eq!(only.record.outcome, Outcome::TransportError);
     assert!(!only.record.resent_on_fresh_connection);

@@ -256,6 +256,16 @@ pub fn creds() -> Credentials {
     Credentials::from_pairs([("TEST_KEY", SECRET)])
 }
 
+/// An executor for provider `together` at `server`, with the contract's 20 s deadline.
+pub fn executor(server: &RawServer) -> Executor {
+    Executor::new(
+        adapter("together", &server.endpoint()),
+        contract(20_000),
+        &creds(),
+    )
+    .unwrap()
+}
+
 /// Serves `steps` and executes one planned request against them.
 pub async fn run(steps: Vec<Step>, deadline_ms: u64) -> (Execution, RawServer) {
     let (execution, server, _) = run_timed(steps, deadline_ms).await;
@@ -266,12 +276,7 @@ pub async fn run(steps: Vec<Step>, deadline_ms: u64) -> (Execution, RawServer) {
 /// an upper bound of every offset the probe can report.
 pub async fn run_timed(steps: Vec<Step>, deadline_ms: u64) -> (Execution, RawServer, f64) {
     let server = start(steps).await;
-    let exec = Executor::new(
-        adapter("together", &server.endpoint()),
-        contract(20_000),
-        &creds(),
-    )
-    .unwrap();
+    let exec = executor(&server);
     let before = Instant::now();
     let execution = exec.execute(&planned("together", deadline_ms)).await;
     let elapsed_ms = before.elapsed().as_nanos() as f64 / 1e6;
