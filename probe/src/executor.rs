@@ -67,7 +67,7 @@ struct Inner {
 
 impl Executor {
     /// An executor for one provider: checks the endpoint and credentials, builds the headers and
-    /// one HTTP client (rustls, no redirects, no retries, no proxy, pooled connections, no
+    /// one HTTP client (rustls, no redirects, no client retries, no proxy, pooled connections, no
     /// warm-up request). Also builds the tokenizer now so no measurement pays for it.
     pub fn new(
         adapter: ProviderAdapter,
@@ -121,9 +121,10 @@ impl Executor {
         &self.inner.contract
     }
 
-    /// Executes one planned request: one attempt, never retried, never panicking. Every failure
-    /// is a record; every string in it is redacted. The deadline is `req.deadline_ms`, or the
-    /// contract's `timeout_ms` when that is 0.
+    /// Executes one planned request: one attempt, never retried, never panicking (only a request
+    /// whose pooled connection the server closed unread is sent once more, on a new connection;
+    /// docs/methodology.md §9). Every failure is a record; every string in it is redacted. The
+    /// deadline is `req.deadline_ms`, or the contract's `timeout_ms` when that is 0.
     pub async fn execute(&self, req: &PlannedRequest) -> Execution {
         let inner = &self.inner;
         let deadline_ms = if req.deadline_ms > 0 {
