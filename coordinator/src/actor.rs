@@ -1,7 +1,8 @@
 //! The coordinator actor: owns the remaining rounds, the round barrier and the run writer.
 //!
-//! Per round it spawns one task per lane (prepared while the previous round runs), waits until
-//! every task is parked at the gate, then opens the gate lane by lane in the rotated launch order. Each task calls its region's probe over
+//! Per round it spawns one launcher task (prepared while the previous round runs), waits until it
+//! is parked at the gate, then opens the gate: the launcher starts every lane's call in the
+//! rotated launch order, back to back, and drives them all. Each lane calls its region's probe over
 //! gRPC and casts the execution back; the actor hands it to the writer thread
 //! ([`crate::durable`], group commit per round) and starts the next round only when every lane is
 //! terminal. A probe that does not answer within deadline + grace yields a
@@ -16,7 +17,9 @@ use crate::faults::{FaultBook, RegionGone};
 use crate::health::{FaultPolicy, LinkEvent, RegionState};
 use crate::lazy::RoundRef;
 use crate::session_open::ProbeSession;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use openbench_common::record::{ErrorType, Execution};
+use openbench_common::request::PlannedRequest;
 use openbench_common::rundir::{Checkpoint, RegionLink, RegionOutage, RoundLine};
 use openbench_proto::link::ProbeChannel;
 use openbench_proto::v1::probe_client::ProbeClient;
@@ -172,7 +175,8 @@ struct Current {
     /// The round's span, closed when the round is summarized.
     span: tracing::Span,
     harness: usize,
-    tasks: Vec<JoinHandle<()>>,
+    /// The round's launcher task (every lane's call).
+    launcher: JoinHandle<()>,
 }
 
 /// The actor's state.
@@ -250,9 +254,7 @@ impl Actor for Coordinator {
             CoordMsg::Stop { abandon } => {
                 state.stopping = true;
                 if abandon && let Some(current) = state.current.take() {
-                    for task in current.tasks {
-                        task.abort();
-                    }
+                    current.launcher.abort();
                 }
                 if state.current.is_none() {
                     finish(&myself, state, SessionStatus::Interrupted);
@@ -265,9 +267,7 @@ impl Actor for Coordinator {
 
 fn finish(myself: &ActorRef<CoordMsg>, state: &mut CoordState, status: SessionStatus) {
     if let Some(next) = state.next.take() {
-        for task in next.tasks {
-            task.abort();
-        }
+        next.launcher.abort();
     }
     let status = match status {
         SessionStatus::Interrupted => state.stop_status.take().unwrap_or(status),
@@ -286,73 +286,127 @@ fn finish(myself: &ActorRef<CoordMsg>, state: &mut CoordState, status: SessionSt
     myself.stop(None);
 }
 
-/// A round whose lane tasks are spawned and parked at the gate, ready to be released.
+/// A round whose launcher task is spawned and parked at the gate, ready to be released.
 struct Prepared {
     job: RoundJob,
     launch_order: Vec<String>,
     ready: Arc<Barrier>,
-    gates: Vec<oneshot::Sender<tracing::Span>>,
-    tasks: Vec<JoinHandle<()>>,
+    gate: oneshot::Sender<tracing::Span>,
+    launcher: JoinHandle<()>,
 }
 
-/// Spawns one task per lane of `job`; each parks at the ready barrier, then waits for its gate.
+/// One lane of a prepared round: its request, already encoded, and where it goes.
+struct PreparedLane {
+    request: PlannedRequest,
+    body: Result<String, String>,
+    client: Option<ProbeClient<ProbeChannel>>,
+    session: Option<watch::Receiver<ProbeSession>>,
+    lost: Option<mpsc::UnboundedSender<String>>,
+    region: Option<watch::Receiver<RegionState>>,
+    model: String,
+    wait: Duration,
+}
+
+/// Spawns the round's launcher: one task that parks at the ready barrier, waits for the gate,
+/// then starts every lane's call in launch order and drives them all to their records.
+///
+/// One task rather than one per lane: released lane tasks would be spread over the runtime's
+/// workers, and a lane taken by a worker that is not running at that moment (the other core
+/// busy with an upstream or the writer) was dispatched late, which set the round's launch skew.
+/// In one task the lanes are dispatched back to back, each up to its first wait for the probe.
 fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prepared {
     let requests = job.requests();
-    let n = requests.len();
-    let ready = Arc::new(Barrier::new(n + 1));
-    let mut gates = Vec::with_capacity(n);
-    let mut tasks = Vec::with_capacity(n);
-    let mut launch_order = Vec::with_capacity(n);
+    let mut launch_order = Vec::with_capacity(requests.len());
+    let lanes: Vec<PreparedLane> = requests
+        .into_iter()
+        .map(|(lane, request)| {
+            launch_order.push(lane.lane.clone());
+            PreparedLane {
+                body: encode(&request),
+                client: args.clients.get(&lane.region).cloned(),
+                session: args.sessions.get(&lane.region).cloned(),
+                lost: args.sessions_lost.get(&lane.region).cloned(),
+                region: args.regions.get(&lane.region).cloned(),
+                model: args.models.get(&lane.provider).cloned().unwrap_or_default(),
+                wait: harness_wait(request.deadline_ms, args.grace_ms),
+                request,
+            }
+        })
+        .collect();
+    let ready = Arc::new(Barrier::new(2));
+    let (gate, gate_rx) = oneshot::channel::<tracing::Span>();
+    let parked = ready.clone();
+    let me = myself.clone();
+    let round_index = job.round.round_index;
     let out_of_round = job.out_of_round;
-    for (lane, request) in requests {
-        let (gate_tx, gate_rx) = oneshot::channel::<tracing::Span>();
-        gates.push(gate_tx);
-        launch_order.push(lane.lane.clone());
-        let client = args.clients.get(&lane.region).cloned();
-        let session = args.sessions.get(&lane.region).cloned();
-        let body = encode(&request);
-        let lost = args.sessions_lost.get(&lane.region).cloned();
-        let region = args.regions.get(&lane.region).cloned();
-        let model = args.models.get(&lane.provider).cloned().unwrap_or_default();
-        let wait = harness_wait(request.deadline_ms, args.grace_ms);
-        let ready = ready.clone();
-        let me = myself.clone();
-        let round_index = job.round.round_index;
-        tasks.push(tokio::spawn(async move {
-            ready.wait().await;
-            let Ok(round_span) = gate_rx.await else {
-                return;
-            };
-            let dispatched_at = Instant::now();
-            let session = session.map(|s| s.borrow().clone());
-            let lane_session = session.as_ref().map(|s| LaneSession {
-                id: s.session_id.clone(),
-                lost: lost.clone(),
-            });
-            let call = LaneCall {
-                body,
-                session: lane_session,
-            };
-            let (mut execution, from_probe) =
-                execute(client, region, call, &request, &model, wait, &round_span).await;
-            execution.record.out_of_round = out_of_round;
-            // The record names the probe this session checked, harness records included.
-            execution.record.probe_id = session.map(|s| s.probe.probe_id);
-            let _ = me.cast(CoordMsg::LaneDone(Box::new(LaneResult {
-                round_index,
-                dispatched_at,
-                execution,
-                from_probe,
-            })));
-        }));
-    }
+    let launcher = tokio::spawn(async move {
+        parked.wait().await;
+        let Ok(round_span) = gate_rx.await else {
+            return;
+        };
+        let mut running: FuturesUnordered<_> = lanes
+            .into_iter()
+            .map(|lane| {
+                run_lane(
+                    lane,
+                    round_span.clone(),
+                    me.clone(),
+                    round_index,
+                    out_of_round,
+                )
+            })
+            .collect();
+        while running.next().await.is_some() {}
+    });
     Prepared {
         job,
         launch_order,
         ready,
-        gates,
-        tasks,
+        gate,
+        launcher,
     }
+}
+
+/// One lane's call, from its dispatch (the first poll, right after the gate opens) to the
+/// execution cast back to the actor.
+async fn run_lane(
+    lane: PreparedLane,
+    round_span: tracing::Span,
+    me: ActorRef<CoordMsg>,
+    round_index: u64,
+    out_of_round: bool,
+) {
+    let dispatched_at = Instant::now();
+    let PreparedLane {
+        request,
+        body,
+        client,
+        session,
+        lost,
+        region,
+        model,
+        wait,
+    } = lane;
+    let session = session.map(|s| s.borrow().clone());
+    let lane_session = session.as_ref().map(|s| LaneSession {
+        id: s.session_id.clone(),
+        lost,
+    });
+    let call = LaneCall {
+        body,
+        session: lane_session,
+    };
+    let (mut execution, from_probe) =
+        execute(client, region, call, &request, &model, wait, &round_span).await;
+    execution.record.out_of_round = out_of_round;
+    // The record names the probe this session checked, harness records included.
+    execution.record.probe_id = session.map(|s| s.probe.probe_id);
+    let _ = me.cast(CoordMsg::LaneDone(Box::new(LaneResult {
+        round_index,
+        dispatched_at,
+        execution,
+        from_probe,
+    })));
 }
 
 /// Releases the next round (prepared ahead when possible), then prepares the one after it so its
@@ -383,14 +437,12 @@ async fn next_round(myself: &ActorRef<CoordMsg>, state: &mut CoordState) {
             }
         }
     };
-    let n = prepared.gates.len();
+    let n = prepared.launch_order.len();
     prepared.ready.wait().await;
     let released = Instant::now();
     let released_wall = openbench_common::clock::now_rfc3339();
     let round_span = crate::spans::round_span(&state.run_span, &prepared.job.round);
-    for gate in prepared.gates {
-        let _ = gate.send(round_span.clone());
-    }
+    let _ = prepared.gate.send(round_span.clone());
     let overhead_ms = state
         .last_terminal
         .map(|last| ms(released.saturating_duration_since(last)));
@@ -407,7 +459,7 @@ async fn next_round(myself: &ActorRef<CoordMsg>, state: &mut CoordState) {
         outstanding: n,
         span: round_span,
         harness: 0,
-        tasks: prepared.tasks,
+        launcher: prepared.launcher,
     });
     if let Some(job) = state.args.jobs.pop_front() {
         state.next = Some(prepare(myself, &state.args, job));
@@ -484,9 +536,7 @@ async fn lane_done(myself: &ActorRef<CoordMsg>, state: &mut CoordState, result: 
 /// Abandons the in-flight round and ends the session as failed (the run stays resumable).
 fn fail(myself: &ActorRef<CoordMsg>, state: &mut CoordState, message: String) {
     if let Some(current) = state.current.take() {
-        for task in current.tasks {
-            task.abort();
-        }
+        current.launcher.abort();
     }
     finish(myself, state, SessionStatus::Failed(message));
 }
