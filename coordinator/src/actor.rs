@@ -314,6 +314,8 @@ struct PreparedLane {
 /// workers, and a lane taken by a worker that is not running at that moment (the other core
 /// busy with an upstream or the writer) was dispatched late, which set the round's launch skew.
 /// In one task the lanes are dispatched back to back, each up to its first wait for the probe.
+/// The actor opens the gate only once the launcher is parked at the barrier, so a release never
+/// waits for a task that has not started yet.
 fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prepared {
     let requests = job.requests();
     let mut launch_order = Vec::with_capacity(requests.len());
@@ -410,7 +412,7 @@ async fn run_lane(
 }
 
 /// Releases the next round (prepared ahead when possible), then prepares the one after it so its
-/// tasks are already parked when this round ends.
+/// launcher is already parked when this round ends.
 async fn next_round(myself: &ActorRef<CoordMsg>, state: &mut CoordState) {
     if state.current.is_some() || state.done.is_none() {
         return;
