@@ -3,7 +3,7 @@
 //! `cargo bench -p openbench-probe --bench stream`; figures in `docs/performance.md`.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use openbench_probe::classify::classify_event;
+use openbench_probe::classify::{classify_event, classify_event_value};
 use openbench_probe::sse::{SseDecoder, SseFrame};
 use std::hint::black_box;
 use std::time::Duration;
@@ -70,6 +70,15 @@ fn framing(c: &mut Criterion) {
         b.iter(|| {
             for (event, data) in &events {
                 let _ = black_box(classify_event(event.as_deref(), data));
+            }
+        })
+    });
+    // The same events through the `serde_json::Value` path alone: what the common-shape fast
+    // path saves.
+    group.bench_function("classify one stream's events, Value path only", |b| {
+        b.iter(|| {
+            for (event, data) in &events {
+                let _ = black_box(classify_event_value(event.as_deref(), data));
             }
         })
     });

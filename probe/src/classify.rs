@@ -7,6 +7,8 @@
 use openbench_common::record::{Classification, Usage};
 use serde_json::Value;
 
+mod common_shape;
+
 /// The payload that ends a stream.
 pub const DONE: &str = "[DONE]";
 
@@ -59,8 +61,21 @@ pub struct InvalidSse {
     pub snippet: String,
 }
 
-/// Classifies one dispatched event by its `event:` name and `data:` payload.
+/// Classifies one dispatched event by its `event:` name and `data:` payload. A payload of the
+/// common chunk shape is read into typed fields (`common_shape`); any other goes through a
+/// `serde_json::Value` ([`classify_event_value`]), with the same result for every payload.
 pub fn classify_event(event: Option<&str>, data: &str) -> Result<Chunk, InvalidSse> {
+    if event != Some("error")
+        && let Some(chunk) = common_shape::classify_common(data)
+    {
+        return Ok(chunk);
+    }
+    classify_event_value(event, data)
+}
+
+/// [`classify_event`] through a `serde_json::Value` for every payload: the reference the fast path
+/// is checked against (tests and the `chunk_classifier` fuzz target).
+pub fn classify_event_value(event: Option<&str>, data: &str) -> Result<Chunk, InvalidSse> {
     if event == Some("error") {
         let mut chunk = Chunk::of(Classification::Error);
         let text = serde_json::from_str::<Value>(data)
@@ -117,19 +132,39 @@ pub fn classify_json(value: &Value) -> Chunk {
         chunk.reasoning = reasoning_text(delta);
         chunk.answer = answer_text(delta);
     }
-    chunk.classification = match (chunk.reasoning.is_empty(), chunk.answer.is_empty()) {
+    let shape = match delta.and_then(Value::as_object) {
+        Some(d) => DeltaShape::Object {
+            role: d.get("role").is_some_and(|r| !r.is_null()),
+        },
+        None => DeltaShape::NotAnObject,
+    };
+    chunk.classification = classification(&chunk, choice.is_some(), shape);
+    chunk
+}
+
+/// What the first choice's `delta` was, which decides a chunk that carried no text.
+enum DeltaShape {
+    /// Absent, `null` or not an object.
+    NotAnObject,
+    /// An object; `role` when it had a non-null `role`.
+    Object { role: bool },
+}
+
+/// What a chunk counts as, from the texts, finish reason and usage already read into it, whether
+/// it had a first choice, and the shape of that choice's delta (METHODOLOGY §3).
+fn classification(chunk: &Chunk, has_choice: bool, delta: DeltaShape) -> Classification {
+    match (chunk.reasoning.is_empty(), chunk.answer.is_empty()) {
         (false, false) => Classification::ReasoningAndAnswer,
         (false, true) => Classification::Reasoning,
         (true, false) => Classification::Answer,
         (true, true) if chunk.finish_reason.is_some() => Classification::Finish,
-        (true, true) if chunk.usage.is_some() && choice.is_none() => Classification::Usage,
-        (true, true) => match delta.and_then(Value::as_object) {
-            Some(d) if d.get("role").is_some_and(|r| !r.is_null()) => Classification::Role,
-            Some(_) => Classification::EmptyDelta,
-            None => Classification::Metadata,
+        (true, true) if chunk.usage.is_some() && !has_choice => Classification::Usage,
+        (true, true) => match delta {
+            DeltaShape::Object { role: true } => Classification::Role,
+            DeltaShape::Object { role: false } => Classification::EmptyDelta,
+            DeltaShape::NotAnObject => Classification::Metadata,
         },
-    };
-    chunk
+    }
 }
 
 /// First non-empty of `reasoning_content`, `reasoning`, `reasoning_details[].text` (joined).

@@ -139,3 +139,88 @@ fn an_empty_finish_reason_is_no_finish() {
     assert_eq!(c.classification, Classification::EmptyDelta);
     assert_eq!(c.finish_reason, None);
 }
+
+/// Payloads of the common chunk shape and near misses of it: both paths must agree on each, and
+/// the fast path must take the common ones (or the optimisation is silently gone).
+const COMMON: &[&str] = &[
+    r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":5,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}"#,
+    r#"{"id":"c1","object":"chat.completion.chunk","created":1,"model":"zai-org/GLM-5.3-Flash","choices":[{"index":0,"delta":{"role":"assistant","content":null},"finish_reason":null}]}"#,
+    r#"{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","system_fingerprint":"fp","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}],"usage":null}"#,
+    r#"{"choices":[{"delta":{"reasoning_content":"","reasoning":"r\u00e9\n"}}]}"#,
+    r#"{"choices":[{"delta":{"content":"{\"a\":\"b\\\"\"}","reasoning_content":"think"}}]}"#,
+    r#"{"model":"","choices":[{"delta":{"role":"assistant","content":""},"finish_reason":""}]}"#,
+    r#"{"choices":[{"delta":null,"finish_reason":null}]}"#,
+    r#"{"choices":[]}"#,
+    r#"{"choices":null,"model":"m"}"#,
+    r#"{}"#,
+    r#"  {"choices":[{"delta":{"refusal":null,"content":"x"}},{"delta":{}}]}  "#,
+];
+
+const NEAR_MISSES: &[&str] = &[
+    r#"{"object":"error","message":"boom"}"#,
+    r#"{"error":null,"choices":[{"delta":{"content":"x"}}]}"#,
+    r#"{"choices":[{"delta":{"content":"x"}}],"usage":{"prompt_tokens":1}}"#,
+    r#"{"choices":[{"delta":{"content":[{"text":"a"}]}}]}"#,
+    r#"{"choices":[{"delta":{"reasoning_details":[{"text":"a"}]}}]}"#,
+    r#"{"choices":[{"delta":{"content":"a","content":"b"}}]}"#,
+    r#"{"model":"a","model":"b","choices":[]}"#,
+    r#"{"model":7,"choices":[{"delta":{"role":1}}]}"#,
+    r#"{"choices":[{"delta":{"content":5}}]}"#,
+    r#"{"choices":[{"delta":"text"}]}"#,
+    r#"{"choices":[7,{"delta":{}}]}"#,
+    r#"{"choices":{"delta":{}}}"#,
+    r#"{"created":1e400,"choices":[]}"#,
+    r#"{"created":-1,"choices":[]}"#,
+    r#"{"id":"\ud800","choices":[]}"#,
+    r#"{"extra":"\ud800","choices":[]}"#,
+    r#"{"extra":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}"#,
+    r#"{"choices":[{"delta":{"content":"x"},"logprobs":{"content":[]}}]}"#,
+    r#"{"choices":[{"delta":{"content":"x"}}],"timings":{"predicted_ms":1.5}}"#,
+    r#"{"choices":[{"delta":{"content":"x"}}]"#,
+    r#"{"choices":[{"delta":{"content":"x"}}]} trailing"#,
+    "[DONE]",
+    "",
+    "not json",
+];
+
+#[test]
+fn the_common_shape_takes_the_fast_path_and_near_misses_do_not() {
+    for data in COMMON {
+        assert!(common_shape::classify_common(data).is_some(), "{data}");
+    }
+    for data in NEAR_MISSES {
+        assert!(common_shape::classify_common(data).is_none(), "{data}");
+    }
+}
+
+#[test]
+fn both_paths_give_the_same_result_for_every_payload() {
+    let seeds =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/seeds/chunk_classifier");
+    let mut payloads: Vec<(Option<String>, String)> = COMMON
+        .iter()
+        .chain(NEAR_MISSES)
+        .map(|d| (None, d.to_string()))
+        .collect();
+    for entry in std::fs::read_dir(&seeds).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        let Ok(text) = String::from_utf8(bytes) else {
+            continue;
+        };
+        // The fuzz target's input convention: an optional event name, a newline, the payload.
+        match text.split_once('\n') {
+            Some((event, payload)) => payloads.push((Some(event.into()), payload.into())),
+            None => payloads.push((None, text)),
+        }
+    }
+    assert!(payloads.len() > 60, "{} payloads", payloads.len());
+    for (event, data) in &payloads {
+        for event in [event.as_deref(), None, Some("message"), Some("error")] {
+            assert_eq!(
+                classify_event(event, data),
+                classify_event_value(event, data),
+                "event {event:?}, data {data}"
+            );
+        }
+    }
+}
