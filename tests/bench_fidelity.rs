@@ -68,3 +68,27 @@ fn plan_only_plans_every_request_without_running_them() {
     assert_eq!(f["requests"], 27);
     assert!(f["peak_rss_bytes"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn each_layer_runs_every_request_through_its_own_client() {
+    for layer in ["socket", "http", "probe"] {
+        let f = bench(&[
+            "--lanes", "2", "--rounds", "3", "--chunks", "4", "--layer", layer,
+        ]);
+        assert_eq!(f["mode"], "layer", "{layer}");
+        assert_eq!(f["layer"], layer);
+        assert_eq!(f["requests"], 6, "{layer}");
+        assert_eq!(f["completed"], 6, "{layer}: {}", f["first_failure"]);
+        assert!(f["first_failure"].is_null(), "{layer}");
+        assert!(f["cpu_seconds_per_1000_requests"].is_f64(), "{layer}");
+        assert!(f["context_switches_per_request"].is_f64(), "{layer}");
+        let reads = f["reads_per_request"].as_f64().unwrap();
+        if layer == "probe" {
+            // The probe counts SSE events: role, 4 answer pieces, finish, [DONE].
+            assert_eq!(reads, 7.0);
+        } else {
+            // Reads: at least the head and the last chunk, at most one per write and the end.
+            assert!((2.0..=12.0).contains(&reads), "{layer}: {reads}");
+        }
+    }
+}

@@ -11,10 +11,12 @@
 //! that: the memory a large plan costs before its first request.
 
 mod errors;
+mod layers;
 mod upstream;
 
 use anyhow::Context;
 use errors::Spread;
+use layers::Layer;
 use openbench_coordinator::{RunDir, RunOptions, RunStatus, run_full};
 use openbench_inference::targets::LocalTargets;
 use openbench_micro_single_task::dataset::generate;
@@ -53,6 +55,10 @@ pub struct FidelityArgs {
     /// Plan the run without executing it and report its peak RSS.
     #[arg(long)]
     plan_only: bool,
+    /// How much of the pipeline drives the requests: all of it, or fewer layers, to see what
+    /// each costs (CPU and context switches per 1,000 requests; no timing error).
+    #[arg(long, value_enum, default_value_t = Layer::Pipeline)]
+    layer: Layer,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -93,16 +99,84 @@ struct FidelityFigures {
     load_average_after: Option<f64>,
     run_status: String,
     harness_errors: usize,
-    wall_seconds: f64,
-    cpu_user_seconds: f64,
-    cpu_sys_seconds: f64,
-    cpu_seconds_per_1000_requests: f64,
-    /// VmHWM after the run (reset after the dataset was generated), bytes.
-    peak_rss_bytes: Option<u64>,
+    #[serde(flatten)]
+    cost: Cost,
     loopback_one_way: Spread,
     errors: errors::Errors,
     launch_skew: RoundSpread,
     coordinator_overhead: RoundSpread,
+}
+
+/// What a run through fewer layers than the pipeline measured (`--layer`).
+#[derive(Debug, Serialize)]
+struct LayerFigures {
+    mode: &'static str,
+    layer: Layer,
+    lanes: usize,
+    rounds: usize,
+    chunks: usize,
+    gap_ms: u64,
+    requests: usize,
+    /// Requests whose whole response was read and looked complete.
+    completed: usize,
+    /// Socket or HTTP reads (socket and http layers) or SSE events (probe layer) per request.
+    reads_per_request: f64,
+    first_failure: Option<String>,
+    upstream_processes: usize,
+    load_average_before: Option<f64>,
+    load_average_after: Option<f64>,
+    #[serde(flatten)]
+    cost: Cost,
+}
+
+/// What a measured window cost this process: wall time, CPU, context switches, peak RSS.
+#[derive(Debug, Serialize)]
+struct Cost {
+    wall_seconds: f64,
+    cpu_user_seconds: f64,
+    cpu_sys_seconds: f64,
+    cpu_seconds_per_1000_requests: f64,
+    /// Context switches of this process's threads (voluntary + involuntary) per request.
+    context_switches_per_request: Option<f64>,
+    /// VmHWM at the end of the window (reset when it started), bytes.
+    peak_rss_bytes: Option<u64>,
+}
+
+/// The process's counters at the start of a measured window; resets the peak-RSS mark.
+struct Meter {
+    cpu: (f64, f64),
+    switches: Option<u64>,
+    start: Instant,
+}
+
+impl Meter {
+    fn start() -> Meter {
+        super::bench::reset_peak_rss();
+        Meter {
+            cpu: cpu_seconds(),
+            switches: context_switches(),
+            start: Instant::now(),
+        }
+    }
+
+    /// What the window cost, for `requests` requests.
+    fn stop(&self, requests: usize) -> Cost {
+        let wall_seconds = self.start.elapsed().as_secs_f64();
+        let (cpu, switches) = (cpu_seconds(), context_switches());
+        let (user, sys) = (cpu.0 - self.cpu.0, cpu.1 - self.cpu.1);
+        let requests = requests.max(1) as f64;
+        Cost {
+            wall_seconds,
+            cpu_user_seconds: user,
+            cpu_sys_seconds: sys,
+            cpu_seconds_per_1000_requests: (user + sys) * 1000.0 / requests,
+            context_switches_per_request: match (self.switches, switches) {
+                (Some(before), Some(after)) => Some(after.saturating_sub(before) as f64 / requests),
+                _ => None,
+            },
+            peak_rss_bytes: super::bench::peak_rss_bytes(),
+        }
+    }
 }
 
 /// What a plan-only run measured.
@@ -166,19 +240,45 @@ pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
     let loopback = tokio::task::spawn_blocking(|| upstream::loopback_one_way_us(2_000)).await??;
     let inputs = super::runs::load_inputs("micro-single-task", &spec)?;
     let run = RunDir::create(&inputs, Some("fidelity"), "bench")?;
+    if args.layer != Layer::Pipeline {
+        let work = layer_work(&inputs, &run)?;
+        let meter = Meter::start();
+        let prepared = layers::prepare(args.layer, &work).await?;
+        let outcome = prepared.run(&work.rounds).await?;
+        let cost = meter.stop(outcome.requests);
+        let figures = LayerFigures {
+            mode: "layer",
+            layer: args.layer,
+            lanes: args.lanes,
+            rounds: work.rounds.len(),
+            chunks: args.chunks,
+            gap_ms: args.gap_ms,
+            requests: outcome.requests,
+            completed: outcome.completed,
+            reads_per_request: outcome.reads as f64 / outcome.completed.max(1) as f64,
+            first_failure: outcome.first_failure,
+            upstream_processes,
+            load_average_before: load_before,
+            load_average_after: load_average(),
+            cost,
+        };
+        let ok = figures.completed == figures.requests;
+        print_figures(args.json, &figures, layer_text(&figures))?;
+        return Ok(if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
     let options = RunOptions {
         progress: None,
         stop: None,
         targets: Some(Arc::new(LocalTargets::new(Vec::new()))),
         faults: Default::default(),
     };
-    super::bench::reset_peak_rss();
-    let cpu_before = cpu_seconds();
-    let start = Instant::now();
+    let meter = Meter::start();
     let outcome = run_full(&inputs, &run, "fidelity", &options).await?;
-    let wall_seconds = start.elapsed().as_secs_f64();
-    let cpu_after = cpu_seconds();
-    let peak_rss_bytes = super::bench::peak_rss_bytes();
+    let cost = meter.stop(outcome.session.records_written);
     let load_after = load_average();
     let dir = run.dir.clone();
     drop(run);
@@ -199,7 +299,6 @@ pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
     drop(upstreams);
     let errors = errors::compare(&probed, &logs, &schedules);
     let requests = outcome.session.records_written;
-    let (user, sys) = (cpu_after.0 - cpu_before.0, cpu_after.1 - cpu_before.1);
     let figures = FidelityFigures {
         mode: "run",
         lanes: args.lanes,
@@ -212,11 +311,7 @@ pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
         load_average_after: load_after,
         run_status: format!("{:?}", outcome.status).to_lowercase(),
         harness_errors: outcome.session.harness_errors,
-        wall_seconds,
-        cpu_user_seconds: user,
-        cpu_sys_seconds: sys,
-        cpu_seconds_per_1000_requests: (user + sys) * 1000.0 / requests.max(1) as f64,
-        peak_rss_bytes,
+        cost,
         loopback_one_way: Spread::of(&loopback),
         errors,
         launch_skew: RoundSpread::of(&outcome.session.skews_ms),
@@ -302,6 +397,60 @@ fn cpu_seconds() -> (f64, f64) {
     (ticks(11) / 100.0, ticks(12) / 100.0)
 }
 
+/// Context switches so far (voluntary + involuntary) summed over this process's live threads
+/// (`/proc/self/task/*/status`); `None` off Linux. Threads that have exited are not counted, so
+/// the figure is a lower bound where the blocking pool retired threads during the window.
+fn context_switches() -> Option<u64> {
+    let mut total = 0;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let Ok(status) = std::fs::read_to_string(task.path().join("status")) else {
+            continue;
+        };
+        for line in status.lines() {
+            if let Some(rest) = line
+                .strip_prefix("voluntary_ctxt_switches:")
+                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+            {
+                total += rest.trim().parse::<u64>().unwrap_or(0);
+            }
+        }
+    }
+    Some(total)
+}
+
+/// Each round's calls for a layer run: the plan's rounds in order, each lane's planned request
+/// with its provider's adapter from the spec.
+fn layer_work(
+    inputs: &openbench_coordinator::RunInputs,
+    run: &RunDir,
+) -> anyhow::Result<layers::LayerWork> {
+    let spec = &inputs.spec.spec;
+    let adapters: HashMap<&str, Arc<openbench_common::spec::ProviderAdapter>> = spec
+        .providers
+        .iter()
+        .map(|a| (a.key.as_str(), Arc::new(a.clone())))
+        .collect();
+    let planned = openbench_coordinator::lazy::plan_full(inputs, run)?;
+    let mut rounds = Vec::with_capacity(planned.jobs.len());
+    for job in &planned.jobs {
+        let mut calls = Vec::with_capacity(job.len());
+        for (lane, request) in job.requests() {
+            let adapter = adapters
+                .get(lane.provider.as_str())
+                .with_context(|| format!("the plan names provider {}", lane.provider))?;
+            calls.push(layers::LaneCall {
+                adapter: adapter.clone(),
+                request,
+            });
+        }
+        rounds.push(calls);
+    }
+    Ok(layers::LayerWork {
+        rounds,
+        contract: spec.request.clone(),
+    })
+}
+
 /// The 1-minute load average (`/proc/loadavg`), to note beside every figure.
 fn load_average() -> Option<f64> {
     std::fs::read_to_string("/proc/loadavg")
@@ -310,6 +459,11 @@ fn load_average() -> Option<f64> {
         .next()?
         .parse()
         .ok()
+}
+
+/// A load average as printed beside every figure.
+fn load_text(load: Option<f64>) -> String {
+    load.map_or("?".into(), |l| format!("{l:.2}"))
 }
 
 fn us(v: Option<f64>) -> String {
@@ -328,11 +482,9 @@ fn run_text(f: &FidelityFigures) -> String {
         f.upstream_processes,
         f.run_status,
         f.harness_errors,
-        f.wall_seconds,
-        f.load_average_before
-            .map_or("?".into(), |l| format!("{l:.2}")),
-        f.load_average_after
-            .map_or("?".into(), |l| format!("{l:.2}")),
+        f.cost.wall_seconds,
+        load_text(f.load_average_before),
+        load_text(f.load_average_after),
     );
     out.push_str("error against the upstream's log, µs:   p50     p99     max    mean (bias)\n");
     let e = &f.errors;
@@ -361,14 +513,9 @@ fn run_text(f: &FidelityFigures) -> String {
         ));
     }
     let ms = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.3}"));
+    out.push_str(&cost_text(&f.cost));
     out.push_str(&format!(
-        "CPU {:.2} s user + {:.2} s sys = {:.3} CPU-s per 1,000 requests; peak RSS {}\n\
-         launch skew ms p50 {} p99 {} max {}; coordinator overhead ms p50 {} p99 {} max {}\n",
-        f.cpu_user_seconds,
-        f.cpu_sys_seconds,
-        f.cpu_seconds_per_1000_requests,
-        f.peak_rss_bytes
-            .map_or("unknown".into(), |b| format!("{:.0} MB", b as f64 / 1e6)),
+        "launch skew ms p50 {} p99 {} max {}; coordinator overhead ms p50 {} p99 {} max {}\n",
         ms(f.launch_skew.p50_ms),
         ms(f.launch_skew.p99_ms),
         ms(f.launch_skew.max_ms),
@@ -377,6 +524,45 @@ fn run_text(f: &FidelityFigures) -> String {
         ms(f.coordinator_overhead.max_ms),
     ));
     out
+}
+
+fn layer_text(f: &LayerFigures) -> String {
+    let mut out = format!(
+        "layer {:?}: {} requests ({} lanes × {} rounds, {} chunks each, {} ms apart on average) \
+         over {} upstream process(es): {} completed, {:.1} reads per request, {:.1} s, load {} → {}\n",
+        f.layer,
+        f.requests,
+        f.lanes,
+        f.rounds,
+        f.chunks,
+        f.gap_ms,
+        f.upstream_processes,
+        f.completed,
+        f.reads_per_request,
+        f.cost.wall_seconds,
+        load_text(f.load_average_before),
+        load_text(f.load_average_after),
+    );
+    if let Some(failure) = &f.first_failure {
+        out.push_str(&format!("  first failure: {failure}\n"));
+    }
+    out.push_str(&cost_text(&f.cost));
+    out
+}
+
+/// One line: CPU, context switches and peak RSS of a measured window.
+fn cost_text(c: &Cost) -> String {
+    format!(
+        "CPU {:.2} s user + {:.2} s sys = {:.3} CPU-s per 1,000 requests; {} context switches \
+         per request; peak RSS {}\n",
+        c.cpu_user_seconds,
+        c.cpu_sys_seconds,
+        c.cpu_seconds_per_1000_requests,
+        c.context_switches_per_request
+            .map_or("?".into(), |n| format!("{n:.1}")),
+        c.peak_rss_bytes
+            .map_or("unknown".into(), |b| format!("{:.0} MB", b as f64 / 1e6)),
+    )
 }
 
 fn plan_text(f: &PlanFigures) -> String {
@@ -388,7 +574,6 @@ fn plan_text(f: &PlanFigures) -> String {
         f.plan_seconds,
         f.peak_rss_bytes
             .map_or("unknown".into(), |b| format!("{:.0} MB", b as f64 / 1e6)),
-        f.load_average_before
-            .map_or("?".into(), |l| format!("{l:.2}")),
+        load_text(f.load_average_before),
     )
 }
