@@ -18,6 +18,7 @@ use anyhow::Context;
 use openbench_common::credentials::Credentials;
 use openbench_common::request::PlannedRequest;
 use openbench_common::spec::{ProviderAdapter, RequestContract};
+use openbench_coordinator::lazy::RoundJob;
 use openbench_probe::Executor;
 use openbench_probe::body::{build_body, build_headers};
 use reqwest::header::HeaderMap;
@@ -73,19 +74,14 @@ impl LayerOutcome {
     }
 }
 
-/// One lane's request in one round: the adapter it goes to and the planned request.
-pub struct LaneCall {
-    /// The lane's provider.
-    pub adapter: Arc<ProviderAdapter>,
-    /// The planned request (identity, messages, deadline).
-    pub request: PlannedRequest,
-}
-
-/// Everything a layer needs, built before its clock starts: each round's calls in launch order,
-/// and the request contract.
+/// Everything a layer needs: the plan's remaining rounds (their requests are built one round at
+/// a time, as the coordinator builds them, so a large plan costs no more here than in a run),
+/// the providers' adapters and the request contract.
 pub struct LayerWork {
-    /// Rounds in order, each with its lanes' calls in launch order.
-    pub rounds: Vec<Vec<LaneCall>>,
+    /// Rounds in order.
+    pub jobs: Vec<RoundJob>,
+    /// Every provider's adapter, by key.
+    pub adapters: HashMap<String, Arc<ProviderAdapter>>,
     /// The spec's request contract.
     pub contract: RequestContract,
 }
@@ -95,11 +91,7 @@ pub struct LayerWork {
 /// real run's session opening is part of the pipeline's.
 pub async fn prepare(layer: Layer, work: &LayerWork) -> anyhow::Result<Prepared> {
     let mut lanes = HashMap::new();
-    for call in work.rounds.iter().flatten() {
-        let adapter = &call.adapter;
-        if lanes.contains_key(&adapter.key) {
-            continue;
-        }
+    for adapter in work.adapters.values() {
         let lane = match layer {
             Layer::Pipeline => anyhow::bail!("the pipeline layer is the full run"),
             Layer::Probe => LaneDriver::Probe(Executor::new(
@@ -127,6 +119,7 @@ pub async fn prepare(layer: Layer, work: &LayerWork) -> anyhow::Result<Prepared>
     }
     Ok(Prepared {
         lanes: Arc::new(lanes),
+        adapters: work.adapters.clone(),
         contract: Arc::new(work.contract.clone()),
     })
 }
@@ -134,6 +127,7 @@ pub async fn prepare(layer: Layer, work: &LayerWork) -> anyhow::Result<Prepared>
 /// A layer's per-lane clients, made before the clock starts.
 pub struct Prepared {
     lanes: Arc<HashMap<String, LaneDriver>>,
+    adapters: HashMap<String, Arc<ProviderAdapter>>,
     contract: Arc<RequestContract>,
 }
 
@@ -153,15 +147,18 @@ enum LaneDriver {
 
 impl Prepared {
     /// Runs the rounds, paired: every lane of a round at once, the next round when all ended.
-    pub async fn run(&self, rounds: &[Vec<LaneCall>]) -> anyhow::Result<LayerOutcome> {
+    pub async fn run(&self, jobs: &[RoundJob]) -> anyhow::Result<LayerOutcome> {
         let mut outcome = LayerOutcome::default();
-        for round in rounds {
-            let mut tasks = Vec::with_capacity(round.len());
-            for call in round {
+        for job in jobs {
+            let mut tasks = Vec::with_capacity(job.len());
+            for (lane, request) in job.requests() {
+                let adapter = self
+                    .adapters
+                    .get(&lane.provider)
+                    .with_context(|| format!("the plan names provider {}", lane.provider))?
+                    .clone();
                 let lanes = self.lanes.clone();
                 let contract = self.contract.clone();
-                let adapter = call.adapter.clone();
-                let request = call.request.clone();
                 tasks.push(tokio::spawn(async move {
                     match lanes.get(&adapter.key) {
                         None => Err(format!("no client for {}", adapter.key)),

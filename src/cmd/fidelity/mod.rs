@@ -244,13 +244,13 @@ pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
         let work = layer_work(&inputs, &run)?;
         let meter = Meter::start();
         let prepared = layers::prepare(args.layer, &work).await?;
-        let outcome = prepared.run(&work.rounds).await?;
+        let outcome = prepared.run(&work.jobs).await?;
         let cost = meter.stop(outcome.requests);
         let figures = LayerFigures {
             mode: "layer",
             layer: args.layer,
             lanes: args.lanes,
-            rounds: work.rounds.len(),
+            rounds: work.jobs.len(),
             chunks: args.chunks,
             gap_ms: args.gap_ms,
             requests: outcome.requests,
@@ -418,35 +418,21 @@ fn context_switches() -> Option<u64> {
     Some(total)
 }
 
-/// Each round's calls for a layer run: the plan's rounds in order, each lane's planned request
-/// with its provider's adapter from the spec.
+/// What a layer run drives: the plan's rounds (built and written as a run does), every
+/// provider's adapter from the spec, and the contract.
 fn layer_work(
     inputs: &openbench_coordinator::RunInputs,
     run: &RunDir,
 ) -> anyhow::Result<layers::LayerWork> {
     let spec = &inputs.spec.spec;
-    let adapters: HashMap<&str, Arc<openbench_common::spec::ProviderAdapter>> = spec
-        .providers
-        .iter()
-        .map(|a| (a.key.as_str(), Arc::new(a.clone())))
-        .collect();
     let planned = openbench_coordinator::lazy::plan_full(inputs, run)?;
-    let mut rounds = Vec::with_capacity(planned.jobs.len());
-    for job in &planned.jobs {
-        let mut calls = Vec::with_capacity(job.len());
-        for (lane, request) in job.requests() {
-            let adapter = adapters
-                .get(lane.provider.as_str())
-                .with_context(|| format!("the plan names provider {}", lane.provider))?;
-            calls.push(layers::LaneCall {
-                adapter: adapter.clone(),
-                request,
-            });
-        }
-        rounds.push(calls);
-    }
     Ok(layers::LayerWork {
-        rounds,
+        jobs: planned.jobs.into_iter().collect(),
+        adapters: spec
+            .providers
+            .iter()
+            .map(|a| (a.key.clone(), Arc::new(a.clone())))
+            .collect(),
         contract: spec.request.clone(),
     })
 }
