@@ -45,6 +45,17 @@ pub const REQUEST_ID_HEADERS: &[&str] = &[
 /// counted in TTFO like any connect) after a longer pause.
 pub const POOL_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(4);
 
+/// How the probe's HTTP client to a provider is configured: rustls, no redirects, no client
+/// retries, no proxy, pooled connections dropped after [`POOL_IDLE_TIMEOUT`] idle. One place, so
+/// `bench fidelity --layer http` measures the same client the executor uses.
+pub fn provider_client() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .retry(reqwest::retry::never())
+        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .no_proxy()
+}
+
 /// Executes timed requests for one provider over one persistent connection pool. Cheap to clone
 /// (the client and adapter are shared).
 #[derive(Clone, Debug)]
@@ -87,16 +98,10 @@ impl Executor {
         let url = reqwest::Url::parse(&adapter.endpoint)
             .map_err(|e| bad(format!("endpoint is not a valid URL: {e}")))?;
         let headers = build_headers(&adapter, credentials)?;
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .retry(reqwest::retry::never())
-            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-            .no_proxy()
-            .build()
-            .map_err(|e| ProbeError::Client {
-                provider: adapter.key.clone(),
-                message: error_chain(&e.without_url()),
-            })?;
+        let client = provider_client().build().map_err(|e| ProbeError::Client {
+            provider: adapter.key.clone(),
+            message: error_chain(&e.without_url()),
+        })?;
         openbench_common::tokenizer::warm_up();
         Ok(Executor {
             inner: Arc::new(Inner {

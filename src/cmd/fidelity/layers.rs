@@ -244,11 +244,7 @@ impl LaneDriver {
 
 /// A reqwest client configured as the probe's executor configures its own.
 fn http_client() -> anyhow::Result<reqwest::Client> {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .retry(reqwest::retry::never())
-        .pool_idle_timeout(openbench_probe::executor::POOL_IDLE_TIMEOUT)
-        .no_proxy()
+    openbench_probe::executor::provider_client()
         .build()
         .context("building the HTTP layer's client")
 }

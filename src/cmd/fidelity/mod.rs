@@ -458,14 +458,15 @@ fn us(v: Option<f64>) -> String {
 
 fn run_text(f: &FidelityFigures) -> String {
     let mut out = format!(
-        "{} requests ({} lanes × {} rounds, {} chunks each, {} ms apart on average) over {} \
-         upstream process(es): {}, {} harness errors, {:.1} s, load {} → {}\n",
-        f.requests,
-        f.lanes,
-        f.rounds,
-        f.chunks,
-        f.gap_ms,
-        f.upstream_processes,
+        "{}: {}, {} harness errors, {:.1} s, load {} → {}\n",
+        workload_text(
+            f.requests,
+            f.lanes,
+            f.rounds,
+            f.chunks,
+            f.gap_ms,
+            f.upstream_processes
+        ),
         f.run_status,
         f.harness_errors,
         f.cost.wall_seconds,
@@ -514,15 +515,16 @@ fn run_text(f: &FidelityFigures) -> String {
 
 fn layer_text(f: &LayerFigures) -> String {
     let mut out = format!(
-        "layer {:?}: {} requests ({} lanes × {} rounds, {} chunks each, {} ms apart on average) \
-         over {} upstream process(es): {} completed, {:.1} reads per request, {:.1} s, load {} → {}\n",
+        "layer {:?}: {}: {} completed, {:.1} reads per request, {:.1} s, load {} → {}\n",
         f.layer,
-        f.requests,
-        f.lanes,
-        f.rounds,
-        f.chunks,
-        f.gap_ms,
-        f.upstream_processes,
+        workload_text(
+            f.requests,
+            f.lanes,
+            f.rounds,
+            f.chunks,
+            f.gap_ms,
+            f.upstream_processes
+        ),
         f.completed,
         f.reads_per_request,
         f.cost.wall_seconds,
@@ -534,6 +536,21 @@ fn layer_text(f: &LayerFigures) -> String {
     }
     out.push_str(&cost_text(&f.cost));
     out
+}
+
+/// What was sent, and to how many upstream processes, as each mode's first line says it.
+fn workload_text(
+    requests: usize,
+    lanes: usize,
+    rounds: usize,
+    chunks: usize,
+    gap_ms: u64,
+    upstreams: usize,
+) -> String {
+    format!(
+        "{requests} requests ({lanes} lanes × {rounds} rounds, {chunks} chunks each, {gap_ms} ms \
+         apart on average) over {upstreams} upstream process(es)"
+    )
 }
 
 /// One line: CPU, context switches and peak RSS of a measured window.
