@@ -28,7 +28,7 @@ impl LocalTargets {
     /// simulator, none otherwise.
     pub fn for_inputs(inputs: &RunInputs) -> anyhow::Result<LocalTargets> {
         let answers = if needs_simulator(&inputs.spec) {
-            crate::registry::canned_answers(inputs.workflow.name(), &inputs.dataset)?
+            inputs.workflow.simulator_answers(&inputs.dataset)?
         } else {
             Vec::new()
         };

@@ -108,8 +108,22 @@ impl Workflow for Stub {
     fn load_dataset(&self, _dir: &Path, _manifest: &str) -> Result<DatasetRelease, WorkflowError> {
         Err(WorkflowError("unused".into()))
     }
-    fn answer_is_schema_valid(&self, _record: &TerminalRecord) -> bool {
-        true
+    fn check_spec(&self, spec: &mut openbench_common::spec::Spec) -> Vec<String> {
+        openbench_micro_single_task::plan::MicroSpec::check(spec)
+    }
+    fn plan(
+        &self,
+        inputs: &openbench_common::workflow::PlanInputs<'_>,
+        attempt: u32,
+    ) -> Result<openbench_common::schedule::Schedule, WorkflowError> {
+        openbench_micro_single_task::plan::schedule(inputs, attempt)
+    }
+    fn smoke_failures(
+        &self,
+        _schedule: &openbench_common::schedule::Schedule,
+        _records: &BTreeMap<String, TerminalRecord>,
+    ) -> Vec<String> {
+        Vec::new()
     }
     fn report(
         &self,
@@ -179,7 +193,7 @@ run_root: runs
     let spec_path = tmp.path().join("spec.yaml");
     std::fs::write(&spec_path, spec_text).unwrap();
     let inputs = RunInputs {
-        spec: LoadedSpec::load(&spec_path).unwrap(),
+        spec: LoadedSpec::load_checked(&spec_path, |spec| Stub.check_spec(spec)).unwrap(),
         workflow: Arc::new(Stub),
         dataset: dataset(),
         credentials: Credentials::empty(),

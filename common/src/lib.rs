@@ -13,6 +13,7 @@ pub mod probe_session;
 pub mod record;
 pub mod request;
 pub mod rundir;
+pub mod schedule;
 pub mod semconv;
 pub mod spec;
 pub mod stats;

@@ -291,6 +291,24 @@ pub struct TerminalRecord {
     /// from the first send: the lost try and the new connect are in TTFO.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub resent_on_fresh_connection: bool,
+    /// Load phases only: the phase, slot and sequence of the request
+    /// ([`crate::request::RequestIdentity`]); absent for paired rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<u32>,
+    /// Closed-loop slot (0 in an open loop); absent for paired rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<u32>,
+    /// Sequence number within the slot; absent for paired rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<u64>,
+    /// Open loop only: when the request was scheduled to be sent (the phase's start plus its
+    /// planned offset), RFC 3339 UTC on the coordinator's clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_at: Option<String>,
+    /// Open loop only: actual send (the coordinator's dispatch) − scheduled send, ms
+    /// (METHODOLOGY §9); latencies from the scheduled send add it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_lag_ms: Option<f64>,
 }
 
 impl TerminalRecord {
@@ -306,6 +324,9 @@ impl TerminalRecord {
         self.provider.clone_from(&id.provider);
         self.region.clone_from(&id.region);
         self.lane.clone_from(&id.lane);
+        self.phase = id.phase;
+        self.slot = id.slot;
+        self.sequence = id.sequence;
     }
 
     /// An empty record for a request that has not produced anything yet.
@@ -343,6 +364,11 @@ impl TerminalRecord {
             truncated_by_length: false,
             abrupt_end: false,
             resent_on_fresh_connection: false,
+            phase: None,
+            slot: None,
+            sequence: None,
+            scheduled_at: None,
+            send_lag_ms: None,
             usage: None,
             provider_request_id: None,
             rate_limit_headers: BTreeMap::new(),

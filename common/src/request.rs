@@ -12,9 +12,11 @@ pub enum Role {
     System,
     /// The user prompt.
     User,
+    /// An earlier answer, for multi-turn requests.
+    Assistant,
 }
 
-/// One chat message of the fixed request contract (one system, one user).
+/// One chat message of a request (a workflow sends as many as its task needs).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatMessage {
     /// System or user.
@@ -30,7 +32,7 @@ pub struct PlannedRequest {
     /// Who the request is (its fields sit at the top level of the JSON).
     #[serde(flatten)]
     pub identity: RequestIdentity,
-    /// System then user message.
+    /// The messages, in order (micro-single-task: system then user).
     pub messages: Vec<ChatMessage>,
     /// Absolute client deadline covering connect and the whole stream, ms.
     pub deadline_ms: u64,
@@ -61,6 +63,17 @@ pub struct RequestIdentity {
     pub region: String,
     /// Lane label.
     pub lane: String,
+    /// Load phases only: the phase's index in the schedule (paired rounds leave the three load
+    /// fields out, so their plans and records keep their bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<u32>,
+    /// Load phases only: the closed-loop slot (0 in an open loop), so one lane may have many
+    /// requests in flight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<u32>,
+    /// Load phases only: the request's sequence number within its slot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<u64>,
 }
 
 /// `round-` + 24 hex of sha256(schedule_version, round_index, family, item_id, attempt).
@@ -137,6 +150,7 @@ mod tests {
             provider: "zai".into(),
             region: "eu".into(),
             lane: "zai@eu".into(),
+            ..RequestIdentity::default()
         };
         let planned = PlannedRequest {
             identity: identity.clone(),
@@ -172,6 +186,9 @@ mod tests {
             provider: record.provider.clone(),
             region: record.region.clone(),
             lane: record.lane.clone(),
+            phase: record.phase,
+            slot: record.slot,
+            sequence: record.sequence,
         };
         assert_eq!(copied, identity);
     }

@@ -1,10 +1,14 @@
 //! The seam between the generic runner and a workflow.
 //!
-//! The coordinator knows rounds, lanes, probes and run directories; a workflow knows its dataset,
-//! how to score an answer and how to report. The binary's registry hands the coordinator a
-//! `&dyn Workflow`, so a second workflow is a sibling crate and one registry line.
+//! The coordinator knows lanes, probes, run directories and how to execute a schedule; a
+//! workflow knows its spec section, its dataset, what to send when (its [`Schedule`]), how to
+//! judge a smoke, what the simulator should answer, how to score and how to report. The binary's
+//! registry hands the coordinator a `&dyn Workflow`, so a second workflow is a sibling crate and
+//! one registry line (docs/adding-a-workflow.md).
 
-use crate::record::TerminalRecord;
+use crate::record::{Outcome, TerminalRecord};
+use crate::schedule::Schedule;
+use crate::spec::Spec;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -86,16 +90,67 @@ pub struct CompareSettings {
     pub seed: u64,
 }
 
+/// What a workflow plans from: the checked spec, the loaded dataset and the run directory.
+#[derive(Clone, Copy)]
+pub struct PlanInputs<'a> {
+    /// The spec, its workflow section checked and normalised by [`Workflow::check_spec`].
+    pub spec: &'a Spec,
+    /// The dataset release.
+    pub dataset: &'a DatasetRelease,
+    /// The run directory (for artifacts the workflow writes once, such as a selection).
+    pub run_dir: &'a Path,
+}
+
 /// What a workflow provides to the runner.
 pub trait Workflow: Send + Sync {
     /// Registry name (`micro-single-task`).
     fn name(&self) -> &'static str;
     /// One line for `list-workflows`.
     fn description(&self) -> &'static str;
+    /// Checks the workflow's part of the spec (the keys of `benchmark` and the top-level
+    /// sections the generic spec does not own: [`Spec::workflow_sections`],
+    /// [`crate::spec::Benchmark::workflow_fields`]) and rewrites them normalised, defaults
+    /// filled, so the lock hashes what the run uses. Returns every problem, each naming its field.
+    fn check_spec(&self, spec: &mut Spec) -> Vec<String>;
+    /// The groups its items fall in, in order (micro-single-task: task families), recorded in the
+    /// lock as `families`.
+    fn item_groups(&self, spec: &Spec) -> Vec<String> {
+        let _ = spec;
+        Vec::new()
+    }
     /// Loads and validates a dataset release, refusing one whose hashes disagree with its manifest.
     fn load_dataset(&self, dir: &Path, manifest: &str) -> Result<DatasetRelease, WorkflowError>;
-    /// True when a completed record's answer is schema-valid for its family (the smoke criterion).
-    fn answer_is_schema_valid(&self, record: &TerminalRecord) -> bool;
+    /// Writes the immutable artifacts a run derives from its inputs when it is locked (and checks
+    /// them again on every resume), such as a selection. None by default.
+    fn lock_artifacts(&self, inputs: &PlanInputs<'_>) -> Result<(), WorkflowError> {
+        let _ = inputs;
+        Ok(())
+    }
+    /// The schedule of the full run (`attempt` 0) or of smoke attempt `attempt`: what to send,
+    /// to which lane, when, and what a request waits for. A pure function of the inputs, so a
+    /// resume plans the same request ids.
+    fn plan(&self, inputs: &PlanInputs<'_>, attempt: u32) -> Result<Schedule, WorkflowError>;
+    /// Smoke attempts at most (a second attempt runs only when the first fails).
+    fn smoke_attempts(&self, spec: &Spec) -> u32 {
+        let _ = spec;
+        1
+    }
+    /// The smoke criterion: one line per failure of an attempt's schedule, given the records
+    /// that count (request id → record); empty when the smoke passed.
+    fn smoke_failures(
+        &self,
+        schedule: &Schedule,
+        records: &BTreeMap<String, TerminalRecord>,
+    ) -> Vec<String>;
+    /// What the embedded simulator answers to this workflow's prompts, so simulated runs exercise
+    /// real scoring. None by default (the simulator then drafts its own answers).
+    fn simulator_answers(
+        &self,
+        dataset: &DatasetRelease,
+    ) -> Result<Vec<CannedAnswer>, WorkflowError> {
+        let _ = dataset;
+        Ok(Vec::new())
+    }
     /// Recomputes every derived artifact of a run from its raw records and writes the reports,
     /// refusing records that `options` does not accept.
     fn report(
@@ -116,5 +171,26 @@ pub trait Workflow: Send + Sync {
         Err(WorkflowError(
             format!("workflow {} cannot compare runs", self.name()).into(),
         ))
+    }
+}
+
+/// Why a record fails the generic part of a smoke criterion (no record, not completed, not 2xx,
+/// an empty answer), or `None` when it passes it: the part every workflow's smoke shares.
+pub fn smoke_problem(record: Option<&TerminalRecord>) -> Option<String> {
+    match record {
+        None => Some("no terminal record".to_string()),
+        Some(r) if r.outcome != Outcome::Completed => Some(format!(
+            "{:?}{}",
+            r.outcome,
+            r.error_message
+                .as_deref()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default()
+        )),
+        Some(r) if !r.http_status.is_some_and(|s| (200..300).contains(&s)) => {
+            Some(format!("HTTP status {:?}", r.http_status))
+        }
+        Some(r) if r.answer_text.trim().is_empty() => Some("empty answer".into()),
+        Some(_) => None,
     }
 }

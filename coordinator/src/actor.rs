@@ -104,6 +104,20 @@ impl SessionReport {
             progress,
         }
     }
+
+    /// Adds the figures of the session's next phase (its status and progress replace these).
+    pub fn absorb(&mut self, next: SessionReport) {
+        self.status = next.status;
+        self.rounds_executed += next.rounds_executed;
+        self.records_written += next.records_written;
+        self.harness_errors += next.harness_errors;
+        self.overheads_ms.extend(next.overheads_ms);
+        self.skews_ms.extend(next.skews_ms);
+        self.probe_skews_ms.extend(next.probe_skews_ms);
+        self.links.extend(next.links);
+        self.outages.extend(next.outages);
+        self.progress = next.progress;
+    }
 }
 
 /// Messages the coordinator actor handles.

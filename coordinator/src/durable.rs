@@ -18,6 +18,7 @@ use std::thread::JoinHandle;
 enum Command {
     Execution(Box<Execution>),
     Round(Box<(RoundLine, Checkpoint)>),
+    Commit,
 }
 
 /// The handle of the writer thread.
@@ -64,6 +65,12 @@ impl DurableWriter {
         self.send(Command::Round(Box::new((line, checkpoint))));
     }
 
+    /// Queues a commit of the records queued so far (load phases, which have no rounds): the
+    /// thread first appends whatever else is already queued, so one fsync covers a burst.
+    pub fn commit(&self) {
+        self.send(Command::Commit);
+    }
+
     fn send(&self, command: Command) {
         if let Some(tx) = &self.tx {
             // A closed channel means the thread stopped on an error, which `failed` reports.
@@ -101,7 +108,7 @@ impl Drop for DurableWriter {
 /// Writes commands in order until the channel closes, then commits what is left.
 fn write_loop(mut writer: RunWriter, rx: Receiver<Command>) -> Result<(), RunDirError> {
     let mut uncommitted = false;
-    for command in rx {
+    for command in &rx {
         match command {
             Command::Execution(execution) => {
                 writer.append_execution(&execution)?;
@@ -115,6 +122,31 @@ fn write_loop(mut writer: RunWriter, rx: Receiver<Command>) -> Result<(), RunDir
                 let (line, checkpoint) = *round;
                 writer.append_round(&line)?;
                 writer.checkpoint(&checkpoint)?;
+            }
+            Command::Commit => {
+                // Group commit: append everything already queued, then one fsync for all.
+                while let Ok(next) = rx.try_recv() {
+                    match next {
+                        Command::Execution(execution) => {
+                            writer.append_execution(&execution)?;
+                            uncommitted = true;
+                        }
+                        Command::Commit => {}
+                        Command::Round(round) => {
+                            if uncommitted {
+                                writer.commit()?;
+                            }
+                            let (line, checkpoint) = *round;
+                            writer.append_round(&line)?;
+                            writer.checkpoint(&checkpoint)?;
+                            uncommitted = false;
+                        }
+                    }
+                }
+                if uncommitted {
+                    writer.commit()?;
+                    uncommitted = false;
+                }
             }
         }
     }

@@ -1,6 +1,5 @@
 //! Coordinator errors, each naming the file, field, provider or input it concerns.
 
-use crate::selection::SelectionError;
 use openbench_common::rundir::RunDirError;
 use std::path::PathBuf;
 
@@ -18,9 +17,15 @@ pub enum CoordinatorError {
     /// A run-directory file could not be read or written.
     #[error(transparent)]
     RunDir(#[from] RunDirError),
-    /// Selection failed.
-    #[error("selection: {0}")]
-    Selection(#[from] SelectionError),
+    /// The workflow could not plan the run (a dataset too small for its plan, say) or write the
+    /// artifacts it locks.
+    #[error("workflow {workflow}: {source}")]
+    Plan {
+        /// The workflow's name.
+        workflow: String,
+        /// Its error.
+        source: openbench_common::workflow::WorkflowError,
+    },
     /// A resume found inputs that differ from the lock.
     #[error("refusing to resume {lock}: {}", changes.join("; "))]
     LockMismatch {

@@ -179,11 +179,23 @@ impl FaultBook {
 mod tests {
     use super::*;
     use crate::health::{LinkSettings, PingSample};
+    use openbench_common::request::ChatMessage;
     use openbench_common::rundir::{Plan, PlanKind, PlannedLane, PlannedRound};
-    use openbench_common::workflow::{DatasetRelease, WorkItem};
-    use std::path::PathBuf;
+    use openbench_common::schedule::RoundPrompts;
     use std::sync::Arc;
     use std::time::{Duration, Instant};
+
+    /// Rounds whose messages are empty: these tests look only at lanes and ids.
+    struct NoPrompts;
+
+    impl RoundPrompts for NoPrompts {
+        fn check(&self, _round: &PlannedRound) -> Result<(), String> {
+            Ok(())
+        }
+        fn messages(&self, _round: &PlannedRound) -> Vec<ChatMessage> {
+            Vec::new()
+        }
+    }
 
     fn lane(region: &str, id: &str) -> PlannedLane {
         PlannedLane {
@@ -231,22 +243,9 @@ mod tests {
                 round(5, vec![lane("west", "req-4")]),
             ],
         };
-        let item = WorkItem {
-            family: "ticket-triage".into(),
-            item_id: "i".into(),
-            system: String::new(),
-            user: String::new(),
-            item_hash: String::new(),
-        };
-        let dataset = DatasetRelease {
-            dir: PathBuf::new(),
-            release_hash: String::new(),
-            file_hashes: BTreeMap::new(),
-            items: BTreeMap::from([("ticket-triage".to_string(), vec![item])]),
-        };
         crate::lazy::jobs(
             Arc::new(plan),
-            Arc::new(dataset),
+            Arc::new(NoPrompts),
             "run",
             0,
             &BTreeSet::new(),

@@ -1,13 +1,13 @@
-//! Rounds planned lazily (issue 12): a remaining round refers to its place in the one shared plan
-//! and to its dataset item, never to per-lane copies of the prompt. Its requests (identity,
-//! messages, JSON body) are built when the round is prepared, one round ahead of its release, so
-//! memory holds the plan once plus two rounds of requests, whatever the number of rounds.
+//! Rounds planned lazily: a remaining round refers to its place in the one shared plan and to
+//! the workflow's source of its messages, never to per-lane copies of the prompt. Its requests
+//! (identity, messages, JSON body) are built when the round is prepared, one round ahead of its
+//! release, so memory holds the plan once plus two rounds of requests, whatever the number of
+//! rounds.
 
 use crate::error::CoordinatorError;
-use crate::schedule::planned_request;
-use openbench_common::request::PlannedRequest;
+use openbench_common::request::{PlannedRequest, RequestIdentity};
 use openbench_common::rundir::{Plan, PlannedLane, PlannedRound};
-use openbench_common::workflow::{DatasetRelease, WorkItem};
+use openbench_common::schedule::RoundPrompts;
 use std::borrow::Cow;
 use std::collections::{BTreeSet, VecDeque};
 use std::ops::Deref;
@@ -37,9 +37,8 @@ pub struct RoundJob {
     pub round: RoundRef,
     /// Positions in the round's `requests` still to execute, in launch order.
     lanes: Positions,
-    /// The round's item: its family's items in the shared dataset, and its position there.
-    dataset: Arc<DatasetRelease>,
-    item: usize,
+    /// Where the round's messages come from.
+    prompts: Arc<dyn RoundPrompts>,
     run_id: Arc<str>,
     deadline_ms: u64,
     /// True when the round's other lanes were measured earlier (a re-run, or a resumed partial
@@ -67,21 +66,16 @@ impl RoundJob {
     /// here, for this round only).
     pub fn requests(&self) -> Vec<(PlannedLane, PlannedRequest)> {
         let round = &*self.round;
-        let Some(item) = self.work_item() else {
-            return Vec::new();
-        };
+        let messages = self.prompts.messages(round);
         self.lanes
             .iter()
             .filter_map(|i| round.requests.get(i))
             .map(|lane| {
-                let request = planned_request(
-                    &self.run_id,
-                    &self.round.plan,
-                    round,
-                    &lane,
-                    item,
-                    self.deadline_ms,
-                );
+                let request = PlannedRequest {
+                    identity: identity(&self.run_id, &self.round.plan, round, &lane),
+                    messages: messages.clone(),
+                    deadline_ms: self.deadline_ms,
+                };
                 (lane.into_owned(), request)
             })
             .collect()
@@ -109,12 +103,27 @@ impl RoundJob {
         let round = &*self.round;
         self.lanes.iter().filter_map(|i| round.requests.get(i))
     }
+}
 
-    fn work_item(&self) -> Option<&WorkItem> {
-        self.dataset
-            .items
-            .get(&self.round.task_family)
-            .and_then(|items| items.get(self.item))
+/// Who the request of one lane of a round is.
+fn identity(
+    run_id: &str,
+    plan: &Plan,
+    round: &PlannedRound,
+    lane: &PlannedLane,
+) -> RequestIdentity {
+    RequestIdentity {
+        run_id: run_id.to_string(),
+        round_id: round.round_id.clone(),
+        request_id: lane.request_id.clone(),
+        round_index: round.round_index,
+        attempt: plan.attempt,
+        task_family: round.task_family.clone(),
+        item_id: round.item_id.clone(),
+        provider: lane.provider.clone(),
+        region: lane.region.clone(),
+        lane: lane.lane.clone(),
+        ..RequestIdentity::default()
     }
 }
 
@@ -148,10 +157,10 @@ impl Positions {
 }
 
 /// The rounds of `plan` that still lack a committed record, each with only its missing lanes.
-/// Fails when a round's item is not in the dataset.
+/// Fails when a round's messages cannot be built (its item is not in the dataset).
 pub fn jobs(
     plan: Arc<Plan>,
-    dataset: Arc<DatasetRelease>,
+    prompts: Arc<dyn RoundPrompts>,
     run_id: &str,
     deadline_ms: u64,
     committed: &BTreeSet<String>,
@@ -159,16 +168,7 @@ pub fn jobs(
     let run_id: Arc<str> = Arc::from(run_id);
     let mut out = VecDeque::new();
     for (position, round) in plan.rounds.iter().enumerate() {
-        let item = dataset
-            .items
-            .get(&round.task_family)
-            .and_then(|items| items.iter().position(|i| i.item_id == round.item_id))
-            .ok_or_else(|| {
-                CoordinatorError::Workflow(format!(
-                    "item {} of family {} is not in the dataset",
-                    round.item_id, round.task_family
-                ))
-            })?;
+        prompts.check(round).map_err(CoordinatorError::Workflow)?;
         let all = round.requests.len();
         // A fresh run has nothing committed: every lane of every round runs, and no request id
         // needs deriving here.
@@ -197,8 +197,7 @@ pub fn jobs(
                     position,
                 },
                 lanes,
-                dataset: dataset.clone(),
-                item,
+                prompts: prompts.clone(),
                 run_id: run_id.clone(),
                 deadline_ms,
                 out_of_round,
@@ -217,28 +216,26 @@ pub struct PlannedWork {
     pub prepared: Vec<(PlannedLane, PlannedRequest, String)>,
 }
 
-/// Plans the full run of `run` exactly as [`crate::run_full`] does (the plan built, written to
-/// `artifacts/full-plan.json` and split into jobs) and builds the first two rounds' requests,
-/// without starting any probe: what `bench fidelity --plan-only` measures.
+/// Plans the full run of `run` exactly as [`crate::run_full`] does (the workflow's schedule,
+/// written to `artifacts/full-plan.json` and split into jobs) and builds the first two rounds'
+/// requests, without starting any probe: what `bench fidelity --plan-only` measures. The
+/// schedule must be one phase of paired rounds.
 pub fn plan_full(
     inputs: &crate::RunInputs,
     run: &crate::RunDir,
 ) -> Result<PlannedWork, CoordinatorError> {
-    let s = &inputs.spec.spec;
-    let plan = Arc::new(crate::schedule::build_plan(
-        s,
-        &run.selection,
-        &inputs.dataset,
-        s.plans.full_items_per_family,
-        0,
-    ));
-    let files = openbench_common::rundir::RunFiles::new(&run.dir, 0);
-    openbench_common::rundir::write_json_once(&files.plan, &*plan)?;
+    let schedule = crate::runner::plan_attempt(inputs, run, 0)?;
+    let Some(openbench_common::schedule::Phase::PairedRounds(paired)) = schedule.phases.first()
+    else {
+        return Err(CoordinatorError::Workflow(
+            "the schedule does not start with paired rounds".into(),
+        ));
+    };
     let jobs = jobs(
-        plan,
-        Arc::new(inputs.dataset.clone()),
+        paired.plan.clone(),
+        paired.prompts.clone(),
         run.run_id(),
-        s.request.timeout_ms,
+        inputs.spec.spec.request.timeout_ms,
         &BTreeSet::new(),
     )?;
     let mut prepared = Vec::new();

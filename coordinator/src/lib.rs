@@ -1,9 +1,9 @@
-//! The coordinator: turns a spec and a dataset release into a locked run directory, a
-//! deterministic selection and schedule, and executes it in paired rounds through probes over
-//! gRPC, crash-safe and resumable.
+//! The coordinator: turns a spec and a dataset release into a locked run directory and executes
+//! the schedule its workflow plans (paired rounds, open and closed loops) through probes over
+//! gRPC, crash-safe and resumable. It names no workflow: planning, selection and the smoke
+//! criterion come through `openbench_common::workflow::Workflow`.
 //!
-//! Read top-down: [`selection`] (with [`mt`], CPython's generator) and [`schedule`] are pure;
-//! [`session`] loads inputs and opens or creates a locked run directory ([`lock`]; every file
+//! Read top-down: [`session`] loads inputs and opens or creates a locked run directory ([`lock`]; every file
 //! goes through `openbench_common::rundir`); [`runner`] runs a full plan or a smoke, driving the
 //! [`actor`] with gRPC clients from [`infra`] (what serves the probes and any `sim://` endpoint
 //! is the binary's [`TargetHost`]; [`session_open`] checks each probe and opens the run's
@@ -17,11 +17,9 @@ pub mod faults;
 pub mod health;
 pub mod infra;
 pub mod lazy;
+pub mod load;
 pub mod lock;
-pub mod mt;
 pub mod runner;
-pub mod schedule;
-pub mod selection;
 pub mod session;
 pub mod session_open;
 pub mod spans;

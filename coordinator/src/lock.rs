@@ -101,12 +101,14 @@ pub fn lock_sha256(lock: &RunLock) -> String {
     sha256_hex(canonical_json(&value))
 }
 
-/// Builds the lock of a new run.
+/// Builds the lock of a new run; `item_groups` are the workflow's (micro-single-task: its
+/// families in round order).
 pub fn build_lock(
     run_id: &str,
     spec: &LoadedSpec,
     dataset: &DatasetRelease,
     hashes: &InputHashes,
+    item_groups: Vec<String>,
     approval_id: Option<String>,
 ) -> RunLock {
     let s = &spec.spec;
@@ -118,7 +120,7 @@ pub fn build_lock(
         benchmark_slug: s.benchmark.slug.clone(),
         schedule_version: s.benchmark.schedule_version.clone(),
         model_label: s.benchmark.model_label.clone(),
-        families: s.benchmark.families.clone(),
+        families: item_groups,
         spec_path: spec.path.display().to_string(),
         spec_sha256: hashes.spec.clone(),
         spec_inputs_sha256: Some(hashes.spec_inputs.clone()),

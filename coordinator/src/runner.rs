@@ -1,8 +1,10 @@
-//! Running a plan in a locked run directory: the full run and the smoke (METHODOLOGY §1, §8).
+//! Running a workflow's schedule in a locked run directory: the full run and the smoke
+//! (METHODOLOGY §1, §8).
 //!
 //! A session repairs the raw files after any crash, skips requests that already have a committed
-//! terminal record (harness failures are re-executed), starts the simulator and probes, hands the
-//! remaining rounds to the coordinator actor and updates the manifest when it ends.
+//! terminal record (harness failures are re-executed), starts the simulator and probes, then
+//! executes the schedule's phases in order: paired rounds through the coordinator actor, open and
+//! closed loops through [`crate::load`]; it updates the manifest when it ends.
 
 use crate::actor::{
     CoordArgs, CoordMsg, Coordinator, Progress, ProgressFn, RoundJob, SessionReport, SessionStatus,
@@ -12,13 +14,14 @@ use crate::error::CoordinatorError;
 use crate::health::{FaultPolicy, Monitors, RegionSession};
 use crate::infra::{Infra, RemoteProbes, TargetHost};
 use crate::lazy::jobs;
-use crate::schedule::build_plan;
 use crate::session::{RunDir, RunInputs};
-use openbench_common::record::{Outcome, TerminalRecord};
+use openbench_common::record::TerminalRecord;
 use openbench_common::rundir::{
-    Plan, RunFiles, RunManifest, RunMode, RunStatus, RunWriter, SessionProbes, SmokeAttempt,
+    RunFiles, RunManifest, RunMode, RunStatus, RunWriter, SessionProbes, SmokeAttempt,
     counting_records, repair, repair_jsonl, write_json_once,
 };
+use openbench_common::schedule::{Phase, Schedule};
+use openbench_common::workflow::PlanInputs;
 use ractor::Actor;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
@@ -83,8 +86,6 @@ pub async fn run_full(
     approval_id: &str,
     options: &RunOptions,
 ) -> Result<FullOutcome, CoordinatorError> {
-    let s = &inputs.spec.spec;
-    run.selection.require(s.plans.full_items_per_family)?;
     let mut manifest = RunManifest::load(&run.dir)
         .unwrap_or_else(|_| RunManifest::new(run.run_id(), &run.lock.workflow));
     for recorded in [
@@ -103,15 +104,8 @@ pub async fn run_full(
             });
         }
     }
-    let plan = Arc::new(build_plan(
-        s,
-        &run.selection,
-        &inputs.dataset,
-        s.plans.full_items_per_family,
-        0,
-    ));
+    let plan = plan_attempt(inputs, run, 0)?;
     let files = RunFiles::new(&run.dir, 0);
-    write_json_once(&files.plan, &*plan)?;
     if manifest.mode != RunMode::Full {
         manifest.mode = RunMode::Full;
         manifest.period_start = None;
@@ -140,9 +134,6 @@ pub async fn run_smoke(
     run: &RunDir,
     options: &RunOptions,
 ) -> Result<SmokeOutcome, CoordinatorError> {
-    let s = &inputs.spec.spec;
-    let items = s.plans.smoke_items_per_family;
-    run.selection.require(items)?;
     let mut manifest = RunManifest::load(&run.dir)
         .unwrap_or_else(|_| RunManifest::new(run.run_id(), &run.lock.workflow));
     if manifest.mode != RunMode::Smoke {
@@ -152,16 +143,9 @@ pub async fn run_smoke(
         manifest.sessions = 0;
     }
     let mut attempts = Vec::new();
-    for attempt in 1..=s.plans.smoke_max_attempts {
-        let plan = Arc::new(build_plan(
-            s,
-            &run.selection,
-            &inputs.dataset,
-            items,
-            attempt,
-        ));
+    for attempt in 1..=inputs.workflow.smoke_attempts(&inputs.spec.spec) {
+        let plan = plan_attempt(inputs, run, attempt)?;
         let files = RunFiles::new(&run.dir, attempt);
-        write_json_once(&files.plan, &*plan)?;
         let (session, records) =
             execute_plan(inputs, run, &plan, &files, options, &mut manifest).await?;
         if session.status != SessionStatus::Complete
@@ -177,7 +161,12 @@ pub async fn run_smoke(
                 attempts,
             });
         }
-        let verdict = judge_smoke(inputs, &plan, &records, attempt);
+        let failures = inputs.workflow.smoke_failures(&plan, &records);
+        let verdict = SmokeAttempt {
+            attempt,
+            passed: failures.is_empty(),
+            failures,
+        };
         let passed = verdict.passed;
         attempts.push(verdict);
         if passed {
@@ -197,9 +186,32 @@ pub async fn run_smoke(
     })
 }
 
+/// The workflow's schedule of `attempt`, its plan file written (or checked, on a resume).
+pub(crate) fn plan_attempt(
+    inputs: &RunInputs,
+    run: &RunDir,
+    attempt: u32,
+) -> Result<Schedule, CoordinatorError> {
+    let plan_inputs = PlanInputs {
+        spec: &inputs.spec.spec,
+        dataset: &inputs.dataset,
+        run_dir: &run.dir,
+    };
+    let schedule = inputs
+        .workflow
+        .plan(&plan_inputs, attempt)
+        .map_err(|source| CoordinatorError::Plan {
+            workflow: inputs.workflow.name().to_string(),
+            source,
+        })?;
+    let files = RunFiles::new(&run.dir, attempt);
+    write_json_once(&files.plan, &schedule.plan_file())?;
+    Ok(schedule)
+}
+
 fn final_status(
     session: &SessionReport,
-    plan: &Plan,
+    plan: &Schedule,
     records: &BTreeMap<String, TerminalRecord>,
 ) -> RunStatus {
     match &session.status {
@@ -219,53 +231,12 @@ fn final_status(
     }
 }
 
-/// The smoke criterion: every lane × family returned a 2xx, non-empty, schema-valid answer.
-fn judge_smoke(
-    inputs: &RunInputs,
-    plan: &Plan,
-    records: &BTreeMap<String, TerminalRecord>,
-    attempt: u32,
-) -> SmokeAttempt {
-    let mut failures = Vec::new();
-    for round in &plan.rounds {
-        for lane in round.requests.iter() {
-            let why = match records.get(&lane.request_id) {
-                None => Some("no terminal record".to_string()),
-                Some(r) if r.outcome != Outcome::Completed => Some(format!(
-                    "{:?}{}",
-                    r.outcome,
-                    r.error_message
-                        .as_deref()
-                        .map(|m| format!(": {m}"))
-                        .unwrap_or_default()
-                )),
-                Some(r) if !r.http_status.is_some_and(|s| (200..300).contains(&s)) => {
-                    Some(format!("HTTP status {:?}", r.http_status))
-                }
-                Some(r) if r.answer_text.trim().is_empty() => Some("empty answer".into()),
-                Some(r) if !inputs.workflow.answer_is_schema_valid(r) => {
-                    Some("answer is not schema-valid".into())
-                }
-                Some(_) => None,
-            };
-            if let Some(why) = why {
-                failures.push(format!("{} × {}: {why}", lane.lane, round.task_family));
-            }
-        }
-    }
-    SmokeAttempt {
-        attempt,
-        passed: failures.is_empty(),
-        failures,
-    }
-}
-
-/// Runs whatever part of `plan` lacks committed records; returns the session report and the
-/// effective records of the plan afterwards.
+/// Runs whatever part of `plan` lacks committed records, phase by phase; returns the session
+/// report and the effective records of the plan afterwards.
 async fn execute_plan(
     inputs: &RunInputs,
     run: &RunDir,
-    plan: &Arc<Plan>,
+    plan: &Schedule,
     files: &RunFiles,
     options: &RunOptions,
     manifest: &mut RunManifest,
@@ -278,27 +249,47 @@ async fn execute_plan(
         .map(|r| r.request_id.clone())
         .collect();
     repair(files, &committed)?;
-    let jobs = jobs(
-        plan.clone(),
-        Arc::new(inputs.dataset.clone()),
-        run.run_id(),
-        inputs.spec.spec.request.timeout_ms,
-        &committed,
-    )?;
-    let rounds_done = plan.rounds_done(|id| committed.contains(id));
+    let deadline_ms = inputs.spec.spec.request.timeout_ms;
+    let version = &plan.version;
+    let mut work = Vec::new();
+    for (index, phase) in plan.phases.iter().enumerate() {
+        let index = u32::try_from(index).unwrap_or(u32::MAX);
+        match phase {
+            Phase::PairedRounds(paired) => {
+                let jobs = jobs(
+                    paired.plan.clone(),
+                    paired.prompts.clone(),
+                    run.run_id(),
+                    deadline_ms,
+                    &committed,
+                )?;
+                if !jobs.is_empty() {
+                    work.push(Work::Rounds(jobs));
+                }
+            }
+            Phase::OpenLoop(load) | Phase::ClosedLoop(load) => {
+                let remaining =
+                    crate::load::remaining(load, index, version, plan.attempt, &committed);
+                if remaining > 0 {
+                    work.push(Work::Load(index, phase.clone()));
+                }
+            }
+        }
+    }
+    let rounds_done = crate::load::rounds_done(plan, version, |id| committed.contains(id));
     let progress = Progress {
         rounds_done,
-        rounds_total: plan.rounds.len(),
+        rounds_total: crate::load::rounds_total(plan),
         requests_done: committed.len(),
         requests_total: plan.request_count(),
         harness_errors: 0,
     };
     manifest.planned_requests = plan.request_count();
-    manifest.rounds_total = plan.rounds.len();
+    manifest.rounds_total = progress.rounds_total;
     if let Some(f) = &options.progress {
         f(&progress);
     }
-    if jobs.is_empty() {
+    if work.is_empty() {
         let report = SessionReport::empty(progress);
         manifest.rounds_done = rounds_done;
         manifest.count(records.values());
@@ -331,17 +322,55 @@ async fn execute_plan(
         infra.shutdown().await;
         return Err(e.into());
     }
-    let session = drive(inputs, files, jobs, &infra, progress, options).await;
+    let mut session = SessionReport::empty(progress);
+    for phase in work {
+        let progress = session.progress.clone();
+        let report = match phase {
+            Work::Rounds(jobs) => drive(inputs, files, jobs, &infra, progress, options).await,
+            Work::Load(index, phase) => {
+                let ctx = crate::load::LoadContext {
+                    inputs,
+                    files,
+                    infra: &infra,
+                    run_id: run.run_id(),
+                    attempt: plan.attempt,
+                    committed: &committed,
+                };
+                crate::load::drive(&ctx, index, &phase, progress, options).await
+            }
+        };
+        match report {
+            Ok(report) => {
+                let stop = report.status != SessionStatus::Complete;
+                session.absorb(report);
+                if stop {
+                    break;
+                }
+            }
+            Err(e) => {
+                infra.shutdown().await;
+                return Err(e);
+            }
+        }
+    }
     infra.shutdown().await;
-    let session = session?;
     manifest.links.extend(session.links.clone());
     manifest.outages.extend(session.outages.iter().cloned());
 
     let records = counting_records(&files.results)?;
-    manifest.rounds_done =
-        plan.rounds_done(|id| records.get(id).is_some_and(|r| r.outcome.is_committed()));
+    manifest.rounds_done = crate::load::rounds_done(plan, version, |id| {
+        records.get(id).is_some_and(|r| r.outcome.is_committed())
+    });
     manifest.count(records.values());
     Ok((session, records))
+}
+
+/// What a session still has to execute of one phase.
+enum Work {
+    /// The remaining rounds of a paired phase.
+    Rounds(VecDeque<RoundJob>),
+    /// A load phase (its index) with requests still uncommitted.
+    Load(u32, Phase),
 }
 
 async fn drive(
@@ -353,16 +382,7 @@ async fn drive(
     options: &RunOptions,
 ) -> Result<SessionReport, CoordinatorError> {
     let (done_tx, mut done_rx) = oneshot::channel();
-    let sessions = infra
-        .sessions
-        .iter()
-        .filter_map(|(region, opened)| {
-            let opener = infra.openers.get(region)?.clone();
-            let opened = opened.clone();
-            Some((region.clone(), RegionSession { opened, opener }))
-        })
-        .collect();
-    let mut monitors = Monitors::start(&infra.links, sessions, options.faults.link).await;
+    let mut monitors = start_monitors(infra, options).await;
     let args = CoordArgs {
         jobs,
         clients: infra.clients.clone(),
@@ -411,8 +431,22 @@ async fn drive(
     report.map_err(|_| CoordinatorError::Actor("stopped without a report".into()))
 }
 
+/// Starts the health monitor of every region of the session.
+pub(crate) async fn start_monitors(infra: &Infra, options: &RunOptions) -> Monitors {
+    let sessions = infra
+        .sessions
+        .iter()
+        .filter_map(|(region, opened)| {
+            let opener = infra.openers.get(region)?.clone();
+            let opened = opened.clone();
+            Some((region.clone(), RegionSession { opened, opener }))
+        })
+        .collect();
+    Monitors::start(&infra.links, sessions, options.faults.link).await
+}
+
 /// Waits for the next stop request; never resolves without a stop channel.
-async fn next_stop(stop: &mut Option<watch::Receiver<StopRequest>>) -> StopRequest {
+pub(crate) async fn next_stop(stop: &mut Option<watch::Receiver<StopRequest>>) -> StopRequest {
     if let Some(rx) = stop {
         loop {
             if rx.changed().await.is_err() {

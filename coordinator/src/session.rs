@@ -3,14 +3,13 @@
 
 use crate::error::CoordinatorError;
 use crate::lock::{InputHashes, build_lock};
-use crate::selection::{Selection, select};
 use openbench_common::credentials::Credentials;
 use openbench_common::rundir::{
     self as layout, RunDirError, RunLock, RunManifest, WriterLock, json_bytes, read_json,
-    write_json_once, write_once,
+    write_once,
 };
 use openbench_common::spec::LoadedSpec;
-use openbench_common::workflow::{DatasetRelease, Workflow};
+use openbench_common::workflow::{DatasetRelease, PlanInputs, Workflow};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -38,7 +37,15 @@ pub fn prepare_inputs(
     workflow: Arc<dyn Workflow>,
     code_sha256: &str,
 ) -> Result<RunInputs, CoordinatorError> {
-    let spec = LoadedSpec::load(spec_path).map_err(|e| CoordinatorError::Setup {
+    let spec = LoadedSpec::load_checked(spec_path, |spec| {
+        // The workflow checks its own section only when the spec names it.
+        if spec.benchmark.workflow == workflow.name() {
+            workflow.check_spec(spec)
+        } else {
+            Vec::new()
+        }
+    })
+    .map_err(|e| CoordinatorError::Setup {
         what: format!("spec {}", spec_path.display()),
         source: e.into(),
     })?;
@@ -88,8 +95,6 @@ pub struct RunDir {
     pub dir: PathBuf,
     /// Its lock.
     pub lock: RunLock,
-    /// Its selection.
-    pub selection: Selection,
     /// The advisory writer lock: a second writer on this directory is refused while it is held.
     pub writer: Arc<WriterLock>,
 }
@@ -139,19 +144,15 @@ impl RunDir {
             &inputs.spec,
             &inputs.dataset,
             &hashes,
+            inputs.workflow.item_groups(&inputs.spec.spec),
             approval_id.map(str::to_string),
         );
         let lock_path = layout::path(&dir, layout::RUN_LOCK);
         write_once(&lock_path, &json_bytes(&lock_path, &lock)?)?;
-        let selection = write_selection(inputs, &dir)?;
+        lock_artifacts(inputs, &dir)?;
         let mut manifest = RunManifest::new(&run_id, &lock.workflow);
         manifest.save(&dir)?;
-        Ok(RunDir {
-            dir,
-            lock,
-            selection,
-            writer,
-        })
+        Ok(RunDir { dir, lock, writer })
     }
 
     /// Opens an existing run for a resume: refuses at once when another process writes it, and
@@ -183,11 +184,10 @@ impl RunDir {
                 changes,
             });
         }
-        let selection = write_selection(inputs, dir)?;
+        lock_artifacts(inputs, dir)?;
         Ok(RunDir {
             dir: dir.to_path_buf(),
             lock,
-            selection,
             writer,
         })
     }
@@ -211,16 +211,18 @@ impl RunDir {
     }
 }
 
-fn write_selection(inputs: &RunInputs, dir: &Path) -> Result<Selection, CoordinatorError> {
-    let s = &inputs.spec.spec;
-    let per_family = s.plans.full_items_per_family;
-    let selection = select(
-        &inputs.dataset,
-        &s.benchmark.slug,
-        &s.benchmark.schedule_version,
-        &s.benchmark.families,
-        per_family,
-    )?;
-    write_json_once(&layout::path(dir, layout::SELECTION), &selection)?;
-    Ok(selection)
+/// Writes (or, on a resume, checks) the artifacts the workflow derives when a run is locked.
+fn lock_artifacts(inputs: &RunInputs, dir: &Path) -> Result<(), CoordinatorError> {
+    let plan_inputs = PlanInputs {
+        spec: &inputs.spec.spec,
+        dataset: &inputs.dataset,
+        run_dir: dir,
+    };
+    inputs
+        .workflow
+        .lock_artifacts(&plan_inputs)
+        .map_err(|source| CoordinatorError::Plan {
+            workflow: inputs.workflow.name().to_string(),
+            source,
+        })
 }

@@ -37,7 +37,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     println!(
         "demo: {} simulated providers × {} rounds, time-scaled ×{} (spec {})",
         inputs.spec.spec.providers.len(),
-        inputs.spec.spec.plans.full_items_per_family * inputs.spec.spec.benchmark.families.len(),
+        planned_rounds(&inputs, &run)?,
         inputs
             .spec
             .spec
@@ -78,4 +78,18 @@ fn bundled_spec() -> anyhow::Result<PathBuf> {
     anyhow::bail!(
         "cannot find the bundled spec {SIMULATED_SPEC}: run the demo from the repository root or pass --spec"
     )
+}
+
+/// Rounds of the full run's schedule (paired rounds, plus one per load phase).
+fn planned_rounds(
+    inputs: &openbench_coordinator::RunInputs,
+    run: &RunDir,
+) -> anyhow::Result<usize> {
+    let plan_inputs = openbench_common::workflow::PlanInputs {
+        spec: &inputs.spec.spec,
+        dataset: &inputs.dataset,
+        run_dir: &run.dir,
+    };
+    let schedule = inputs.workflow.plan(&plan_inputs, 0)?;
+    Ok(openbench_coordinator::load::rounds_total(&schedule))
 }

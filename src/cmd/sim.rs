@@ -70,7 +70,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             let release = workflow
                 .load_dataset(dir, "manifest.json")
                 .with_context(|| format!("loading dataset {}", dir.display()))?;
-            crate::registry::canned_answers(workflow.name(), &release)
+            workflow
+                .simulator_answers(&release)
                 .with_context(|| format!("canned answers from {}", dir.display()))?
         }
         None => Vec::new(),

@@ -1,8 +1,11 @@
 //! The run spec: benchmark identity, the fixed request contract, providers as adapter data,
-//! regions, dataset location, plan sizes and the run root.
+//! regions, dataset location, the run root and the simulator. Everything else in the file belongs
+//! to the workflow the benchmark names (its section, such as micro-single-task's `plans:` and
+//! `benchmark.families`), which checks it ([`crate::workflow::Workflow::check_spec`]).
 //!
-//! Parsing denies unknown fields; validation then reports every problem at once, each naming the
-//! file, the field path and the offending value.
+//! Parsing denies unknown fields inside every generic section; validation then reports every
+//! problem at once (the generic ones and the workflow's), each naming the file, the field path and
+//! the offending value.
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -51,7 +54,6 @@ pub enum SpecError {
 
 /// The whole spec file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Spec {
     /// Who this benchmark is.
     pub benchmark: Benchmark,
@@ -64,15 +66,16 @@ pub struct Spec {
     pub regions: Vec<Region>,
     /// The dataset release to select from.
     pub dataset: DatasetRef,
-    /// Plan sizes.
-    #[serde(default)]
-    pub plans: Plans,
     /// Where run directories go, relative to the spec file unless absolute.
     #[serde(default = "default_run_root")]
     pub run_root: String,
     /// The embedded simulator, for providers whose endpoint is `sim://<profile>`.
     #[serde(default)]
     pub simulator: Option<SimulatorSettings>,
+    /// Every other top-level section: the workflow's, checked and normalised by it (an unknown
+    /// key is refused there, naming it).
+    #[serde(flatten)]
+    pub workflow_sections: BTreeMap<String, serde_json::Value>,
 }
 
 fn default_run_root() -> String {
@@ -81,7 +84,6 @@ fn default_run_root() -> String {
 
 /// Benchmark identity: constants that feed selection seeds and ids.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Benchmark {
     /// Benchmark slug (`inference-micro-single-task`).
     pub slug: String,
@@ -92,8 +94,9 @@ pub struct Benchmark {
     /// Human label of the model under test, for reports.
     #[serde(default)]
     pub model_label: String,
-    /// Task families in round order.
-    pub families: Vec<String>,
+    /// The workflow's own benchmark keys (micro-single-task: `families`), checked by it.
+    #[serde(flatten)]
+    pub workflow_fields: BTreeMap<String, serde_json::Value>,
 }
 
 /// The fixed request contract (METHODOLOGY §1).
@@ -378,41 +381,6 @@ fn default_manifest() -> String {
     String::from("manifest.json")
 }
 
-/// Plan sizes for the full run and the smoke.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Plans {
-    /// Items per family in a full run (200).
-    #[serde(default = "default_full_items")]
-    pub full_items_per_family: usize,
-    /// Items per family in a smoke (1).
-    #[serde(default = "default_smoke_items")]
-    pub smoke_items_per_family: usize,
-    /// Smoke attempts at most (2).
-    #[serde(default = "default_smoke_attempts")]
-    pub smoke_max_attempts: u32,
-}
-
-impl Default for Plans {
-    fn default() -> Self {
-        Plans {
-            full_items_per_family: default_full_items(),
-            smoke_items_per_family: default_smoke_items(),
-            smoke_max_attempts: default_smoke_attempts(),
-        }
-    }
-}
-
-fn default_full_items() -> usize {
-    200
-}
-fn default_smoke_items() -> usize {
-    1
-}
-fn default_smoke_attempts() -> u32 {
-    2
-}
-
 /// Settings of the embedded simulator.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -443,13 +411,23 @@ pub struct LoadedSpec {
 }
 
 impl LoadedSpec {
-    /// Reads, parses and validates a spec file.
+    /// Reads, parses and validates a spec file's generic part (its workflow section is
+    /// unchecked: [`LoadedSpec::load_checked`] checks both).
     pub fn load(path: &Path) -> Result<LoadedSpec, SpecError> {
+        LoadedSpec::load_checked(path, |_| Vec::new())
+    }
+
+    /// Reads, parses and validates a spec file; `workflow` checks (and normalises) its section,
+    /// and every problem of both parts is reported at once.
+    pub fn load_checked(
+        path: &Path,
+        workflow: impl FnOnce(&mut Spec) -> Vec<String>,
+    ) -> Result<LoadedSpec, SpecError> {
         let bytes = std::fs::read(path).map_err(|source| SpecError::Read {
             path: path.to_path_buf(),
             source,
         })?;
-        let spec = Spec::parse(path, &bytes)?;
+        let spec = Spec::parse_checked(path, &bytes, workflow)?;
         Ok(LoadedSpec {
             spec,
             path: path.to_path_buf(),

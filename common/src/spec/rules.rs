@@ -9,17 +9,28 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 impl Spec {
-    /// Parses YAML bytes and validates them; `path` only names the file in errors.
+    /// Parses YAML bytes and validates their generic part; `path` only names the file in errors.
     pub fn parse(path: &Path, bytes: &[u8]) -> Result<Spec, SpecError> {
+        Spec::parse_checked(path, bytes, |_| Vec::new())
+    }
+
+    /// Parses YAML bytes and validates them: the generic rules, then `workflow`'s, which may
+    /// normalise its section; every problem of both is reported at once.
+    pub fn parse_checked(
+        path: &Path,
+        bytes: &[u8],
+        workflow: impl FnOnce(&mut Spec) -> Vec<String>,
+    ) -> Result<Spec, SpecError> {
         let text = std::str::from_utf8(bytes).map_err(|source| SpecError::NotUtf8 {
             path: path.to_path_buf(),
             source,
         })?;
-        let spec: Spec = serde_saphyr::from_str(text).map_err(|source| SpecError::Parse {
+        let mut spec: Spec = serde_saphyr::from_str(text).map_err(|source| SpecError::Parse {
             path: path.to_path_buf(),
             source: Box::new(source),
         })?;
-        let problems = spec.problems();
+        let mut problems = spec.problems();
+        problems.extend(workflow(&mut spec));
         if problems.is_empty() {
             Ok(spec)
         } else {
@@ -35,9 +46,6 @@ impl Spec {
         let mut problems = Vec::new();
         if self.benchmark.slug.trim().is_empty() {
             problems.push("benchmark.slug: must not be empty".to_string());
-        }
-        if self.benchmark.families.is_empty() {
-            problems.push("benchmark.families: must list at least one family".to_string());
         }
         problems.extend(self.request.problems());
         if self.providers.is_empty() {
@@ -71,15 +79,6 @@ impl Spec {
                     region.probe
                 ));
             }
-        }
-        if self.plans.full_items_per_family == 0 || self.plans.smoke_items_per_family == 0 {
-            problems.push("plans: items per family must be at least 1".to_string());
-        }
-        if !(1..=2).contains(&self.plans.smoke_max_attempts) {
-            problems.push(format!(
-                "plans.smoke_max_attempts: {} must be 1 or 2",
-                self.plans.smoke_max_attempts
-            ));
         }
         if let Some(sim) = &self.simulator
             && !(sim.time_scale > 0.0 && sim.time_scale <= 10.0)

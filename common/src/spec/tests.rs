@@ -35,7 +35,11 @@ fn parses_minimal_spec_with_defaults() {
         Ok(s) => s,
         Err(e) => panic!("{e}"),
     };
-    assert_eq!(spec.plans.full_items_per_family, 200);
+    assert_eq!(
+        spec.benchmark.workflow_fields.get("families"),
+        Some(&serde_json::json!(["ticket-triage"]))
+    );
+    assert!(spec.workflow_sections.is_empty());
     assert_eq!(spec.request.harness_grace_ms, 5000);
     assert_eq!(spec.credential_names(), vec!["ZAI_API_KEY".to_string()]);
     assert_eq!(spec.region_names(), vec!["local".to_string()]);
@@ -66,6 +70,30 @@ fn unknown_field_is_named() {
         .unwrap_or_default();
     assert!(err.contains("topp"), "{err}");
     assert!(err.contains("s.yaml"), "{err}");
+}
+
+#[test]
+fn the_workflow_checks_its_section_and_its_problems_join_the_generic_ones() {
+    let text = MINIMAL.replace("top_p: 1", "top_p: 3") + "plans: {full_items_per_family: 0}\n";
+    let err = Spec::parse_checked(Path::new("s.yaml"), text.as_bytes(), |spec| {
+        let plans = spec.workflow_sections.get("plans").cloned();
+        assert_eq!(plans, Some(serde_json::json!({"full_items_per_family": 0})));
+        vec!["plans.full_items_per_family: 0 must be at least 1".to_string()]
+    })
+    .err()
+    .map(|e| e.to_string())
+    .unwrap_or_default();
+    assert!(err.contains("2 problem(s)"), "{err}");
+    assert!(err.contains("request.top_p: 3 is outside (0, 1]"), "{err}");
+    assert!(err.contains("plans.full_items_per_family: 0"), "{err}");
+    // A normalised section is what the spec then holds (and what the lock hashes).
+    let spec = Spec::parse_checked(Path::new("s.yaml"), MINIMAL.as_bytes(), |spec| {
+        spec.workflow_sections
+            .insert("plans".into(), serde_json::json!({"n": 1}));
+        Vec::new()
+    });
+    let sections = spec.map(|s| s.workflow_sections).unwrap_or_default();
+    assert_eq!(sections.get("plans"), Some(&serde_json::json!({"n": 1})));
 }
 
 #[test]

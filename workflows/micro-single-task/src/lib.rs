@@ -9,16 +9,21 @@ pub mod dataset;
 pub mod html;
 pub mod metrics;
 pub mod paired;
+pub mod plan;
 pub mod report;
 pub mod scoring;
 pub mod spec_yaml;
 pub mod synthetic;
 
-use openbench_common::record::{Outcome, TerminalRecord};
+use openbench_common::record::TerminalRecord;
 use openbench_common::rundir::RunLock;
+use openbench_common::schedule::Schedule;
+use openbench_common::spec::Spec;
 use openbench_common::workflow::{
-    CompareSettings, DatasetRelease, ReportOptions, ReportOutcome, Workflow, WorkflowError,
+    CannedAnswer, CompareSettings, DatasetRelease, PlanInputs, ReportOptions, ReportOutcome,
+    Workflow, WorkflowError,
 };
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The micro-single-task workflow.
@@ -36,11 +41,35 @@ impl Workflow for MicroSingleTask {
             .map(|release| release.to_dataset_release())
             .map_err(|e| WorkflowError(Box::new(e)))
     }
-    fn answer_is_schema_valid(&self, record: &TerminalRecord) -> bool {
-        record.outcome == Outcome::Completed
-            && !record.answer_text.trim().is_empty()
-            && scoring::Family::parse(&record.task_family)
-                .is_some_and(|f| scoring::is_schema_valid(f, &record.answer_text))
+    fn check_spec(&self, spec: &mut Spec) -> Vec<String> {
+        plan::MicroSpec::check(spec)
+    }
+    fn item_groups(&self, spec: &Spec) -> Vec<String> {
+        plan::MicroSpec::read(spec)
+            .map(|micro| micro.families)
+            .unwrap_or_default()
+    }
+    fn lock_artifacts(&self, inputs: &PlanInputs<'_>) -> Result<(), WorkflowError> {
+        plan::write_selection(inputs)
+    }
+    fn plan(&self, inputs: &PlanInputs<'_>, attempt: u32) -> Result<Schedule, WorkflowError> {
+        plan::schedule(inputs, attempt)
+    }
+    fn smoke_attempts(&self, spec: &Spec) -> u32 {
+        plan::MicroSpec::read(spec).map_or(1, |micro| micro.plans.smoke_max_attempts)
+    }
+    fn smoke_failures(
+        &self,
+        schedule: &Schedule,
+        records: &BTreeMap<String, TerminalRecord>,
+    ) -> Vec<String> {
+        plan::smoke_failures(schedule, records)
+    }
+    fn simulator_answers(
+        &self,
+        dataset: &DatasetRelease,
+    ) -> Result<Vec<CannedAnswer>, WorkflowError> {
+        dataset::canned::canned_answers(dataset).map_err(|e| WorkflowError(Box::new(e)))
     }
     fn compare(
         &self,

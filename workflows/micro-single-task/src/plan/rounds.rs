@@ -3,41 +3,21 @@
 //! `round_index mod lanes`. Written as `artifacts/full-plan.json` or
 //! `artifacts/smoke-plan-attempt-N.json`.
 
-use crate::selection::Selection;
-use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Role, round_id};
+use super::selection::Selection;
+use openbench_common::request::{ChatMessage, Role, round_id};
 use openbench_common::rundir::{
-    Lane, PLAN_VERSION, Plan, PlanKind, PlannedLane, PlannedRound, RotationBasis, RoundRequests,
+    PLAN_VERSION, Plan, PlanKind, PlannedRound, RotationBasis, RoundRequests,
 };
+use openbench_common::schedule::{RoundPrompts, lanes};
 use openbench_common::spec::Spec;
 use openbench_common::workflow::{DatasetRelease, WorkItem};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-
-/// The spec's lanes in base order: providers in spec order, each in every region.
-pub fn lanes(spec: &Spec) -> Vec<Lane> {
-    let regions = spec.region_names();
-    let several = regions.len() > 1;
-    let mut out = Vec::new();
-    for p in &spec.providers {
-        for region in &regions {
-            let label = if several {
-                format!("{}@{region}", p.key)
-            } else {
-                p.key.clone()
-            };
-            out.push(Lane {
-                label,
-                provider: p.key.clone(),
-                region: region.clone(),
-            });
-        }
-    }
-    out
-}
 
 /// Builds the plan of `items_per_family` items per family (a prefix of the selection).
 pub fn build_plan(
     spec: &Spec,
+    families: &[String],
     selection: &Selection,
     dataset: &DatasetRelease,
     items_per_family: usize,
@@ -55,7 +35,7 @@ pub fn build_plan(
     let hashes = item_hashes(dataset);
     let mut rounds = Vec::new();
     for index in 0..items_per_family {
-        for family in &spec.benchmark.families {
+        for family in families {
             let Some(item_id) = selection
                 .families
                 .get(family)
@@ -88,7 +68,7 @@ pub fn build_plan(
         benchmark_slug: spec.benchmark.slug.clone(),
         schedule_version: version.clone(),
         dataset_release_hash: dataset.release_hash.clone(),
-        families: spec.benchmark.families.clone(),
+        families: families.to_vec(),
         lanes: base,
         items_per_family,
         rounds,
@@ -107,41 +87,52 @@ fn item_hashes(dataset: &DatasetRelease) -> BTreeMap<(&str, &str), String> {
         .collect()
 }
 
-/// Looks up a dataset item by family and id.
-pub fn find_item<'a>(
-    dataset: &'a DatasetRelease,
-    family: &str,
-    item_id: &str,
-) -> Option<&'a WorkItem> {
-    dataset
-        .items
-        .get(family)
-        .and_then(|items| items.iter().find(|i| i.item_id == item_id))
+/// Each round's messages: its item's system and user prompt, looked up in the dataset (indexed
+/// once per plan; the prompt is copied only when a round is prepared).
+pub struct DatasetPrompts {
+    dataset: Arc<DatasetRelease>,
+    index: HashMap<(String, String), usize>,
 }
 
-/// The request a probe executes for one lane of a round.
-pub fn planned_request(
-    run_id: &str,
-    plan: &Plan,
-    round: &PlannedRound,
-    lane: &PlannedLane,
-    item: &WorkItem,
-    deadline_ms: u64,
-) -> PlannedRequest {
-    PlannedRequest {
-        identity: RequestIdentity {
-            run_id: run_id.to_string(),
-            round_id: round.round_id.clone(),
-            request_id: lane.request_id.clone(),
-            round_index: round.round_index,
-            attempt: plan.attempt,
-            task_family: round.task_family.clone(),
-            item_id: round.item_id.clone(),
-            provider: lane.provider.clone(),
-            region: lane.region.clone(),
-            lane: lane.lane.clone(),
-        },
-        messages: vec![
+impl DatasetPrompts {
+    /// Indexes `dataset`'s items by family and id.
+    pub fn new(dataset: Arc<DatasetRelease>) -> DatasetPrompts {
+        let index = dataset
+            .items
+            .iter()
+            .flat_map(|(family, items)| {
+                items
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, item)| ((family.clone(), item.item_id.clone()), i))
+            })
+            .collect();
+        DatasetPrompts { dataset, index }
+    }
+
+    fn item(&self, round: &PlannedRound) -> Option<&WorkItem> {
+        let key = (round.task_family.clone(), round.item_id.clone());
+        let position = *self.index.get(&key)?;
+        self.dataset.items.get(&round.task_family)?.get(position)
+    }
+}
+
+impl RoundPrompts for DatasetPrompts {
+    fn check(&self, round: &PlannedRound) -> Result<(), String> {
+        match self.item(round) {
+            Some(_) => Ok(()),
+            None => Err(format!(
+                "item {} of family {} is not in the dataset",
+                round.item_id, round.task_family
+            )),
+        }
+    }
+
+    fn messages(&self, round: &PlannedRound) -> Vec<ChatMessage> {
+        let Some(item) = self.item(round) else {
+            return Vec::new();
+        };
+        vec![
             ChatMessage {
                 role: Role::System,
                 content: item.system.clone(),
@@ -150,7 +141,6 @@ pub fn planned_request(
                 role: Role::User,
                 content: item.user.clone(),
             },
-        ],
-        deadline_ms,
+        ]
     }
 }

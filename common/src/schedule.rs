@@ -1,0 +1,527 @@
+//! What a workflow plans and the coordinator executes: a run's schedule, as ordered phases.
+//!
+//! A phase is one of three kinds, each a way of deciding *when* a lane sends its next request:
+//! - [`PairedRounds`]: every lane gets the same request per round, released together through one
+//!   gate, the next round only when every lane of this one is terminal (micro-single-task).
+//! - [`OpenLoop`]: each lane sends its requests at planned offsets from the phase's start,
+//!   whatever the provider does (constant or seeded Poisson gaps); each request carries its
+//!   scheduled offset so `send_lag = actual − scheduled` can be measured.
+//! - [`ClosedLoop`]: each lane keeps `concurrency` slots busy; a slot sends its next request
+//!   when its previous one is terminal, until a count of requests per slot.
+//!
+//! Requests are built when they are due, never materialised up front: paired rounds from the
+//! shared plan ([`RoundPrompts`]), open and closed loops from a [`RequestSource`]. Every request
+//! id is a pure function of the schedule version, the lane, the phase and the request's place in
+//! it, so a resume plans the same ids and skips those already committed.
+
+use crate::hash::short_id;
+use crate::request::ChatMessage;
+use crate::rundir::{Lane, Plan, PlannedRound};
+use crate::spec::Spec;
+use serde::Serialize;
+use std::sync::Arc;
+
+/// A run's (or a smoke attempt's) schedule: phases executed one after another.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    /// The schedule version feeding every id (the spec's `benchmark.schedule_version`).
+    pub version: String,
+    /// 0 for a full run; N for smoke attempt N.
+    pub attempt: u32,
+    /// Phases in execution order.
+    pub phases: Vec<Phase>,
+}
+
+/// One phase of a schedule.
+#[derive(Debug, Clone)]
+pub enum Phase {
+    /// Barrier-paired rounds.
+    PairedRounds(PairedRounds),
+    /// Requests released at planned times.
+    OpenLoop(LoadPhase),
+    /// Slots that send the next request when one ends.
+    ClosedLoop(LoadPhase),
+}
+
+/// Paired rounds: the plan (every round's lanes in launch order and their ids) and where each
+/// round's messages come from.
+#[derive(Debug, Clone)]
+pub struct PairedRounds {
+    /// The plan, written as the attempt's plan file when it is the schedule's only phase.
+    pub plan: Arc<Plan>,
+    /// The messages of each round, built when the round is prepared.
+    pub prompts: Arc<dyn RoundPrompts>,
+}
+
+/// Where a paired round's messages come from (one message list per round, sent to every lane).
+pub trait RoundPrompts: Send + Sync {
+    /// Why `round` cannot be built (its item is unknown), checked before a session starts.
+    fn check(&self, round: &PlannedRound) -> Result<(), String>;
+    /// The messages every lane of `round` sends.
+    fn messages(&self, round: &PlannedRound) -> Vec<ChatMessage>;
+}
+
+impl std::fmt::Debug for dyn RoundPrompts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RoundPrompts")
+    }
+}
+
+/// An open- or closed-loop phase: which lanes take part, how their requests are paced, and where
+/// each request's content comes from.
+#[derive(Debug, Clone)]
+pub struct LoadPhase {
+    /// Label for plan files and reports (`step-2-measured`).
+    pub name: String,
+    /// Lanes taking part, in base order.
+    pub lanes: Vec<Lane>,
+    /// How requests are paced.
+    pub pacing: Pacing,
+    /// Each request's content.
+    pub source: Arc<dyn RequestSource>,
+}
+
+/// How a load phase paces its requests, per lane.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Pacing {
+    /// Open loop: `count` requests per lane, released at the arrival process's offsets. A lane
+    /// holds at most `max_in_flight` at once: a release due while it is full waits for one to
+    /// end, and its send lag says so.
+    Arrivals {
+        /// Requests per lane.
+        count: u64,
+        /// The arrival process.
+        arrivals: Arrivals,
+        /// Requests one lane may have in flight at once.
+        max_in_flight: u32,
+    },
+    /// Closed loop: `concurrency` slots per lane, each sending `per_slot` requests one after
+    /// another.
+    Slots {
+        /// Slots per lane (requests in flight at once).
+        concurrency: u32,
+        /// Requests each slot sends.
+        per_slot: u64,
+    },
+}
+
+/// An arrival process: the gaps between one lane's planned send times.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "process", rename_all = "snake_case")]
+pub enum Arrivals {
+    /// Evenly spaced, `rate_per_s` requests a second.
+    Constant {
+        /// Requests per second.
+        rate_per_s: f64,
+    },
+    /// Exponential gaps of mean `1 / rate_per_s`, drawn from `seed` (each lane its own stream).
+    Poisson {
+        /// Mean requests per second.
+        rate_per_s: f64,
+        /// Seed of the gaps.
+        seed: u64,
+    },
+}
+
+impl Arrivals {
+    /// The planned offsets (ms from the phase start) of one lane's first `count` requests: the
+    /// first at 0, then one gap per request. Lazy, so a long phase holds no list.
+    pub fn offsets_ms(self, lane_index: usize, count: u64) -> impl Iterator<Item = f64> + Send {
+        let mut stream = Gaps::new(self, lane_index);
+        let mut at = 0.0;
+        (0..count).map(move |sequence| {
+            if sequence > 0 {
+                at += stream.next_gap_ms();
+            }
+            at
+        })
+    }
+}
+
+/// One lane's gap generator: splitmix64 seeded by the phase seed and the lane (a tiny, exactly
+/// specified generator, so the offsets can be recomputed anywhere from the plan file).
+struct Gaps {
+    arrivals: Arrivals,
+    state: u64,
+}
+
+impl Gaps {
+    fn new(arrivals: Arrivals, lane_index: usize) -> Gaps {
+        let seed = match arrivals {
+            Arrivals::Constant { .. } => 0,
+            Arrivals::Poisson { seed, .. } => seed,
+        };
+        Gaps {
+            arrivals,
+            state: seed ^ (lane_index as u64).wrapping_mul(0xD1B5_4A32_D192_ED03),
+        }
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn next_gap_ms(&mut self) -> f64 {
+        match self.arrivals {
+            Arrivals::Constant { rate_per_s } => 1000.0 / rate_per_s,
+            Arrivals::Poisson { rate_per_s, .. } => {
+                // A uniform in (0, 1]: 53 random bits, never 0, so the logarithm is finite.
+                let u = ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+                -u.ln() * 1000.0 / rate_per_s
+            }
+        }
+    }
+}
+
+/// Where one request of a load phase sits: its lane, slot and sequence number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadPosition {
+    /// Phase index in the schedule.
+    pub phase: u32,
+    /// Lane label.
+    pub lane: String,
+    /// Position of the lane in the phase's base order.
+    pub lane_index: usize,
+    /// Closed-loop slot (0 in an open loop).
+    pub slot: u32,
+    /// 0-based sequence number within the slot (the lane, in an open loop).
+    pub sequence: u64,
+}
+
+/// The content of one load request, from its workflow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestContent {
+    /// Group of the item (micro-single-task calls it the task family), for reports.
+    pub group: String,
+    /// Opaque key of the item the request was built from.
+    pub item_key: String,
+    /// The messages, in order.
+    pub messages: Vec<ChatMessage>,
+}
+
+/// Builds a load phase's requests on demand.
+pub trait RequestSource: Send + Sync {
+    /// The content of the request at `position` (a pure function of it, so a resume rebuilds the
+    /// same request).
+    fn request(&self, position: &LoadPosition) -> RequestContent;
+}
+
+impl std::fmt::Debug for dyn RequestSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RequestSource")
+    }
+}
+
+/// `phase-` + 24 hex of sha256(schedule_version, "phase", phase index, phase name, attempt).
+pub fn phase_id(schedule_version: &str, phase: u32, name: &str, attempt: u32) -> String {
+    short_id(
+        "phase-",
+        &[
+            schedule_version,
+            "phase",
+            &phase.to_string(),
+            name,
+            &attempt.to_string(),
+        ],
+    )
+}
+
+/// `req-` + 24 hex of sha256(schedule_version, lane, "load", phase, slot, sequence, attempt):
+/// distinct for every request of a lane, however many are in flight, and the same on a resume.
+pub fn load_request_id(schedule_version: &str, position: &LoadPosition, attempt: u32) -> String {
+    short_id(
+        "req-",
+        &[
+            schedule_version,
+            &position.lane,
+            "load",
+            &position.phase.to_string(),
+            &position.slot.to_string(),
+            &position.sequence.to_string(),
+            &attempt.to_string(),
+        ],
+    )
+}
+
+/// The spec's lanes in base order: providers in spec order, each in every region; the label is
+/// the provider key with one region and `provider@region` with several.
+pub fn lanes(spec: &Spec) -> Vec<Lane> {
+    let regions = spec.region_names();
+    let several = regions.len() > 1;
+    let mut out = Vec::new();
+    for p in &spec.providers {
+        for region in &regions {
+            let label = if several {
+                format!("{}@{region}", p.key)
+            } else {
+                p.key.clone()
+            };
+            out.push(Lane {
+                label,
+                provider: p.key.clone(),
+                region: region.clone(),
+            });
+        }
+    }
+    out
+}
+
+impl LoadPhase {
+    /// Every request position of this phase (phase index `phase`), lane by lane, slot by slot.
+    pub fn positions(&self, phase: u32) -> impl Iterator<Item = LoadPosition> + '_ {
+        let (slots, per_slot) = match self.pacing {
+            Pacing::Arrivals { count, .. } => (1, count),
+            Pacing::Slots {
+                concurrency,
+                per_slot,
+            } => (concurrency, per_slot),
+        };
+        self.lanes
+            .iter()
+            .enumerate()
+            .flat_map(move |(lane_index, lane)| {
+                (0..slots).flat_map(move |slot| {
+                    (0..per_slot).map(move |sequence| LoadPosition {
+                        phase,
+                        lane: lane.label.clone(),
+                        lane_index,
+                        slot,
+                        sequence,
+                    })
+                })
+            })
+    }
+
+    /// Requests this phase plans.
+    pub fn request_count(&self) -> usize {
+        let per_lane = match self.pacing {
+            Pacing::Arrivals { count, .. } => count,
+            Pacing::Slots {
+                concurrency,
+                per_slot,
+            } => u64::from(concurrency) * per_slot,
+        };
+        usize::try_from(per_lane).unwrap_or(usize::MAX) * self.lanes.len()
+    }
+
+    /// Requests one lane may have in flight at once: the slots of a closed loop, the open
+    /// loop's bound (at least 1).
+    pub fn max_in_flight(&self) -> u32 {
+        match self.pacing {
+            Pacing::Slots { concurrency, .. } => concurrency.max(1),
+            Pacing::Arrivals { max_in_flight, .. } => max_in_flight.max(1),
+        }
+    }
+}
+
+impl Schedule {
+    /// Requests the schedule plans.
+    pub fn request_count(&self) -> usize {
+        self.phases
+            .iter()
+            .map(|phase| match phase {
+                Phase::PairedRounds(p) => p.plan.request_count(),
+                Phase::OpenLoop(l) | Phase::ClosedLoop(l) => l.request_count(),
+            })
+            .sum()
+    }
+
+    /// Requests one lane may have in flight at once in any phase: what the coordinator asks
+    /// each probe session to allow (1 for paired rounds).
+    pub fn lane_in_flight(&self) -> u32 {
+        self.phases
+            .iter()
+            .map(|phase| match phase {
+                Phase::PairedRounds(_) => 1,
+                Phase::OpenLoop(l) | Phase::ClosedLoop(l) => l.max_in_flight(),
+            })
+            .max()
+            .unwrap_or(1)
+    }
+
+    /// The schedule's only paired-rounds plan, when it has exactly one phase of that kind.
+    pub fn paired_plan(&self) -> Option<&Arc<Plan>> {
+        match self.phases.as_slice() {
+            [Phase::PairedRounds(p)] => Some(&p.plan),
+            _ => None,
+        }
+    }
+
+    /// What the attempt's plan file holds: a schedule of one paired-rounds phase writes its plan
+    /// as before; any other schedule writes its phases (lanes, pacing, ids of the phases).
+    pub fn plan_file(&self) -> PlanFile<'_> {
+        let schedule_version = self.version.as_str();
+        match self.paired_plan() {
+            Some(plan) => PlanFile::Rounds(plan),
+            None => PlanFile::Phases(PhasesFile {
+                plan_version: 2,
+                attempt: self.attempt,
+                schedule_version: schedule_version.to_string(),
+                phases: self
+                    .phases
+                    .iter()
+                    .enumerate()
+                    .map(|(i, phase)| PhaseFile::new(schedule_version, self.attempt, i, phase))
+                    .collect(),
+            }),
+        }
+    }
+}
+
+/// The plan file of an attempt.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum PlanFile<'a> {
+    /// One paired-rounds phase: the plan itself.
+    Rounds(&'a Plan),
+    /// Anything else: the phases.
+    Phases(PhasesFile<'a>),
+}
+
+/// The plan file of a schedule with load phases.
+#[derive(Serialize)]
+pub struct PhasesFile<'a> {
+    /// Layout version (2: phases).
+    pub plan_version: u32,
+    /// 0 for a full run; N for smoke attempt N.
+    pub attempt: u32,
+    /// Schedule version feeding the ids.
+    pub schedule_version: String,
+    /// Every phase, in order.
+    pub phases: Vec<PhaseFile<'a>>,
+}
+
+impl Schedule {
+    /// The id of every request of load phase `index` (a closed or open loop), lane by lane, slot
+    /// by slot; empty for a paired phase (its ids are in its plan).
+    pub fn load_request_ids(&self, index: usize) -> Vec<String> {
+        let phase = u32::try_from(index).unwrap_or(u32::MAX);
+        match self.phases.get(index) {
+            Some(Phase::OpenLoop(l) | Phase::ClosedLoop(l)) => l
+                .positions(phase)
+                .map(|p| load_request_id(&self.version, &p, self.attempt))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// One phase as its plan file lists it.
+#[derive(Serialize)]
+pub struct PhaseFile<'a> {
+    /// Phase index.
+    pub phase: u32,
+    /// `phase-…` id.
+    pub phase_id: String,
+    /// `paired_rounds`, `open_loop` or `closed_loop`.
+    pub kind: &'static str,
+    /// Label.
+    pub name: String,
+    /// Lanes in base order.
+    pub lanes: Vec<Lane>,
+    /// Pacing of a load phase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pacing: Option<Pacing>,
+    /// Requests planned.
+    pub requests: usize,
+    /// The rounds of a paired phase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<&'a Plan>,
+}
+
+impl<'a> PhaseFile<'a> {
+    fn new(version: &str, attempt: u32, index: usize, phase: &'a Phase) -> PhaseFile<'a> {
+        let phase_index = u32::try_from(index).unwrap_or(u32::MAX);
+        let (kind, name, lanes, pacing, plan) = match phase {
+            Phase::PairedRounds(p) => (
+                "paired_rounds",
+                String::from("paired-rounds"),
+                p.plan.lanes.clone(),
+                None,
+                Some(&*p.plan),
+            ),
+            Phase::OpenLoop(l) => (
+                "open_loop",
+                l.name.clone(),
+                l.lanes.clone(),
+                Some(l.pacing.clone()),
+                None,
+            ),
+            Phase::ClosedLoop(l) => (
+                "closed_loop",
+                l.name.clone(),
+                l.lanes.clone(),
+                Some(l.pacing.clone()),
+                None,
+            ),
+        };
+        let requests = match phase {
+            Phase::PairedRounds(p) => p.plan.request_count(),
+            Phase::OpenLoop(l) | Phase::ClosedLoop(l) => l.request_count(),
+        };
+        PhaseFile {
+            phase: phase_index,
+            phase_id: phase_id(version, phase_index, &name, attempt),
+            kind,
+            name,
+            lanes,
+            pacing,
+            requests,
+            plan,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_arrivals_are_evenly_spaced_from_zero() {
+        let offsets: Vec<f64> = Arrivals::Constant { rate_per_s: 4.0 }
+            .offsets_ms(3, 4)
+            .collect();
+        assert_eq!(offsets, [0.0, 250.0, 500.0, 750.0]);
+    }
+
+    #[test]
+    fn poisson_arrivals_are_seeded_per_lane_with_the_right_mean() {
+        let poisson = Arrivals::Poisson {
+            rate_per_s: 100.0,
+            seed: 7,
+        };
+        let a: Vec<f64> = poisson.offsets_ms(0, 20_001).collect();
+        assert_eq!(a, poisson.offsets_ms(0, 20_001).collect::<Vec<_>>());
+        let b: Vec<f64> = poisson.offsets_ms(1, 20_001).collect();
+        assert_ne!(a[1], b[1]);
+        assert!(a.windows(2).all(|w| w[1] > w[0]));
+        // 20,000 exponential gaps of mean 10 ms: the mean is within 3% (the standard error is
+        // 0.7%).
+        let mean = a[20_000] / 20_000.0;
+        assert!((mean - 10.0).abs() < 0.3, "{mean}");
+    }
+
+    #[test]
+    fn load_ids_differ_per_slot_and_sequence_and_repeat_on_a_resume() {
+        let at = |slot, sequence| LoadPosition {
+            phase: 1,
+            lane: "p".into(),
+            lane_index: 0,
+            slot,
+            sequence,
+        };
+        let a = load_request_id("v", &at(0, 0), 0);
+        assert_eq!(a, load_request_id("v", &at(0, 0), 0));
+        assert_ne!(a, load_request_id("v", &at(1, 0), 0));
+        assert_ne!(a, load_request_id("v", &at(0, 1), 0));
+        assert_ne!(a, load_request_id("v", &at(0, 0), 1));
+        // Python: "req-" + hashlib.sha256("\0".join(["v", "p", "load", "1", "0", "0", "0"])
+        //                                  .encode()).hexdigest()[:24]
+        assert_eq!(a, "req-5d9c7d62bba567867727df4c");
+    }
+}

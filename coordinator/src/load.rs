@@ -1,0 +1,431 @@
+//! Open- and closed-loop phases: one task per lane, each holding its requests in flight in that
+//! one task (as the round launcher does), results written through the same writer thread.
+//!
+//! - Closed loop: each of the lane's `concurrency` slots sends its next request as soon as its
+//!   previous one is terminal, `per_slot` requests in all.
+//! - Open loop: the lane releases each request at its planned offset from the phase's start,
+//!   with at most `max_in_flight` in flight (a release due while the lane is full waits, and its
+//!   `send_lag_ms` says by how much). Each record carries its `scheduled_at` and `send_lag_ms`.
+//!
+//! Resume: request ids are a pure function of (schedule version, lane, phase, slot, sequence,
+//! attempt), so a resumed phase skips every committed id and sends only the others, open-loop
+//! ones at their planned offsets from the resumed phase's start (docs/architecture.md).
+
+use crate::actor::{Progress, SessionReport, SessionStatus};
+use crate::call::{LaneCall, LaneSession, encode, execute, harness_wait};
+use crate::durable::DurableWriter;
+use crate::error::CoordinatorError;
+use crate::faults::FaultBook;
+use crate::health::RegionState;
+use crate::infra::Infra;
+use crate::runner::{RunOptions, StopRequest, next_stop, start_monitors};
+use crate::session::RunInputs;
+use crate::session_open::ProbeSession;
+use futures_util::FutureExt;
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use openbench_common::record::Execution;
+use openbench_common::request::{PlannedRequest, RequestIdentity};
+use openbench_common::rundir::{Lane, RunFiles, RunWriter};
+use openbench_common::schedule::{
+    LoadPhase, LoadPosition, Pacing, Phase, RequestSource, Schedule, load_request_id, phase_id,
+};
+use openbench_proto::link::ProbeChannel;
+use openbench_proto::v1::probe_client::ProbeClient;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::{mpsc, watch};
+
+/// What a load phase needs of its session.
+pub struct LoadContext<'a> {
+    /// The run's inputs.
+    pub inputs: &'a RunInputs,
+    /// The attempt's raw files.
+    pub files: &'a RunFiles,
+    /// The session's probes.
+    pub infra: &'a Infra,
+    /// The run id.
+    pub run_id: &'a str,
+    /// The schedule's attempt.
+    pub attempt: u32,
+    /// Request ids already committed (skipped).
+    pub committed: &'a BTreeSet<String>,
+}
+
+/// Requests of load phase `index` without a committed record.
+pub fn remaining(
+    load: &LoadPhase,
+    index: u32,
+    version: &str,
+    attempt: u32,
+    committed: &BTreeSet<String>,
+) -> usize {
+    load.positions(index)
+        .filter(|p| !committed.contains(&load_request_id(version, p, attempt)))
+        .count()
+}
+
+/// Progress units of a schedule: every paired round, and one per load phase.
+pub fn rounds_total(schedule: &Schedule) -> usize {
+    schedule
+        .phases
+        .iter()
+        .map(|phase| match phase {
+            Phase::PairedRounds(p) => p.plan.rounds.len(),
+            Phase::OpenLoop(_) | Phase::ClosedLoop(_) => 1,
+        })
+        .sum()
+}
+
+/// Progress units done: paired rounds whose every lane is committed, load phases whose every
+/// request is.
+pub fn rounds_done(schedule: &Schedule, version: &str, committed: impl Fn(&str) -> bool) -> usize {
+    let mut done = 0;
+    for (index, phase) in schedule.phases.iter().enumerate() {
+        let index = u32::try_from(index).unwrap_or(u32::MAX);
+        done += match phase {
+            Phase::PairedRounds(p) => p.plan.rounds_done(&committed),
+            Phase::OpenLoop(l) | Phase::ClosedLoop(l) => usize::from(
+                l.positions(index)
+                    .all(|p| committed(&load_request_id(version, &p, schedule.attempt))),
+            ),
+        };
+    }
+    done
+}
+
+/// What every lane task of a phase shares.
+struct Shared {
+    version: String,
+    run_id: String,
+    attempt: u32,
+    index: u32,
+    phase_id: String,
+    deadline_ms: u64,
+    wait: Duration,
+    source: Arc<dyn RequestSource>,
+    committed: BTreeSet<String>,
+    start: Instant,
+    start_wall: SystemTime,
+}
+
+/// One lane of the phase: where its requests go.
+#[derive(Clone)]
+struct LaneTarget {
+    lane: Lane,
+    lane_index: usize,
+    client: Option<ProbeClient<ProbeChannel>>,
+    session: Option<watch::Receiver<ProbeSession>>,
+    lost: Option<mpsc::UnboundedSender<String>>,
+    region: Option<watch::Receiver<RegionState>>,
+    model: String,
+}
+
+impl Shared {
+    /// The request at `position`, or `None` when it is already committed.
+    fn request(&self, lane: &Lane, position: &LoadPosition) -> Option<PlannedRequest> {
+        let request_id = load_request_id(&self.version, position, self.attempt);
+        if self.committed.contains(&request_id) {
+            return None;
+        }
+        let content = self.source.request(position);
+        Some(PlannedRequest {
+            identity: RequestIdentity {
+                run_id: self.run_id.clone(),
+                round_id: self.phase_id.clone(),
+                request_id,
+                round_index: u64::from(self.index),
+                attempt: self.attempt,
+                task_family: content.group,
+                item_id: content.item_key,
+                provider: lane.provider.clone(),
+                region: lane.region.clone(),
+                lane: lane.label.clone(),
+                phase: Some(self.index),
+                slot: Some(position.slot),
+                sequence: Some(position.sequence),
+            },
+            messages: content.messages,
+            deadline_ms: self.deadline_ms,
+        })
+    }
+
+    fn position(&self, target: &LaneTarget, slot: u32, sequence: u64) -> LoadPosition {
+        LoadPosition {
+            phase: self.index,
+            lane: target.lane.label.clone(),
+            lane_index: target.lane_index,
+            slot,
+            sequence,
+        }
+    }
+}
+
+/// When an open-loop request was due.
+struct Due {
+    instant: Instant,
+    offset: Duration,
+}
+
+/// Runs load phase `index` to its end (or a stop), writing every record.
+pub async fn drive(
+    ctx: &LoadContext<'_>,
+    index: u32,
+    phase: &Phase,
+    progress: Progress,
+    options: &RunOptions,
+) -> Result<SessionReport, CoordinatorError> {
+    let load = match phase {
+        Phase::OpenLoop(load) | Phase::ClosedLoop(load) => load,
+        Phase::PairedRounds(_) => {
+            return Err(CoordinatorError::Workflow(
+                "paired rounds run through the coordinator actor".into(),
+            ));
+        }
+    };
+    let spec = &ctx.inputs.spec.spec;
+    let mut monitors = start_monitors(ctx.infra, options).await;
+    let mut writer = DurableWriter::spawn(RunWriter::open_grouped(ctx.files.clone())?)?;
+    let version = spec.benchmark.schedule_version.clone();
+    let shared = Arc::new(Shared {
+        phase_id: phase_id(&version, index, &load.name, ctx.attempt),
+        version,
+        run_id: ctx.run_id.to_string(),
+        attempt: ctx.attempt,
+        index,
+        deadline_ms: spec.request.timeout_ms,
+        wait: harness_wait(spec.request.timeout_ms, spec.request.harness_grace_ms),
+        source: load.source.clone(),
+        committed: ctx.committed.clone(),
+        start: Instant::now(),
+        start_wall: SystemTime::now(),
+    });
+    let (tx, mut rx) = mpsc::unbounded_channel::<Box<Execution>>();
+    let (halt, halted) = watch::channel(false);
+    let mut tasks = Vec::new();
+    for (lane_index, lane) in load.lanes.iter().enumerate() {
+        let target = LaneTarget {
+            lane: lane.clone(),
+            lane_index,
+            client: ctx.infra.clients.get(&lane.region).cloned(),
+            session: monitors.sessions.get(&lane.region).cloned(),
+            lost: monitors.sessions_lost.get(&lane.region).cloned(),
+            region: monitors.states.get(&lane.region).cloned(),
+            model: spec
+                .providers
+                .iter()
+                .find(|p| p.key == lane.provider)
+                .map(|p| p.model.clone())
+                .unwrap_or_default(),
+        };
+        let (shared, tx, halted) = (shared.clone(), tx.clone(), halted.clone());
+        tasks.push(tokio::spawn(match load.pacing.clone() {
+            Pacing::Slots {
+                concurrency,
+                per_slot,
+            } => Box::pin(closed_lane(
+                target,
+                shared,
+                concurrency,
+                per_slot,
+                halted,
+                tx,
+            )) as std::pin::Pin<Box<dyn Future<Output = ()> + Send>>,
+            Pacing::Arrivals {
+                count,
+                arrivals,
+                max_in_flight,
+            } => {
+                let offsets = arrivals.offsets_ms(lane_index, count);
+                let limit = max_in_flight.max(1) as usize;
+                Box::pin(open_lane(target, shared, offsets, limit, halted, tx))
+            }
+        }));
+    }
+    drop(tx);
+    let mut report = SessionReport::empty(progress);
+    let mut faults = FaultBook::new(options.faults);
+    let mut status = SessionStatus::Complete;
+    let mut stop = options.stop.clone();
+    if let Some(rx) = stop.as_mut()
+        && *rx.borrow_and_update() != StopRequest::None
+    {
+        status = SessionStatus::Interrupted;
+        let _ = halt.send(true);
+    }
+    loop {
+        tokio::select! {
+            got = rx.recv() => {
+                let Some(execution) = got else { break };
+                report.records_written += 1;
+                if execution.record.outcome.is_committed() {
+                    report.progress.requests_done += 1;
+                } else {
+                    report.harness_errors += 1;
+                    report.progress.harness_errors += 1;
+                }
+                writer.execution(*execution);
+                writer.commit();
+                if let Some(e) = writer.failed() {
+                    status = SessionStatus::Failed(e);
+                    tasks.iter().for_each(|t| t.abort());
+                }
+                if let Some(f) = &options.progress {
+                    f(&report.progress);
+                }
+            }
+            Some((region, event)) = monitors.events.recv() => {
+                if let Some(gone) = faults.on_event(&region, event) {
+                    tracing::error!(region = %gone.region, "region stayed down: stopping");
+                    status = SessionStatus::RegionDown(gone);
+                    let _ = halt.send(true);
+                }
+            }
+            request = next_stop(&mut stop) => {
+                if status == SessionStatus::Complete {
+                    status = SessionStatus::Interrupted;
+                }
+                let _ = halt.send(true);
+                if request == StopRequest::Abandon {
+                    tasks.iter().for_each(|t| t.abort());
+                }
+            }
+        }
+    }
+    drop(monitors);
+    if let Err(e) = writer.close()
+        && matches!(status, SessionStatus::Complete | SessionStatus::Interrupted)
+    {
+        status = SessionStatus::Failed(e);
+    }
+    report.rounds_executed = 1;
+    if status == SessionStatus::Complete && report.harness_errors == 0 {
+        report.progress.rounds_done += 1;
+    }
+    report.status = status;
+    (report.links, report.outages) = faults.report();
+    Ok(report)
+}
+
+/// A closed-loop lane: its slots, each sending its next request when its last one ended.
+async fn closed_lane(
+    target: LaneTarget,
+    shared: Arc<Shared>,
+    concurrency: u32,
+    per_slot: u64,
+    halted: watch::Receiver<bool>,
+    tx: mpsc::UnboundedSender<Box<Execution>>,
+) {
+    let slot = |slot: u32| {
+        let (target, shared, halted, tx) = (&target, &shared, &halted, &tx);
+        async move {
+            for sequence in 0..per_slot {
+                if *halted.borrow() {
+                    return;
+                }
+                let position = shared.position(target, slot, sequence);
+                let Some(request) = shared.request(&target.lane, &position) else {
+                    continue;
+                };
+                let execution = call(target, shared, request, None).await;
+                if tx.send(execution).is_err() {
+                    return;
+                }
+            }
+        }
+    };
+    let mut slots: FuturesUnordered<_> = (0..concurrency).map(slot).collect();
+    while slots.next().await.is_some() {}
+}
+
+/// An open-loop lane: each request released at its planned offset, at most `limit` in flight.
+async fn open_lane(
+    target: LaneTarget,
+    shared: Arc<Shared>,
+    offsets: impl Iterator<Item = f64>,
+    limit: usize,
+    halted: watch::Receiver<bool>,
+    tx: mpsc::UnboundedSender<Box<Execution>>,
+) {
+    let mut running = FuturesUnordered::new();
+    for (sequence, offset_ms) in (0u64..).zip(offsets) {
+        let position = shared.position(&target, 0, sequence);
+        let Some(request) = shared.request(&target.lane, &position) else {
+            continue;
+        };
+        let offset = Duration::from_secs_f64(offset_ms.max(0.0) / 1000.0);
+        let due = Due {
+            instant: shared.start + offset,
+            offset,
+        };
+        // Drive the calls in flight while waiting for the release time and for room.
+        loop {
+            let full = running.len() >= limit;
+            if !full && Instant::now() >= due.instant {
+                break;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(due.instant.into()), if !full => {}
+                Some(execution) = running.next(), if !running.is_empty() => {
+                    if tx.send(execution).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+        if *halted.borrow() {
+            break;
+        }
+        running.push(call(&target, &shared, request, Some(due)));
+        // Poll it once now, so it is dispatched at its release even when the next release is
+        // already due too.
+        if let Some(Some(execution)) = running.next().now_or_never()
+            && tx.send(execution).is_err()
+        {
+            return;
+        }
+    }
+    while let Some(execution) = running.next().await {
+        if tx.send(execution).is_err() {
+            return;
+        }
+    }
+}
+
+/// One request's call to its probe; an open-loop one gets its scheduled time and send lag.
+async fn call(
+    target: &LaneTarget,
+    shared: &Shared,
+    request: PlannedRequest,
+    due: Option<Due>,
+) -> Box<Execution> {
+    let session = target.session.as_ref().map(|s| s.borrow().clone());
+    let lane_session = session.as_ref().map(|s| LaneSession {
+        id: s.session_id.clone(),
+        lost: target.lost.clone(),
+    });
+    let call = LaneCall {
+        body: encode(&request),
+        session: lane_session,
+    };
+    let dispatched = Instant::now();
+    let span = tracing::Span::current();
+    let (mut execution, _from_probe) = execute(
+        target.client.clone(),
+        target.region.clone(),
+        call,
+        &request,
+        &target.model,
+        shared.wait,
+        &span,
+    )
+    .await;
+    execution.record.probe_id = session.map(|s| s.probe.probe_id);
+    if let Some(due) = due {
+        let scheduled = shared.start_wall + due.offset;
+        execution.record.scheduled_at = Some(openbench_common::clock::rfc3339_utc(scheduled));
+        let lag = dispatched.saturating_duration_since(due.instant);
+        execution.record.send_lag_ms = Some(lag.as_secs_f64() * 1000.0);
+    }
+    Box::new(execution)
+}
