@@ -11,6 +11,11 @@ use std::collections::BTreeSet;
 /// coordinator, reading them, records the lane as unreachable and opens the session again.
 pub const SESSION_NOT_OPEN: &str = "is not open on the probe in region";
 
+/// The most requests a session may ask a probe to hold in flight on one provider lane: far
+/// above any schedule's concurrency, low enough that one session cannot make a probe open
+/// thousands of connections to a provider.
+pub const MAX_IN_FLIGHT: u32 = 256;
+
 /// The session a coordinator opens on a probe before round 1: one source of truth for what the
 /// probe executes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -27,6 +32,17 @@ pub struct SessionOpen {
     /// The providers this session opens, as in the spec (endpoints may be `env://` or `sim://`;
     /// the probe resolves them).
     pub adapters: Vec<ProviderAdapter>,
+    /// How many requests each provider lane of the session may have in flight at once on this
+    /// probe: the probe refuses the next one as busy. Absent or 0 means 1 (one request at a
+    /// time, what a coordinator that does not send the field expects); it is left out of the
+    /// JSON when it is 1 or less, so such a session is the bytes an older probe accepts.
+    #[serde(default, skip_serializing_if = "at_most_one")]
+    pub max_in_flight: u32,
+}
+
+/// True for the in-flight bounds that mean one request at a time (absent, 0 or 1).
+fn at_most_one(n: &u32) -> bool {
+    *n <= 1
 }
 
 impl SessionOpen {
@@ -39,7 +55,14 @@ impl SessionOpen {
             region: region.to_string(),
             contract: spec.request.clone(),
             adapters: spec.providers.clone(),
+            max_in_flight: 1,
         }
+    }
+
+    /// How many requests each provider lane may have in flight at once: `max_in_flight`, with
+    /// absent or 0 read as 1.
+    pub fn lane_in_flight(&self) -> u32 {
+        self.max_in_flight.max(1)
     }
 
     /// Every rule the session breaks, each naming its field: the same rules a spec's contract
@@ -55,6 +78,12 @@ impl SessionOpen {
         problems.extend(self.contract.problems());
         if self.adapters.is_empty() {
             problems.push("adapters: must list at least one provider".to_string());
+        }
+        if self.max_in_flight > MAX_IN_FLIGHT {
+            problems.push(format!(
+                "max_in_flight: {} is above {MAX_IN_FLIGHT}",
+                self.max_in_flight
+            ));
         }
         let mut keys = BTreeSet::new();
         for (i, adapter) in self.adapters.iter().enumerate() {
@@ -84,16 +113,40 @@ mod tests {
             region: "eu".into(),
             contract: RequestContract::reference(0),
             adapters: vec![adapter.clone(), adapter],
+            max_in_flight: 257,
         };
         assert_eq!(
             session.problems(),
             [
                 "run_id: must not be empty",
                 "request.timeout_ms: 0 is outside 1..=600000",
+                "max_in_flight: 257 is above 256",
                 "adapters[0] (together).extra_body.temperature: the contract owns this field",
                 "adapters[1] (together).extra_body.temperature: the contract owns this field",
                 "adapters[1] (together).key: \"together\" is listed twice",
             ]
         );
+    }
+
+    #[test]
+    fn one_in_flight_is_left_out_so_older_probes_read_the_same_session() {
+        let adapter = ProviderAdapter::open("together", "https://x.test/v1", "m");
+        let mut session = SessionOpen {
+            run_id: "run-1".into(),
+            lock_sha256: "aa".into(),
+            region: "eu".into(),
+            contract: RequestContract::reference(1000),
+            adapters: vec![adapter],
+            max_in_flight: 1,
+        };
+        let one = serde_json::to_string(&session).unwrap();
+        assert!(!one.contains("max_in_flight"), "{one}");
+        let read: SessionOpen = serde_json::from_str(&one).unwrap();
+        assert_eq!((read.max_in_flight, read.lane_in_flight()), (0, 1));
+        session.max_in_flight = 4;
+        let four = serde_json::to_string(&session).unwrap();
+        assert!(four.ends_with(",\"max_in_flight\":4}"), "{four}");
+        let read: SessionOpen = serde_json::from_str(&four).unwrap();
+        assert_eq!(read.lane_in_flight(), 4);
     }
 }

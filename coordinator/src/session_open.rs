@@ -1,7 +1,7 @@
 //! Before round 1, on every region's probe: `Describe` (refused when the probe runs other code or
 //! another tokenizer, naming the region and the field), then `OpenSession` with the run, the
-//! lock hash, the region, the request contract and the adapters as the spec writes them. The
-//! probe answers with the session id every `Execute` carries and the probe id records name.
+//! lock hash, the region, the request contract, the adapters as the spec writes them and how
+//! many requests a lane may have in flight ([`LANE_MAX_IN_FLIGHT`]). The probe answers with the session id every `Execute` carries and the probe id records name.
 //!
 //! A probe that cannot be asked (no token, wrong token, unreachable) or refuses the session (a
 //! missing credential, naming the provider and variable) stops the session here, before any
@@ -20,6 +20,10 @@ use std::time::Duration;
 /// How long a probe may take to answer `Describe` or `OpenSession` (opening builds one HTTP
 /// client per provider and, the first time, the tokenizer: well under a second).
 const SETUP_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How many requests each lane has in flight at once: one, since paired rounds send a lane its
+/// next request only after its last one ended. The probe refuses a second caller as busy.
+pub const LANE_MAX_IN_FLIGHT: u32 = 1;
 
 /// One region's open session: what its `Execute` calls carry and its records name.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,15 +66,17 @@ impl SessionOpener {
         inputs: &RunInputs,
         run: &RunDir,
     ) -> SessionOpener {
+        let mut session = SessionOpen::of_spec(
+            run.run_id(),
+            &lock_sha256(&run.lock),
+            region,
+            &inputs.spec.spec,
+        );
+        session.max_in_flight = LANE_MAX_IN_FLIGHT;
         SessionOpener {
             region: region.to_string(),
             client,
-            session: SessionOpen::of_spec(
-                run.run_id(),
-                &lock_sha256(&run.lock),
-                region,
-                &inputs.spec.spec,
-            ),
+            session,
             code_sha256: inputs.code_sha256.clone(),
             tokenizer_sha256: run.lock.tokenizer_ranks_sha256.clone(),
         }

@@ -30,6 +30,7 @@ pub fn session(region: &str, adapters: Vec<ProviderAdapter>, timeout_ms: u64) ->
         region: region.into(),
         contract: RequestContract::reference(timeout_ms),
         adapters,
+        max_in_flight: 1,
     }
 }
 
