@@ -81,11 +81,13 @@ pub struct Infra {
 impl Infra {
     /// Starts the session's targets through `host`, connects a client to every region's probe,
     /// presenting the TLS files and token of the coordinator's environment
-    /// ([`ClientSecurity::from_env`]), checks each probe and opens `run`'s session on it.
+    /// ([`ClientSecurity::from_env`]), checks each probe and opens `run`'s session on it, each
+    /// lane allowed `lane_in_flight` requests at once (the schedule's most).
     pub async fn start(
         inputs: &RunInputs,
         run: &RunDir,
         attempt: u32,
+        lane_in_flight: u32,
         host: &dyn TargetHost,
     ) -> Result<Infra, CoordinatorError> {
         let security = ClientSecurity::from_env().map_err(|e| CoordinatorError::Setup {
@@ -101,7 +103,8 @@ impl Infra {
             let opened = async {
                 let channel = connect(region, url, &security).await?;
                 let client = link::probe_client(channel.clone());
-                let mut opener = SessionOpener::new(region, client.clone(), inputs, run);
+                let mut opener = SessionOpener::new(region, client.clone(), inputs, run)
+                    .in_flight(lane_in_flight);
                 let session = opener.open().await?;
                 Ok::<_, CoordinatorError>((client, link::link_client(channel), session, opener))
             };

@@ -301,7 +301,7 @@ async fn execute_plan(
         Some(host) => host.as_ref(),
         None => &RemoteProbes,
     };
-    let infra = Infra::start(inputs, run, plan.attempt, host).await?;
+    let infra = Infra::start(inputs, run, plan.attempt, plan.lane_in_flight(), host).await?;
     manifest.status = RunStatus::Running;
     manifest.sessions += 1;
     if manifest.period_start.is_none() {

@@ -82,6 +82,13 @@ impl SessionOpener {
         }
     }
 
+    /// The same opener asking the probe to let each lane hold `lane_in_flight` requests at once
+    /// (a schedule with load phases; paired rounds keep [`LANE_MAX_IN_FLIGHT`]).
+    pub fn in_flight(mut self, lane_in_flight: u32) -> SessionOpener {
+        self.session.max_in_flight = lane_in_flight.max(LANE_MAX_IN_FLIGHT);
+        self
+    }
+
     /// `Describe` (refused when the probe runs other code or another tokenizer), then
     /// `OpenSession`: the session every `Execute` names from now on.
     pub async fn open(&mut self) -> Result<ProbeSession, CoordinatorError> {
