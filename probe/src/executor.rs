@@ -21,6 +21,7 @@ use openbench_common::request::PlannedRequest;
 use openbench_common::spec::{ProviderAdapter, RequestContract};
 use reqwest::header::HeaderMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 use tokio::time::timeout_at;
 
@@ -71,19 +72,39 @@ struct Inner {
     url: reqwest::Url,
     headers: HeaderMap,
     redactor: Redactor,
+    /// With more than one request in flight: a client that never pools, for the one resend
+    /// (see [`Executor::timed`]). `None` with one request at a time, where the pool's only
+    /// connection is the one that just failed, so the resend always opens a fresh one.
+    fresh: Option<reqwest::Client>,
+    /// Requests of this executor between their send and the end of [`Executor::execute`]: a
+    /// connection one of them holds may go back to the pool at any moment.
+    active: AtomicU32,
     /// When this executor's last request ended: a connection it used may sit in the pool until
     /// [`POOL_IDLE_TIMEOUT`] after that.
     last_end: std::sync::Mutex<Option<Instant>>,
 }
 
 impl Executor {
-    /// An executor for one provider: checks the endpoint and credentials, builds the headers and
-    /// one HTTP client (rustls, no redirects, no client retries, no proxy, pooled connections, no
-    /// warm-up request). Also builds the tokenizer now so no measurement pays for it.
+    /// An executor for one provider that runs one request at a time: [`Executor::for_lane`]
+    /// with one request in flight.
     pub fn new(
         adapter: ProviderAdapter,
         contract: RequestContract,
         credentials: &Credentials,
+    ) -> Result<Executor, ProbeError> {
+        Executor::for_lane(adapter, contract, credentials, 1)
+    }
+
+    /// An executor for one provider lane with up to `max_in_flight` requests at once (0 reads as
+    /// 1): checks the endpoint and credentials, builds the headers and one HTTP client (rustls,
+    /// no redirects, no client retries, no proxy, a pool that keeps up to `max_in_flight` idle
+    /// connections, no warm-up request). Also builds the tokenizer now so no measurement pays
+    /// for it.
+    pub fn for_lane(
+        adapter: ProviderAdapter,
+        contract: RequestContract,
+        credentials: &Credentials,
+        max_in_flight: u32,
     ) -> Result<Executor, ProbeError> {
         let bad = |message: String| ProbeError::Adapter {
             provider: adapter.key.clone(),
@@ -98,10 +119,22 @@ impl Executor {
         let url = reqwest::Url::parse(&adapter.endpoint)
             .map_err(|e| bad(format!("endpoint is not a valid URL: {e}")))?;
         let headers = build_headers(&adapter, credentials)?;
-        let client = provider_client().build().map_err(|e| ProbeError::Client {
+        let client_error = |e: reqwest::Error| ProbeError::Client {
             provider: adapter.key.clone(),
             message: error_chain(&e.without_url()),
-        })?;
+        };
+        let max_in_flight = max_in_flight.max(1);
+        let idle = usize::try_from(max_in_flight).unwrap_or(usize::MAX);
+        let client = provider_client()
+            .pool_max_idle_per_host(idle)
+            .build()
+            .map_err(client_error)?;
+        let fresh = if max_in_flight > 1 {
+            let never_pooled = provider_client().pool_max_idle_per_host(0).build();
+            Some(never_pooled.map_err(client_error)?)
+        } else {
+            None
+        };
         openbench_common::tokenizer::warm_up();
         Ok(Executor {
             inner: Arc::new(Inner {
@@ -111,6 +144,8 @@ impl Executor {
                 url,
                 headers,
                 redactor: Redactor::new(credentials),
+                fresh,
+                active: AtomicU32::new(0),
                 last_end: std::sync::Mutex::new(None),
             }),
         })
@@ -164,6 +199,7 @@ impl Executor {
                 }
             }
             Ok(request) => {
+                inner.active.fetch_add(1, Ordering::AcqRel);
                 // A second copy, made off the clock, for the one resend on a fresh connection.
                 let spare = request.try_clone();
                 let wall = SystemTime::now();
@@ -172,26 +208,33 @@ impl Executor {
                     .timed(request, spare, zero, deadline_ms, &mut state, &mut exchange)
                     .await;
                 record.started_at = openbench_common::clock::rfc3339_utc(wall);
+                if let Ok(mut last_end) = inner.last_end.lock() {
+                    // Stamped under the lock: of requests ending together, the latest stays.
+                    *last_end = Some(Instant::now());
+                }
+                inner.active.fetch_sub(1, Ordering::AcqRel);
                 ending
             }
         };
-        if let Ok(mut last_end) = inner.last_end.lock() {
-            *last_end = Some(Instant::now());
-        }
         let mut execution = finalize(record, state, exchange, &ending);
         inner.redactor.redact_execution(&mut execution);
         execution
     }
 
-    /// True when a connection of this executor's may still be in the pool, so a send may have
-    /// gone out on a reused connection.
+    /// True when a connection of this executor's may be in the pool, so a send may have gone out
+    /// on a reused connection: another request of this executor is under way (its connection
+    /// goes back to the pool when its body ends, before it counts as ended), or one ended less
+    /// than [`POOL_IDLE_TIMEOUT`] ago. Called by a request that already counts itself active.
     fn may_reuse_a_connection(&self) -> bool {
-        self.inner
-            .last_end
-            .lock()
-            .ok()
-            .and_then(|last| *last)
-            .is_some_and(|end| end.elapsed() < POOL_IDLE_TIMEOUT)
+        let others = self.inner.active.load(Ordering::Acquire) > 1;
+        others
+            || self
+                .inner
+                .last_end
+                .lock()
+                .ok()
+                .and_then(|last| *last)
+                .is_some_and(|end| end.elapsed() < POOL_IDLE_TIMEOUT)
     }
 
     /// The measured part: send, headers, stream; returns how it ended.
@@ -210,12 +253,15 @@ impl Executor {
         // A server may close a kept-alive connection just as the next request goes out on it
         // (llama-server closes it ≈ 100 ms after each stream, unread): that request never
         // reached the provider, so it goes out once more, on a new connection, on the same clock.
+        // With several requests in flight the pool may hold other idle connections the server
+        // is closing too, so the resend goes through the client that never pools.
         if let (Ok(Err(e)), Some(spare)) = (&sent, spare)
             && reused
             && closed_before_any_response(e)
         {
             exchange.resent_on_fresh_connection = true;
-            sent = timeout_at(deadline, self.inner.client.execute(spare)).await;
+            let client = self.inner.fresh.as_ref().unwrap_or(&self.inner.client);
+            sent = timeout_at(deadline, client.execute(spare)).await;
         }
         let at = zero.elapsed();
         let mut response = match sent {

@@ -5,15 +5,15 @@
 //! Guards on `Execute`, before a provider is ever called (the token, TLS and the size limit sit
 //! in front, in [`crate::server`]): the request names the open session, its run, this probe's
 //! region and a provider the session opened; its deadline is within the session's `timeout_ms`
-//! ([`bounded_deadline`]); and one request at a time runs per provider lane.
+//! ([`bounded_deadline`]); and no more requests run at once per provider lane than the session's
+//! `max_in_flight` (one unless the coordinator asks for more).
 //!
 //! Trace context: the caller's context, read from the gRPC metadata by [`crate::trace_context`],
 //! is the remote parent of the request's GenAI span ([`crate::genai_span`]), created by hand
 //! (never inside an `#[instrument]` function, where `set_parent` fails).
 
-use crate::actor::{Busy, ProviderActor, ProviderMsg};
+use crate::actor::{Busy, Lane, ProviderActor, ProviderMsg};
 use crate::error::ProbeError;
-use crate::executor::Executor;
 use crate::genai_metrics::RequestMetrics;
 use crate::genai_span::{SpanPolicy, SpanTemplate, record_execution, request_span};
 use crate::limits::encode_within;
@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex};
 use tonic::{Request, Response, Status};
 
 /// Provider key → its actor, kept for the server's life: a new session hands each actor its new
-/// executor, so a lane's one-request-at-a-time rule holds across sessions. Shared with the
+/// executor and bound, so a lane's in-flight bound holds across sessions. Shared with the
 /// server handle, which stops the actors at shutdown. The lock is never held across an await.
 #[derive(Clone, Default)]
 pub(crate) struct Actors(Arc<Mutex<HashMap<String, ActorRef<ProviderMsg>>>>);
@@ -137,23 +137,23 @@ impl ProbeService {
         self.session.lock().ok().and_then(|s| s.clone())
     }
 
-    /// The actor of `executor`'s provider, now using `executor`.
-    async fn actor_for(&self, executor: Executor) -> Result<ActorRef<ProviderMsg>, Status> {
-        let key = executor.adapter().key.clone();
+    /// The actor of `lane`'s provider, now using `lane`.
+    async fn actor_for(&self, lane: Lane) -> Result<ActorRef<ProviderMsg>, Status> {
+        let key = lane.executor.adapter().key.clone();
         if let Some(actor) = self.actors.get(&key) {
             actor
-                .cast(ProviderMsg::Use(executor))
+                .cast(ProviderMsg::Use(lane))
                 .map_err(|e| Status::internal(format!("provider {key}: its actor stopped: {e}")))?;
             return Ok(actor);
         }
-        let (actor, _join) = Actor::spawn(None, ProviderActor, executor.clone())
+        let (actor, _join) = Actor::spawn(None, ProviderActor, lane.clone())
             .await
             .map_err(|e| {
                 Status::internal(format!("provider {key}: cannot start its actor: {e}"))
             })?;
         let kept = self.actors.keep(&key, actor.clone());
         if kept.get_id() != actor.get_id() {
-            kept.cast(ProviderMsg::Use(executor))
+            kept.cast(ProviderMsg::Use(lane))
                 .map_err(|e| Status::internal(format!("provider {key}: its actor stopped: {e}")))?;
         }
         Ok(kept)
@@ -239,10 +239,11 @@ impl Probe for ProbeService {
             .await;
         let mut execution = match reply {
             Ok(CallResult::Success(Ok(execution))) => execution,
-            Ok(CallResult::Success(Err(Busy))) => {
-                return Err(Status::failed_precondition(format!(
-                    "provider {} is busy with another request in region {} (one at a time)",
-                    provider, self.region
+            Ok(CallResult::Success(Err(busy))) => {
+                return Err(Status::failed_precondition(busy_message(
+                    &provider,
+                    &self.region,
+                    busy,
                 )));
             }
             Ok(CallResult::Timeout) | Ok(CallResult::SenderError) | Err(_) => {
@@ -310,10 +311,16 @@ impl Probe for ProbeService {
         .map_err(|e| Status::internal(format!("session open failed: {e}")))?;
         let built = built.map_err(|refusal| refusal.status())?;
         let mut providers = BTreeMap::new();
+        let max_in_flight = session.lane_in_flight();
         for executor in built {
             let template = SpanTemplate::new(executor.adapter(), executor.contract());
             let key = executor.adapter().key.clone();
-            let actor = self.actor_for(executor).await?;
+            let actor = self
+                .actor_for(Lane {
+                    executor,
+                    max_in_flight,
+                })
+                .await?;
             providers.insert(key, (actor, template));
         }
         let n = self.opened.fetch_add(1, Ordering::Relaxed);
@@ -337,6 +344,19 @@ impl Probe for ProbeService {
             session_id: id,
             probe_id: self.identity.probe_id.clone(),
         }))
+    }
+}
+
+/// The refusal of a request on a lane that already has `busy.max_in_flight` requests in flight.
+fn busy_message(provider: &str, region: &str, busy: Busy) -> String {
+    match busy.max_in_flight {
+        0 | 1 => format!(
+            "provider {provider} is busy with another request in region {region} (one at a time)"
+        ),
+        n => format!(
+            "provider {provider} is busy with {n} other requests in region {region} ({n} at a \
+             time)"
+        ),
     }
 }
 

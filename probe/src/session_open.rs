@@ -262,7 +262,12 @@ pub fn executors(
     let mut out = Vec::new();
     for (adapter, values) in found {
         let resolved = resolve(adapter, &values, rules)?;
-        out.push(Executor::new(resolved, session.contract.clone(), &values)?);
+        out.push(Executor::for_lane(
+            resolved,
+            session.contract.clone(),
+            &values,
+            session.lane_in_flight(),
+        )?);
     }
     Ok(out)
 }
