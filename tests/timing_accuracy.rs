@@ -80,6 +80,7 @@ async fn execute(executor: Executor, r: usize) -> Execution {
             provider: "sim".into(),
             region: "local".into(),
             lane: "sim".into(),
+            ..RequestIdentity::default()
         },
         messages: vec![ChatMessage {
             role: Role::User,

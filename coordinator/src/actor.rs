@@ -13,14 +13,14 @@
 
 use crate::call::{LaneCall, LaneSession, encode, execute, harness_wait};
 use crate::durable::DurableWriter;
-use crate::faults::{FaultBook, RegionGone};
+use crate::faults::FaultBook;
 use crate::health::{FaultPolicy, LinkEvent, RegionState};
 use crate::lazy::RoundRef;
 use crate::session_open::ProbeSession;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use openbench_common::record::{ErrorType, Execution};
 use openbench_common::request::PlannedRequest;
-use openbench_common::rundir::{Checkpoint, RegionLink, RegionOutage, RoundLine};
+use openbench_common::rundir::{Checkpoint, RoundLine};
 use openbench_proto::link::ProbeChannel;
 use openbench_proto::v1::probe_client::ProbeClient;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -30,95 +30,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Barrier, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
-/// Live progress, reported after every terminal record and every round.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Progress {
-    /// Rounds whose every lane is committed.
-    pub rounds_done: usize,
-    /// Rounds in the plan.
-    pub rounds_total: usize,
-    /// Requests with a committed terminal record.
-    pub requests_done: usize,
-    /// Requests in the plan.
-    pub requests_total: usize,
-    /// Harness failures in this session.
-    pub harness_errors: usize,
-}
-
-/// A progress callback (a progress bar, a log line).
-pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
-
 pub use crate::lazy::RoundJob;
-
-/// How a session ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SessionStatus {
-    /// Every round ran.
-    Complete,
-    /// Stopped by a signal; resumable.
-    Interrupted,
-    /// The writer failed; resumable once fixed.
-    Failed(String),
-    /// A region stayed down longer than the policy allows; resumable once it is back.
-    RegionDown(RegionGone),
-}
-
-/// What one session (one process's share of a run) did.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SessionReport {
-    /// How it ended.
-    pub status: SessionStatus,
-    /// Rounds executed in this session.
-    pub rounds_executed: usize,
-    /// Records written in this session.
-    pub records_written: usize,
-    /// Harness failures in this session.
-    pub harness_errors: usize,
-    /// Coordinator overhead per round (previous round's last record → release), ms.
-    pub overheads_ms: Vec<f64>,
-    /// Launch skew per round, ms.
-    pub skews_ms: Vec<f64>,
-    /// Launch skew per round measured where the requests started (on their probes), ms.
-    pub probe_skews_ms: Vec<f64>,
-    /// Region → its link figures in this session (RTT, clock offset).
-    pub links: BTreeMap<String, RegionLink>,
-    /// Periods a region was unreachable in this session.
-    pub outages: Vec<RegionOutage>,
-    /// Progress at the end.
-    pub progress: Progress,
-}
-
-impl SessionReport {
-    /// A complete session that has executed nothing yet.
-    pub fn empty(progress: Progress) -> SessionReport {
-        SessionReport {
-            status: SessionStatus::Complete,
-            rounds_executed: 0,
-            records_written: 0,
-            harness_errors: 0,
-            overheads_ms: Vec::new(),
-            skews_ms: Vec::new(),
-            probe_skews_ms: Vec::new(),
-            links: BTreeMap::new(),
-            outages: Vec::new(),
-            progress,
-        }
-    }
-
-    /// Adds the figures of the session's next phase (its status and progress replace these).
-    pub fn absorb(&mut self, next: SessionReport) {
-        self.status = next.status;
-        self.rounds_executed += next.rounds_executed;
-        self.records_written += next.records_written;
-        self.harness_errors += next.harness_errors;
-        self.overheads_ms.extend(next.overheads_ms);
-        self.skews_ms.extend(next.skews_ms);
-        self.probe_skews_ms.extend(next.probe_skews_ms);
-        self.links.extend(next.links);
-        self.outages.extend(next.outages);
-        self.progress = next.progress;
-    }
-}
+pub use crate::session_report::{Progress, ProgressFn, SessionReport, SessionStatus};
 
 /// Messages the coordinator actor handles.
 pub enum CoordMsg {

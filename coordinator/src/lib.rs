@@ -22,6 +22,7 @@ pub mod lock;
 pub mod runner;
 pub mod session;
 pub mod session_open;
+pub mod session_report;
 pub mod spans;
 
 pub use actor::{Progress, ProgressFn, SessionReport, SessionStatus};

@@ -353,11 +353,14 @@ async fn open_lane(
         let Some(request) = shared.request(&target.lane, &position) else {
             continue;
         };
-        let offset = Duration::from_secs_f64(offset_ms.max(0.0) / 1000.0);
-        let due = Due {
-            instant: shared.start + offset,
-            offset,
+        // An offset no clock can reach (a rate of 0 gives infinite gaps) ends the lane's phase.
+        let Ok(offset) = Duration::try_from_secs_f64(offset_ms.max(0.0) / 1000.0) else {
+            break;
         };
+        let Some(instant) = shared.start.checked_add(offset) else {
+            break;
+        };
+        let due = Due { instant, offset };
         // Drive the calls in flight while waiting for the release time and for room.
         loop {
             let full = running.len() >= limit;

@@ -92,6 +92,7 @@ fn call(
             provider: provider.into(),
             region: region.into(),
             lane: format!("{provider}@{region}"),
+            ..RequestIdentity::default()
         },
         messages: vec![
             ChatMessage {

@@ -85,6 +85,7 @@ pub async fn execute(call: SimCall<'_>) -> Execution {
             provider: "sim".into(),
             region: "local".into(),
             lane: "sim".into(),
+            ..RequestIdentity::default()
         },
         messages: call.messages,
         deadline_ms: call.deadline_ms,

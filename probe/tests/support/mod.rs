@@ -236,6 +236,7 @@ pub fn planned(provider: &str, deadline_ms: u64) -> PlannedRequest {
             provider: provider.into(),
             region: "local".into(),
             lane: provider.into(),
+            ..RequestIdentity::default()
         },
         messages: vec![
             ChatMessage {
