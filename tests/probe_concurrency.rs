@@ -94,6 +94,7 @@ fn call(session_id: &str, n: usize) -> ExecuteRequest {
             provider: "sim".into(),
             region: REGION.into(),
             lane: "sim".into(),
+            ..RequestIdentity::default()
         },
         messages: vec![ChatMessage {
             role: Role::User,

@@ -6,9 +6,9 @@
 //! writes the same release with its own code; nothing here derives them from our code.
 
 use openbench_common::workflow::Workflow;
-use openbench_coordinator::selection;
 use openbench_micro_single_task::MicroSingleTask;
 use openbench_micro_single_task::dataset::{self, Family, Gold, ReleaseFormat};
+use openbench_micro_single_task::plan::selection;
 use serde_json::{Value, json};
 use std::path::Path;
 

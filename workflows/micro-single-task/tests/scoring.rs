@@ -356,22 +356,82 @@ fn score_stream_reports_bad_lines_and_scores_the_rest() {
 #[test]
 fn workflow_smoke_criterion_needs_completed_non_empty_schema_valid() {
     use openbench_common::record::{Outcome, TerminalRecord};
-    use openbench_common::workflow::Workflow;
+    use openbench_common::rundir::{Plan, PlanKind, PlannedLane, PlannedRound};
+    use openbench_common::schedule::{PairedRounds, Phase, Schedule};
+    use openbench_common::workflow::{DatasetRelease, Workflow};
     use openbench_micro_single_task::MicroSingleTask;
+    use openbench_micro_single_task::plan::rounds::DatasetPrompts;
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+    // One round of one lane, its request `req-1`.
+    let plan = Plan {
+        plan_version: 1,
+        kind: PlanKind::Smoke,
+        attempt: 1,
+        benchmark_slug: String::new(),
+        schedule_version: String::new(),
+        dataset_release_hash: String::new(),
+        families: vec!["ticket-triage".into()],
+        lanes: Vec::new(),
+        items_per_family: 1,
+        rounds: vec![PlannedRound {
+            round_index: 0,
+            round_id: "round-0".into(),
+            task_family: "ticket-triage".into(),
+            item_id: "tt-1".into(),
+            item_hash: String::new(),
+            requests: vec![PlannedLane {
+                lane: "p".into(),
+                provider: "p".into(),
+                region: "local".into(),
+                request_id: "req-1".into(),
+            }]
+            .into(),
+        }],
+    };
+    let dataset = DatasetRelease {
+        dir: "d".into(),
+        release_hash: String::new(),
+        file_hashes: BTreeMap::new(),
+        items: BTreeMap::new(),
+    };
+    let schedule = Schedule {
+        version: String::new(),
+        attempt: 1,
+        phases: vec![Phase::PairedRounds(PairedRounds {
+            plan: Arc::new(plan),
+            prompts: Arc::new(DatasetPrompts::new(Arc::new(dataset))),
+        })],
+    };
+    let failures = |r: &TerminalRecord| {
+        MicroSingleTask.smoke_failures(&schedule, &BTreeMap::from([("req-1".into(), r.clone())]))
+    };
     let mut r = TerminalRecord::new(String::new(), Outcome::Completed);
+    r.http_status = Some(200);
     r.task_family = "ticket-triage".into();
     r.answer_text = r#"{"category":"feature","priority":"p0"}"#.into();
-    assert!(MicroSingleTask.answer_is_schema_valid(&r));
+    assert_eq!(failures(&r), Vec::<String>::new());
     r.answer_text = r#"{"category":"Feature","priority":"p0"}"#.into();
-    assert!(!MicroSingleTask.answer_is_schema_valid(&r));
+    assert_eq!(
+        failures(&r),
+        ["p × ticket-triage: answer is not schema-valid"]
+    );
     r.answer_text = "   ".into();
-    assert!(!MicroSingleTask.answer_is_schema_valid(&r));
+    assert_eq!(failures(&r), ["p × ticket-triage: empty answer"]);
     r.answer_text = r#"{"category":"feature","priority":"p0"}"#.into();
     r.outcome = Outcome::StreamError;
-    assert!(!MicroSingleTask.answer_is_schema_valid(&r));
+    assert_eq!(failures(&r), ["p × ticket-triage: StreamError"]);
     r.outcome = Outcome::Completed;
+    r.http_status = Some(503);
+    assert_eq!(failures(&r), ["p × ticket-triage: HTTP status Some(503)"]);
+    r.http_status = Some(200);
     r.task_family = "unknown".into();
-    assert!(!MicroSingleTask.answer_is_schema_valid(&r));
+    assert_eq!(
+        failures(&r),
+        ["p × ticket-triage: answer is not schema-valid"]
+    );
+    let none = MicroSingleTask.smoke_failures(&schedule, &BTreeMap::new());
+    assert_eq!(none, ["p × ticket-triage: no terminal record"]);
 }
 
 #[test]
