@@ -52,3 +52,30 @@ fn an_unknown_key_and_a_bad_plan_size_are_named_with_the_generic_problems() {
     assert!(err.contains("planz: unknown section"), "{err}");
     assert!(err.contains("request.top_p: 7"), "{err}");
 }
+
+#[test]
+fn plan_sizes_left_out_hash_as_their_defaults_written_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("workflows/micro-single-task/specs/simulated.yaml"),
+    )
+    .unwrap();
+    let explicit = "plans:\n  full_items_per_family: 200\n  smoke_items_per_family: 1\n  smoke_max_attempts: 2\n";
+    assert!(text.contains(explicit));
+    let hash = |body: &str| {
+        let path = tmp.path().join("spec.yaml");
+        std::fs::write(&path, body).unwrap();
+        let spec = LoadedSpec::load_checked(&path, |s| MicroSingleTask.check_spec(s)).unwrap();
+        spec_inputs_sha256(&spec)
+    };
+    let none = hash(&text.replace(explicit, ""));
+    let some = hash(&text.replace(explicit, "plans: {smoke_max_attempts: 2}\n"));
+    let all = hash(&text);
+    assert_eq!(none, all);
+    assert_eq!(some, all);
+    assert_ne!(
+        hash(&text.replace("smoke_max_attempts: 2", "smoke_max_attempts: 1")),
+        all
+    );
+}
