@@ -1,5 +1,6 @@
 //! The micro-single-task workflow: one latency-sensitive user, small structured tasks, paired
-//! rounds. The dataset (`dataset`), exact scoring (`scoring`), metrics (`metrics`), paired
+//! rounds. Its spec section, selection and paired rounds (`plan`), the dataset (`dataset`), exact
+//! scoring (`scoring`), metrics (`metrics`), paired
 //! comparisons (`paired`), the reports (`report`), the contract part of generated specs
 //! (`spec_yaml`) and a synthetic run for timing them (`synthetic`) live here; records are read through `openbench_common::rundir`. The generic
 //! runner only sees the [`Workflow`] impl.
