@@ -42,7 +42,12 @@ async fn run(quirks: &str) -> Execution {
 /// Ended by a limit (not the deadline) as a transport error of `error_type`.
 fn assert_limited(e: &Execution, error_type: ErrorType) {
     let r = &e.record;
-    assert_eq!(r.outcome, Outcome::TransportError, "{:?}", r.error_message);
+    let outcome = if error_type.is_stream_limit() {
+        Outcome::StreamLimitExceeded
+    } else {
+        Outcome::TransportError
+    };
+    assert_eq!(r.outcome, outcome, "{:?}", r.error_message);
     assert_eq!(r.error_type, Some(error_type), "{:?}", r.error_message);
     assert_eq!(r.http_status, Some(200));
     assert!(r.stream_end_ms.unwrap() < DEADLINE_MS as f64, "{r:?}");
