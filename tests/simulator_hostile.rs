@@ -41,8 +41,12 @@ async fn run(quirks: &str) -> Execution {
 
 /// Ended by a limit (not the deadline) as a transport error of `error_type`.
 fn assert_limited(e: &Execution, error_type: ErrorType) {
+    assert_ended(e, Outcome::StreamLimitExceeded, error_type);
+}
+
+fn assert_ended(e: &Execution, outcome: Outcome, error_type: ErrorType) {
     let r = &e.record;
-    assert_eq!(r.outcome, Outcome::TransportError, "{:?}", r.error_message);
+    assert_eq!(r.outcome, outcome, "{:?}", r.error_message);
     assert_eq!(r.error_type, Some(error_type), "{:?}", r.error_message);
     assert_eq!(r.http_status, Some(200));
     assert!(r.stream_end_ms.unwrap() < DEADLINE_MS as f64, "{r:?}");
@@ -105,7 +109,7 @@ async fn an_endless_error_body_is_read_up_to_its_limit_only() {
 #[tokio::test]
 async fn invalid_utf8_is_invalid_sse_keeping_the_event_before_it() {
     let e = run("invalid-utf8").await;
-    assert_limited(&e, ErrorType::InvalidSse);
+    assert_ended(&e, Outcome::TransportError, ErrorType::InvalidSse);
     assert_eq!(e.record.answer_text, "ok");
     assert_eq!(
         e.record.error_message.as_deref(),

@@ -2,8 +2,8 @@
 //!
 //! A benchmark reads from services it does not control: without limits, one line that never
 //! ends, `data:` lines with no blank line, a flood of keep-alive comments or one huge event grow
-//! memory until the deadline (and token counting after it). Each limit ends the request as a
-//! `transport_error` with its own error type, keeping what was read up to the limit. The
+//! memory until the deadline (and token counting after it). Each limit ends the request as
+//! `stream_limit_exceeded` with its own error type, keeping what was read up to the limit. The
 //! defaults are far above anything a real provider sends for a 256-token answer (a chunk is a
 //! few hundred bytes; a whole answer a few kilobytes; a long reasoning stream a few thousand
 //! events), so they only ever stop hostile or broken upstreams.

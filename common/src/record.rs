@@ -26,6 +26,10 @@ pub enum Outcome {
     StreamError,
     /// Our own machinery failed (probe died, coordinator lost it): never the provider's fault.
     HarnessError,
+    /// A 2xx stream that passed one of `request.limits` (its error type names which): ended
+    /// at once, keeping what was read. Records written before this outcome existed say
+    /// `transport_error` for the same ending. Last, so the order of the older outcomes (`Ord`) is unchanged.
+    StreamLimitExceeded,
 }
 
 impl Outcome {
@@ -39,7 +43,11 @@ impl Outcome {
     pub fn is_operational_failure(self) -> bool {
         matches!(
             self,
-            Outcome::HttpError | Outcome::Timeout | Outcome::TransportError | Outcome::StreamError
+            Outcome::HttpError
+                | Outcome::Timeout
+                | Outcome::TransportError
+                | Outcome::StreamLimitExceeded
+                | Outcome::StreamError
         )
     }
 }
@@ -85,6 +93,19 @@ pub enum ErrorType {
     /// health pings, or the link to it failed (connection refused or reset). A harness failure,
     /// re-run when the region is back (docs/faults.md).
     RegionUnreachable,
+}
+
+impl ErrorType {
+    /// True for the error types of `request.limits` (`limit_*`): the stream passed a limit.
+    pub fn is_stream_limit(self) -> bool {
+        matches!(
+            self,
+            ErrorType::LimitLineBytes
+                | ErrorType::LimitEventBytes
+                | ErrorType::LimitEvents
+                | ErrorType::LimitAnswerBytes
+        )
+    }
 }
 
 /// What a parsed SSE event carried (METHODOLOGY §3).

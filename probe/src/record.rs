@@ -57,7 +57,8 @@ pub enum Ending {
         /// What was still awaited.
         message: String,
     },
-    /// Connect, transport, invalid SSE or a truncated stream.
+    /// Connect, transport, invalid SSE or a truncated stream; or a stream limit passed (a
+    /// `limit_*` error type), whose outcome is `stream_limit_exceeded`.
     Transport {
         /// The finer type.
         error_type: ErrorType,
@@ -93,7 +94,11 @@ impl Ending {
                 error_type,
                 message,
             } => (
-                Outcome::TransportError,
+                if error_type.is_stream_limit() {
+                    Outcome::StreamLimitExceeded
+                } else {
+                    Outcome::TransportError
+                },
                 Some(*error_type),
                 Some(message.clone()),
             ),

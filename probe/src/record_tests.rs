@@ -158,3 +158,33 @@ fn http_error_parts() {
         )
     );
 }
+
+#[test]
+fn a_stream_limit_is_its_own_outcome_naming_the_limit_and_other_transport_errors_are_not() {
+    let ending = |error_type| Ending::Transport {
+        error_type,
+        message: "m".into(),
+    };
+    let outcomes: Vec<Outcome> = [
+        ErrorType::LimitLineBytes,
+        ErrorType::LimitEventBytes,
+        ErrorType::LimitEvents,
+        ErrorType::LimitAnswerBytes,
+        ErrorType::InvalidSse,
+        ErrorType::TruncatedStream,
+        ErrorType::Transport,
+    ]
+    .into_iter()
+    .map(|e| ending(e).parts().0)
+    .collect();
+    use Outcome::{StreamLimitExceeded as Limit, TransportError as Transport};
+    assert_eq!(
+        outcomes,
+        [Limit, Limit, Limit, Limit, Transport, Transport, Transport]
+    );
+    assert_eq!(
+        serde_json::to_string(&Limit).unwrap(),
+        "\"stream_limit_exceeded\""
+    );
+    assert!(Limit.is_operational_failure());
+}

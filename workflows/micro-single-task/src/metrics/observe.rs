@@ -153,6 +153,7 @@ pub fn outcome_label(o: Outcome) -> &'static str {
         Outcome::HttpError => "http_error",
         Outcome::Timeout => "timeout",
         Outcome::TransportError => "transport_error",
+        Outcome::StreamLimitExceeded => "stream_limit_exceeded",
         Outcome::StreamError => "stream_error",
         Outcome::HarnessError => "harness_error",
     }

@@ -25,6 +25,15 @@ pub struct FailureBreakdown {
     pub transport: u64,
     /// Errors inside a 2xx stream.
     pub stream_error: u64,
+    /// Streams that passed a stream limit. Left out of the JSON when none did, so runs from
+    /// before this class existed (their over-limit streams are `transport`) re-report the same.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stream_limit: u64,
+}
+
+/// True for a count of zero.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl FailureBreakdown {
@@ -35,6 +44,7 @@ impl FailureBreakdown {
             Outcome::Timeout => self.timeout += 1,
             Outcome::TransportError => self.transport += 1,
             Outcome::StreamError => self.stream_error += 1,
+            Outcome::StreamLimitExceeded => self.stream_limit += 1,
             Outcome::HttpError => match (error, status) {
                 (Some(ErrorType::Http429), _) | (_, Some(429)) => self.http_429 += 1,
                 (Some(ErrorType::Http5xx), _) | (_, Some(500..=599)) => self.http_5xx += 1,

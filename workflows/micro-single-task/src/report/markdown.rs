@@ -341,13 +341,19 @@ fn contract_section(out: &mut String, m: &RunMetrics) {
 
 fn operations_section(out: &mut String, m: &RunMetrics) {
     out.push_str("## Operations, usage and cost\n\n");
+    // A stream over a limit has its own column only in runs that had one: older runs counted
+    // such streams as transport errors, and their reports stay as they were.
+    let limits_column = m
+        .providers
+        .iter()
+        .any(|p| p.pooled.failure_breakdown.stream_limit > 0);
     let rows: Vec<Vec<String>> = m
         .providers
         .iter()
         .map(|p| {
             let s = &p.pooled;
             let f = &s.failure_breakdown;
-            vec![
+            let mut row = vec![
                 p.display_name.clone(),
                 s.submitted_count.to_string(),
                 p.planned_requests
@@ -362,28 +368,32 @@ fn operations_section(out: &mut String, m: &RunMetrics) {
                 pct(s.reasoning_emission_rate),
                 pct(s.usage.usage_coverage),
                 usd(s.usage.cost_usd),
-            ]
+            ];
+            if limits_column {
+                row.insert(9, f.stream_limit.to_string());
+            }
+            row
         })
         .collect();
-    table(
-        out,
-        &[
-            "Provider",
-            "Submitted",
-            "Planned",
-            "Timeout",
-            "HTTP 429",
-            "Other 4xx",
-            "5xx",
-            "Transport",
-            "Stream error",
-            "Harness",
-            "Reasoning emitted",
-            "Usage coverage",
-            "Cost",
-        ],
-        &rows,
-    );
+    let mut headers = vec![
+        "Provider",
+        "Submitted",
+        "Planned",
+        "Timeout",
+        "HTTP 429",
+        "Other 4xx",
+        "5xx",
+        "Transport",
+        "Stream error",
+        "Harness",
+        "Reasoning emitted",
+        "Usage coverage",
+        "Cost",
+    ];
+    if limits_column {
+        headers.insert(9, "Stream limit");
+    }
+    table(out, &headers, &rows);
     out.push_str(
         "Harness failures are our own machinery's and never count against a provider; a \
          request left with only a harness failure is missing, so its lane is incomplete. Cost \
