@@ -45,6 +45,8 @@ async fn a_smoke_without_the_token_stops_up_front_and_with_it_runs_on_the_probes
             "east",
             "--credential",
             KEY_VAR,
+            "--allow-endpoint",
+            &format!("{KEY_VAR}=http://{}/profiles/", sim.addr()),
         ])
         .env(KEY_VAR, SECRET)
         .env("OPENBENCH_PROBE_TOKEN", TOKEN);
