@@ -9,8 +9,8 @@
 use openbench_common::spec::{Endpoint, LoadedSpec, ProbeLocation};
 use openbench_common::workflow::CannedAnswer;
 use openbench_coordinator::{BoxFuture, CoordinatorError, RunInputs, TargetHost, Targets};
-use openbench_probe::server::{ProbeConfig, ProbeServerHandle, serve_on};
 use openbench_probe::endpoint_policy::EndpointPolicy;
+use openbench_probe::server::{ProbeConfig, ProbeServerHandle, serve_on};
 use openbench_probe::session_open::{CredentialSource, EndpointRules};
 use openbench_simulator::{SimConfig, SimServer};
 use std::collections::BTreeMap;

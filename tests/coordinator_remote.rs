@@ -14,8 +14,8 @@ use openbench_coordinator::{
     CoordinatorError, RunDir, RunOptions, RunStatus, StopRequest, run_full,
 };
 use openbench_probe::Credentials;
-use openbench_probe::server::{ProbeConfig, ProbeServerHandle, serve_on};
 use openbench_probe::endpoint_policy::EndpointPolicy;
+use openbench_probe::server::{ProbeConfig, ProbeServerHandle, serve_on};
 use openbench_probe::session_open::{CredentialSource, EndpointRules};
 use openbench_simulator::{SimConfig, SimServer};
 use std::path::Path;

@@ -273,7 +273,14 @@ mod tests {
             Err(Denied::Credentials(vec!["X".into()]))
         );
         assert!(check(&policy, &["X"], "https://api.together.xyz.evil.test/v1/").is_err());
-        assert!(check(&policy, &["X"], "https://evil.test/v1/?https://api.together.xyz/v1/").is_err());
+        assert!(
+            check(
+                &policy,
+                &["X"],
+                "https://evil.test/v1/?https://api.together.xyz/v1/"
+            )
+            .is_err()
+        );
         assert_eq!(check(&policy, &["K"], "http://127.0.0.1:8080/any"), Ok(()));
         assert!(check(&policy, &["K"], "http://127.0.0.1:8081/any").is_err());
         // One adapter, two variables: each must allow the endpoint.
@@ -284,9 +291,14 @@ mod tests {
         // Explicit plaintext beyond loopback is the owner's call.
         assert_eq!(check(&policy, &["L"], "http://10.0.0.5:8000/v1/x"), Ok(()));
         // Keyless adapters: only the entries for every credential apply.
-        assert_eq!(check(&policy, &[], "http://127.0.0.1:8080/any"), Err(Denied::NotListed));
         assert_eq!(
-            EndpointPolicy::parse(&["ftp://x".into()]).unwrap_err().to_string(),
+            check(&policy, &[], "http://127.0.0.1:8080/any"),
+            Err(Denied::NotListed)
+        );
+        assert_eq!(
+            EndpointPolicy::parse(&["ftp://x".into()])
+                .unwrap_err()
+                .to_string(),
             "allowed endpoint \"ftp://x\" is not an http(s) URL (expected URL or VAR=URL)"
         );
         assert!(EndpointPolicy::parse(&["K=not a url".into()]).is_err());
@@ -307,14 +319,35 @@ mod tests {
             keyed("e", "sim://zai", "E_KEY"),
         ];
         let policy = EndpointPolicy::default().with_spec_defaults(&providers);
-        assert_eq!(check(&policy, &["A_KEY"], "https://a.test/v1/chat/completions"), Ok(()));
+        assert_eq!(
+            check(&policy, &["A_KEY"], "https://a.test/v1/chat/completions"),
+            Ok(())
+        );
         assert!(check(&policy, &["B_KEY"], "https://a.test/v1/chat/completions").is_err());
         assert!(check(&policy, &["B_KEY"], "http://10.1.1.1/v1/chat/completions").is_err());
-        assert_eq!(check(&policy, &["C_KEY"], "http://127.0.0.1:9/v1/chat/completions"), Ok(()));
+        assert_eq!(
+            check(
+                &policy,
+                &["C_KEY"],
+                "http://127.0.0.1:9/v1/chat/completions"
+            ),
+            Ok(())
+        );
         let resolved = url("https://modal.test/v1/chat/completions");
-        assert_eq!(policy.check(&["D_KEY".into()], &resolved, "env://D_URL"), Ok(()));
-        assert!(policy.check(&["D_KEY".into()], &resolved, resolved.as_str()).is_err());
-        assert!(policy.check(&["A_KEY".into()], &resolved, "env://D_URL").is_err());
+        assert_eq!(
+            policy.check(&["D_KEY".into()], &resolved, "env://D_URL"),
+            Ok(())
+        );
+        assert!(
+            policy
+                .check(&["D_KEY".into()], &resolved, resolved.as_str())
+                .is_err()
+        );
+        assert!(
+            policy
+                .check(&["A_KEY".into()], &resolved, "env://D_URL")
+                .is_err()
+        );
         assert_eq!(
             policy.describe(&["A_KEY".to_string(), "D_KEY".into(), "Z".into()].into()),
             "A_KEY → https://a.test/v1/chat/completions; D_KEY → env://D_URL; Z → nothing"

@@ -200,8 +200,8 @@ impl Redactor {
             self.redact_in_place(s);
         }
         for s in [&mut r.response_model, &mut r.provider_request_id]
-        .into_iter()
-        .flatten()
+            .into_iter()
+            .flatten()
         {
             self.redact_in_place(s);
         }
@@ -264,7 +264,11 @@ impl Redactor {
         self.cover(&mut covered, &answer, true);
         covered.apply(&mut parts);
         if events_hold_the_texts {
-            r.reasoning_text = execution.events.iter().map(|e| e.reasoning.as_str()).collect();
+            r.reasoning_text = execution
+                .events
+                .iter()
+                .map(|e| e.reasoning.as_str())
+                .collect();
             r.answer_text = execution.events.iter().map(|e| e.answer.as_str()).collect();
         } else {
             self.redact_across(&mut [&mut r.reasoning_text, &mut r.answer_text]);

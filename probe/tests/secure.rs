@@ -121,8 +121,8 @@ async fn probe(tls: Option<ServerTlsFiles>, upstream: &RawServer) -> ProbeServer
         probe_config("eu-west", &upstream.endpoint()),
         security,
     )
-        .await
-        .unwrap()
+    .await
+    .unwrap()
 }
 
 /// Opens the session of provider `together` in front of `upstream` (timeout [`TIMEOUT_MS`]).

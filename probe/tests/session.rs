@@ -11,8 +11,8 @@ mod support;
 use openbench_common::record::{Execution, Outcome};
 use openbench_common::spec::Auth;
 use openbench_probe::client::{ClientSecurity, ProbeChannel, connect};
-use openbench_probe::server::{ProbeConfig, ProbeServerHandle, serve_on};
 use openbench_probe::endpoint_policy::EndpointPolicy;
+use openbench_probe::server::{ProbeConfig, ProbeServerHandle, serve_on};
 use openbench_probe::session_open::{CredentialSource, EndpointRules};
 use openbench_proto::v1::probe_client::ProbeClient;
 use std::collections::BTreeSet;
@@ -77,7 +77,8 @@ fn keyed(key: &str, endpoint: &str, env: &str) -> openbench_common::spec::Provid
 async fn a_missing_credential_is_refused_at_open_naming_provider_and_variable() {
     let upstream = start(answer()).await;
     let dir = tempfile::tempdir().unwrap();
-    let (handle, mut client) = serve(environment_config(dir.path(), false, &upstream.endpoint())).await;
+    let (handle, mut client) =
+        serve(environment_config(dir.path(), false, &upstream.endpoint())).await;
     let adapters = vec![
         keyed("together", &upstream.endpoint(), "OBT_DOTENV_KEY"),
         keyed("fireworks", &upstream.endpoint(), "OBT_ABSENT_KEY"),
@@ -96,7 +97,8 @@ async fn a_missing_credential_is_refused_at_open_naming_provider_and_variable() 
 
     // With the key in `.env`, the provider that needs only it opens and runs; its value goes to
     // the provider and nowhere else.
-    let (handle, mut client) = serve(environment_config(dir.path(), true, &upstream.endpoint())).await;
+    let (handle, mut client) =
+        serve(environment_config(dir.path(), true, &upstream.endpoint())).await;
     let err = open(&mut client, &session("eu", adapters.clone(), 20_000))
         .await
         .unwrap_err();
@@ -132,7 +134,8 @@ async fn a_missing_credential_is_refused_at_open_naming_provider_and_variable() 
 async fn a_variable_the_owner_did_not_declare_is_never_read() {
     let upstream = start(answer()).await;
     let dir = tempfile::tempdir().unwrap();
-    let (handle, mut client) = serve(environment_config(dir.path(), true, &upstream.endpoint())).await;
+    let (handle, mut client) =
+        serve(environment_config(dir.path(), true, &upstream.endpoint())).await;
     // PATH is set in every environment: a token holder must not be able to make the probe send it.
     let adapters = vec![keyed("together", &upstream.endpoint(), "PATH")];
     let err = open(&mut client, &session("eu", adapters, 20_000))
@@ -173,7 +176,11 @@ async fn a_key_goes_only_where_its_owner_allows_and_simulator_endpoints_are_refu
         let (handle, mut client) = serve(config).await;
         let err = open(
             &mut client,
-            &session("eu", vec![adapter("together", &attacker.endpoint())], 20_000),
+            &session(
+                "eu",
+                vec![adapter("together", &attacker.endpoint())],
+                20_000,
+            ),
         )
         .await
         .unwrap_err();
@@ -192,11 +199,18 @@ async fn a_key_goes_only_where_its_owner_allows_and_simulator_endpoints_are_refu
     assert_eq!(attacker.received().len(), 0);
 
     // Allowed by its owner (for this variable), the same endpoint opens and gets the key.
-    let (handle, mut client) =
-        serve(owner_allows(&[format!("TEST_KEY=http://{}/v1/", attacker.addr)])).await;
+    let (handle, mut client) = serve(owner_allows(&[format!(
+        "TEST_KEY=http://{}/v1/",
+        attacker.addr
+    )]))
+    .await;
     let id = open(
         &mut client,
-        &session("eu", vec![adapter("together", &attacker.endpoint())], 20_000),
+        &session(
+            "eu",
+            vec![adapter("together", &attacker.endpoint())],
+            20_000,
+        ),
     )
     .await
     .unwrap();
