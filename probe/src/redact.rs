@@ -10,7 +10,7 @@ use crate::classify::ERROR_SNIPPET_CHARS;
 use crate::credentials::Credentials;
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
-use openbench_common::record::Execution;
+use openbench_common::record::{Execution, StreamEvent};
 
 /// The replacement text.
 pub const REDACTED: &str = "[redacted]";
@@ -145,7 +145,7 @@ impl Redactor {
     /// The last `bytes` bytes (or a little more, to a character boundary) of the response text
     /// of `events`, reasoning before answer within each: what may hold the start of a secret
     /// that continues in what follows.
-    pub fn response_tail(&self, events: &[openbench_common::record::StreamEvent]) -> String {
+    pub fn response_tail(&self, events: &[StreamEvent]) -> String {
         let want = self.secrets.first().map_or(0, String::len);
         let mut pieces = Vec::new();
         let mut held = 0;
@@ -244,7 +244,7 @@ impl Redactor {
     /// record's texts are rebuilt from the events (else redacted the same way on their own).
     fn redact_response(&self, execution: &mut Execution) {
         let r = &mut execution.record;
-        let joined = |pick: fn(&openbench_common::record::StreamEvent) -> &str| -> String {
+        let joined = |pick: fn(&StreamEvent) -> &str| -> String {
             execution.events.iter().map(pick).collect()
         };
         let events_hold_the_texts = joined(|e| e.answer.as_str()) == r.answer_text
@@ -264,12 +264,17 @@ impl Redactor {
         self.cover(&mut covered, &answer, true);
         covered.apply(&mut parts);
         if events_hold_the_texts {
-            r.reasoning_text = execution
-                .events
-                .iter()
-                .map(|e| e.reasoning.as_str())
-                .collect();
-            r.answer_text = execution.events.iter().map(|e| e.answer.as_str()).collect();
+            // One marker for one secret, even when its pieces were in several events.
+            let rebuilt = |pick: fn(&StreamEvent) -> &str| {
+                let mut text: String = execution.events.iter().map(pick).collect();
+                let twice = REDACTED.repeat(2);
+                while text.contains(&twice) {
+                    text = text.replace(&twice, REDACTED);
+                }
+                text
+            };
+            r.reasoning_text = rebuilt(|e| e.reasoning.as_str());
+            r.answer_text = rebuilt(|e| e.answer.as_str());
         } else {
             self.redact_across(&mut [&mut r.reasoning_text, &mut r.answer_text]);
             self.redact_cut(&mut r.reasoning_text);
