@@ -2,11 +2,14 @@
 //! (answering from canned answers the workflow derived from its gold) and one in-process probe
 //! per `local` region, behind a loopback gRPC server. The coordinator only sees probe URLs and
 //! opens its session on these probes as on remote ones; an in-process probe holds the
-//! coordinator's own credentials and calls `sim://` endpoints on the embedded simulator.
+//! coordinator's own credentials and calls `sim://` endpoints on the embedded simulator. Its keys
+//! go only where the run's spec sends them (plaintext http only to loopback) and where
+//! `$OPENBENCH_PROBE_ALLOW_ENDPOINTS` allows, as for `probe serve --spec`.
 
 use openbench_common::spec::{Endpoint, LoadedSpec, ProbeLocation};
 use openbench_common::workflow::CannedAnswer;
 use openbench_coordinator::{BoxFuture, CoordinatorError, RunInputs, TargetHost, Targets};
+use openbench_probe::endpoint_policy::EndpointPolicy;
 use openbench_probe::server::{ProbeConfig, ProbeServerHandle, serve_on};
 use openbench_probe::session_open::{CredentialSource, EndpointRules};
 use openbench_simulator::{SimConfig, SimServer};
@@ -89,6 +92,13 @@ impl LocalTargets {
             _ => None,
         };
         let local = simulator_endpoints(spec, sim.as_ref())?;
+        let policy = match in_process_policy(spec) {
+            Ok(policy) => policy,
+            Err(e) => {
+                stop(Vec::new(), sim).await;
+                return Err(e);
+            }
+        };
         let mut probes = BTreeMap::new();
         let mut servers: Vec<ProbeServerHandle> = Vec::new();
         for (name, probe) in spec.spec.region_probes() {
@@ -101,7 +111,7 @@ impl LocalTargets {
                 credentials: CredentialSource::Given(inputs.credentials.clone()),
                 endpoints: EndpointRules {
                     local: local.clone(),
-                    allowed: None,
+                    policy: policy.clone(),
                 },
                 code_digest: inputs.code_sha256.clone(),
             };
@@ -121,6 +131,21 @@ impl LocalTargets {
             stop: Box::new(move || Box::pin(stop(servers, sim))),
         })
     }
+}
+
+/// Where an in-process probe's keys may go: the spec's endpoints, each for its provider's own
+/// credentials, plus what `$OPENBENCH_PROBE_ALLOW_ENDPOINTS` allows (as `probe serve` reads it).
+fn in_process_policy(spec: &LoadedSpec) -> Result<EndpointPolicy, CoordinatorError> {
+    let entries: Vec<String> = std::env::var("OPENBENCH_PROBE_ALLOW_ENDPOINTS")
+        .unwrap_or_default()
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let policy = EndpointPolicy::parse(&entries).map_err(|e| CoordinatorError::Setup {
+        what: "$OPENBENCH_PROBE_ALLOW_ENDPOINTS".into(),
+        source: e.into(),
+    })?;
+    Ok(policy.with_spec_defaults(&spec.spec.providers))
 }
 
 async fn start_probe(

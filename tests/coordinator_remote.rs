@@ -14,6 +14,7 @@ use openbench_coordinator::{
     CoordinatorError, RunDir, RunOptions, RunStatus, StopRequest, run_full,
 };
 use openbench_probe::Credentials;
+use openbench_probe::endpoint_policy::EndpointPolicy;
 use openbench_probe::server::{ProbeConfig, ProbeServerHandle, serve_on};
 use openbench_probe::session_open::{CredentialSource, EndpointRules};
 use openbench_simulator::{SimConfig, SimServer};
@@ -36,23 +37,35 @@ async fn simulator() -> SimServer {
         .unwrap()
 }
 
-/// A probe of `region` holding `credentials`, built from `code_digest`.
-async fn probe(region: &str, credentials: Credentials, code_digest: &str) -> ProbeServerHandle {
+/// A probe of `region` holding `credentials`, built from `code_digest`, whose keys may go only
+/// to what `allowed` (`--allow-endpoint` values) allows.
+async fn probe(
+    region: &str,
+    credentials: Credentials,
+    code_digest: &str,
+    allowed: &[String],
+) -> ProbeServerHandle {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let config = ProbeConfig {
         region: region.into(),
         credentials: CredentialSource::Given(credentials),
-        endpoints: EndpointRules::default(),
+        endpoints: EndpointRules {
+            policy: EndpointPolicy::parse(allowed).unwrap(),
+            ..EndpointRules::default()
+        },
         code_digest: code_digest.into(),
     };
     serve_on(listener, config).await.unwrap()
 }
 
-async fn keyed_probe(region: &str) -> ProbeServerHandle {
+/// A probe of `region` holding the key, which its owner lets go to `sim`'s profiles.
+async fn keyed_probe(region: &str, sim: &SimServer) -> ProbeServerHandle {
+    let allowed = format!("{KEY_VAR}=http://{}/profiles/", sim.addr());
     probe(
         region,
         Credentials::from_pairs([(KEY_VAR, SECRET)]),
         "test-code-digest",
+        &[allowed],
     )
     .await
 }
@@ -125,8 +138,8 @@ async fn remote_probes_hold_the_keys_and_records_name_their_probe() {
     );
     let tmp = tempfile::tempdir().unwrap();
     let sim = simulator().await;
-    let east = keyed_probe("east").await;
-    let west = keyed_probe("west").await;
+    let east = keyed_probe("east", &sim).await;
+    let west = keyed_probe("west", &sim).await;
     let spec = spec(
         tmp.path(),
         &sim,
@@ -186,7 +199,7 @@ async fn remote_probes_hold_the_keys_and_records_name_their_probe() {
 async fn a_moved_probe_resumes_and_a_changed_adapter_does_not() {
     let tmp = tempfile::tempdir().unwrap();
     let sim = simulator().await;
-    let east = keyed_probe("east").await;
+    let east = keyed_probe("east", &sim).await;
     let path = spec(tmp.path(), &sim, &[("east", url(&east))], 2);
     let inputs = inputs(&path);
     let run = RunDir::create(&inputs, Some("R-2"), "test").unwrap();
@@ -219,7 +232,7 @@ async fn a_moved_probe_resumes_and_a_changed_adapter_does_not() {
 
     // The probe moves to another port: the spec's probe URL changes, nothing else.
     east.shutdown().await.unwrap();
-    let moved = keyed_probe("east").await;
+    let moved = keyed_probe("east", &sim).await;
     let moved_path = spec(tmp.path(), &sim, &[("east", url(&moved))], 2);
     let moved_inputs = coordinator_support::inputs(&moved_path);
     let run = RunDir::open(&moved_inputs, &dir, "test").unwrap();
@@ -290,6 +303,7 @@ async fn a_probe_built_from_other_code_is_refused_naming_region_and_field() {
         "east",
         Credentials::from_pairs([(KEY_VAR, SECRET)]),
         "0ther-code-digest",
+        &[],
     )
     .await;
     let (err, _tmp) = refused_before_round_one(other).await;
@@ -302,7 +316,7 @@ async fn a_probe_built_from_other_code_is_refused_naming_region_and_field() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_probe_without_the_key_refuses_the_session_naming_provider_and_variable() {
-    let keyless = probe("east", Credentials::empty(), "test-code-digest").await;
+    let keyless = probe("east", Credentials::empty(), "test-code-digest", &[]).await;
     let (err, _tmp) = refused_before_round_one(keyless).await;
     assert_eq!(
         err,

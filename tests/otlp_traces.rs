@@ -4,7 +4,8 @@
 //! separate `probe serve` process, and forwards it over OTLP/gRPC to a trace service inside the
 //! test. A smoke must arrive as one trace per session in which each request span, exported by
 //! the probe process under its own service name and region, is a child of the coordinator's
-//! round span; no credential value may appear in anything exported.
+//! round span; no span may arrive outside a run's trace (one per attempt), and no credential value
+//! may appear in anything exported.
 //!
 //! Without `rotel-agent` the test reports itself skipped (a skip `scripts/test.sh` counts),
 //! unless `OPENBENCH_REQUIRE_REAL_TARGETS` is set (CI sets it), where that is a failure.
@@ -206,6 +207,29 @@ fn probe_spans_join_the_coordinators_trace_over_otlp() {
             rec.ttfa_ms.map(Val::F).as_ref()
         );
     }
+    // Only run traces leave the processes: one per smoke attempt, and no span outside them (the
+    // actor framework's own spans stay home).
+    let attempts = recs.len() / 6;
+    let run_traces: std::collections::BTreeSet<_> = spans
+        .iter()
+        .filter(|g| g.name == "openbench.run")
+        .map(|g| g.trace_id.clone())
+        .collect();
+    assert_eq!(
+        run_traces.len(),
+        attempts,
+        "one run trace per attempt: {spans:#?}"
+    );
+    let stray: Vec<_> = spans
+        .iter()
+        .filter(|g| !run_traces.contains(&g.trace_id))
+        .map(|g| (g.service.as_str(), g.name.as_str()))
+        .collect();
+    assert_eq!(
+        stray,
+        Vec::<(&str, &str)>::new(),
+        "spans outside a run trace"
+    );
     assert!(
         !receiver.raw_text().contains(secret),
         "a credential reached the collector"

@@ -45,6 +45,8 @@ async fn a_smoke_without_the_token_stops_up_front_and_with_it_runs_on_the_probes
             "east",
             "--credential",
             KEY_VAR,
+            "--allow-endpoint",
+            &format!("{KEY_VAR}=http://{}/profiles/", sim.addr()),
         ])
         .env(KEY_VAR, SECRET)
         .env("OPENBENCH_PROBE_TOKEN", TOKEN);
@@ -109,5 +111,14 @@ async fn a_smoke_without_the_token_stops_up_front_and_with_it_runs_on_the_probes
                 .is_some_and(|id| id.starts_with("east@"))
         );
     }
-    assert!(!probe.log_text().contains(SECRET));
+    let log = probe.log_text();
+    assert!(!log.contains(SECRET));
+    // The ready line lists what the key may reach.
+    assert!(
+        log.contains(&format!(
+            "; keys may reach: {KEY_VAR} → http://{}/profiles/",
+            sim.addr()
+        )),
+        "{log}"
+    );
 }

@@ -22,6 +22,16 @@ pub enum CredentialsError {
         /// What went wrong.
         source: std::io::Error,
     },
+    /// A value begins or ends with whitespace (a stray space in the environment or inside a
+    /// quoted `.env` value): HTTP would drop it, so the provider's echo of the key would escape
+    /// redaction. Names the variable, never the value.
+    #[error(
+        "credential variable {name} begins or ends with whitespace: remove it (in the environment or .env)"
+    )]
+    Whitespace {
+        /// The variable name.
+        name: String,
+    },
     /// A line of the `.env` file is not `KEY=VALUE` (the line is not quoted: it may be a secret).
     #[error("{path}: a line is not KEY=VALUE (error at character {index})")]
     DotEnvLine {
@@ -52,7 +62,8 @@ impl Credentials {
         Credentials::default()
     }
 
-    /// Credentials from explicit pairs (tests, `probe once`).
+    /// Credentials from explicit pairs (tests, `probe once`); values are trimmed, as HTTP
+    /// trims a header value.
     pub fn from_pairs<I, K, V>(pairs: I) -> Credentials
     where
         I: IntoIterator<Item = (K, V)>,
@@ -62,7 +73,7 @@ impl Credentials {
         Credentials {
             values: pairs
                 .into_iter()
-                .map(|(k, v)| (k.into(), v.into()))
+                .map(|(k, v)| (k.into(), v.into().trim().to_string()))
                 .collect(),
         }
     }
@@ -96,6 +107,9 @@ impl Credentials {
                 }
                 _ => missing.push(name.clone()),
             }
+        }
+        if let Some((name, _)) = values.iter().find(|(_, v)| v.trim() != v.as_str()) {
+            return Err(CredentialsError::Whitespace { name: name.clone() });
         }
         if missing.is_empty() {
             Ok(Credentials { values })
@@ -186,6 +200,23 @@ mod tests {
         let debug = format!("{c:?}");
         assert!(!debug.contains("from-file"), "{debug}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_value_with_surrounding_whitespace_is_refused_naming_only_its_variable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".env");
+        std::fs::write(&path, "OBP_TEST_QUOTED=\"sk-quoted-4411 \"\n").unwrap();
+        let err = Credentials::from_env_and_file(&["OBP_TEST_QUOTED".into()], &path)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "credential variable OBP_TEST_QUOTED begins or ends with whitespace: remove it (in \
+             the environment or .env)"
+        );
+        let c = Credentials::from_pairs([("K", "\tsk-padded ")]);
+        assert_eq!(c.get("K"), Some("sk-padded"));
     }
 
     #[test]

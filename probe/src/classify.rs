@@ -32,7 +32,8 @@ pub struct Chunk {
     pub usage: Option<Usage>,
     /// Top-level `timings` (llama.cpp), when present.
     pub timings: Option<Value>,
-    /// The provider's error text, for [`Classification::Error`].
+    /// The provider's error text, whole, for [`Classification::Error`] (the executor redacts it
+    /// before it cuts it to a snippet: a secret must not survive as a cut piece).
     pub error: Option<String>,
 }
 
@@ -53,12 +54,12 @@ impl Chunk {
 
 /// A data payload that is not JSON (an `invalid_sse` transport error).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("data payload is not JSON ({reason}): {snippet}")]
+#[error("data payload is not JSON ({reason})")]
 pub struct InvalidSse {
     /// The JSON parser's message.
     pub reason: String,
-    /// The start of the payload.
-    pub snippet: String,
+    /// The payload, whole: the executor redacts it before it cuts it to a snippet.
+    pub data: String,
 }
 
 /// Classifies one dispatched event by its `event:` name and `data:` payload. A payload of the
@@ -82,7 +83,7 @@ pub fn classify_event_value(event: Option<&str>, data: &str) -> Result<Chunk, In
             .ok()
             .and_then(|v| error_text(&v))
             .unwrap_or_else(|| data.to_string());
-        chunk.error = Some(format!("event: error: {}", snippet(&text)));
+        chunk.error = Some(text);
         return Ok(chunk);
     }
     if data.trim().is_empty() {
@@ -94,7 +95,7 @@ pub fn classify_event_value(event: Option<&str>, data: &str) -> Result<Chunk, In
     }
     let value: Value = serde_json::from_str(data).map_err(|e| InvalidSse {
         reason: e.to_string(),
-        snippet: snippet(data),
+        data: data.to_string(),
     })?;
     Ok(classify_json(&value))
 }
@@ -105,9 +106,7 @@ pub fn classify_json(value: &Value) -> Chunk {
         || value.get("object").and_then(Value::as_str) == Some("error");
     if is_error {
         let mut chunk = Chunk::of(Classification::Error);
-        chunk.error = Some(snippet(
-            &error_text(value).unwrap_or_else(|| value.to_string()),
-        ));
+        chunk.error = Some(error_text(value).unwrap_or_else(|| value.to_string()));
         return chunk;
     }
     let choice = value
@@ -229,15 +228,6 @@ fn error_text(value: &Value) -> Option<String> {
         .or_else(|| value.get("message").and_then(Value::as_str))
         .map(str::to_string)
         .or_else(|| error.filter(|e| !e.is_null()).map(Value::to_string))
-}
-
-/// At most [`ERROR_SNIPPET_CHARS`] characters of `text`, marked when cut.
-pub fn snippet(text: &str) -> String {
-    let text = text.trim();
-    match text.char_indices().nth(ERROR_SNIPPET_CHARS) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
 }
 
 #[cfg(test)]

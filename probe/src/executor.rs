@@ -7,7 +7,7 @@
 //! the moment it arrives, before any parsing.
 
 use crate::body::{build_body, build_headers};
-use crate::classify::{classify_event, snippet};
+use crate::classify::classify_event;
 use crate::credentials::Credentials;
 use crate::error::ProbeError;
 use crate::limits::{over_events, over_text};
@@ -291,7 +291,8 @@ impl Executor {
         capture_headers(response.headers(), exchange);
         let limits = &self.inner.contract.limits;
         if !response.status().is_success() {
-            let message = read_error_body(&mut response, status, deadline, limits).await;
+            let body = read_error_body(&mut response, deadline, limits).await;
+            let message = error_message(status, &self.inner.redactor.snippet(&body));
             exchange.end_at = Some(zero.elapsed());
             return Ending::Http { status, message };
         }
@@ -300,6 +301,7 @@ impl Executor {
             deadline,
             deadline_ms,
             limits,
+            redactor: &self.inner.redactor,
         };
         read_stream(response, &read, state, exchange).await
     }
@@ -311,6 +313,8 @@ struct Read<'a> {
     deadline: tokio::time::Instant,
     deadline_ms: u64,
     limits: &'a StreamLimits,
+    /// Provider texts are redacted before they are cut to a snippet.
+    redactor: &'a Redactor,
 }
 
 /// Reads and frames the 2xx body until `[DONE]`, a provider error, a failure, a limit, the end
@@ -326,6 +330,7 @@ async fn read_stream(
         deadline,
         deadline_ms,
         limits,
+        redactor,
     } = *read_bounds;
     let mut decoder = SseDecoder::with_limits(limits);
     let mut frames = Vec::new();
@@ -359,7 +364,7 @@ async fn read_stream(
             Ok(Ok(None)) => {
                 if let Some(event) = decoder.finish(at) {
                     frames.push(SseFrame::Event(event));
-                    if let Some(ending) = process(&mut frames, state, limits) {
+                    if let Some(ending) = process(&mut frames, state, limits, redactor) {
                         return ending;
                     }
                 }
@@ -378,7 +383,7 @@ async fn read_stream(
             Ok(Ok(Some(bytes))) => bytes,
         };
         let framed = decoder.feed(&bytes, at, &mut frames);
-        if let Some(ending) = process(&mut frames, state, limits) {
+        if let Some(ending) = process(&mut frames, state, limits, redactor) {
             if state.saw_done {
                 drain(response, deadline).await;
             }
@@ -399,6 +404,7 @@ fn process(
     frames: &mut Vec<SseFrame>,
     state: &mut StreamState,
     limits: &StreamLimits,
+    redactor: &Redactor,
 ) -> Option<Ending> {
     for frame in frames.drain(..) {
         if let Some(ending) = over_events(state, limits) {
@@ -410,7 +416,7 @@ fn process(
                 Err(e) => {
                     return Some(Ending::Transport {
                         error_type: ErrorType::InvalidSse,
-                        message: e.to_string(),
+                        message: format!("{e}: {}", redactor.snippet(&e.data)),
                     });
                 }
                 Ok(chunk) => {
@@ -419,11 +425,22 @@ fn process(
                     }
                     let error = chunk.error.clone();
                     let classification = chunk.classification;
+                    let label = if event.event.as_deref() == Some("error") {
+                        "event: error: "
+                    } else {
+                        ""
+                    };
                     state.push_chunk(event.at, event.event, chunk);
                     match classification {
                         Classification::Error => {
+                            // The text so far may hold the start of a secret the error ends.
+                            let before = redactor.response_tail(&state.events);
+                            let text = error.unwrap_or_else(|| "provider error".into());
                             return Some(Ending::Stream {
-                                message: error.unwrap_or_else(|| "provider error".into()),
+                                message: format!(
+                                    "{label}{}",
+                                    redactor.snippet_after(&before, &text)
+                                ),
                             });
                         }
                         Classification::Done => return Some(Ending::Completed),
@@ -470,11 +487,10 @@ async fn drain(mut response: reqwest::Response, deadline: tokio::time::Instant) 
     .await;
 }
 
-/// Reads at most `limits.error_body_bytes` of an error body within the deadline and returns
-/// `HTTP <status>: <snippet>`; the rest of the body is never read.
+/// Reads at most `limits.error_body_bytes` of an error body within the deadline (the rest is
+/// never read); the caller redacts it, then cuts it.
 async fn read_error_body(
     response: &mut reqwest::Response,
-    status: u16,
     deadline: tokio::time::Instant,
     limits: &StreamLimits,
 ) -> String {
@@ -489,17 +505,20 @@ async fn read_error_body(
             _ => break,
         }
     }
-    let text = String::from_utf8_lossy(&body);
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// `HTTP <status>: <snippet>` of a non-2xx response.
+fn error_message(status: u16, snippet: &str) -> String {
     let redirect = if (300..400).contains(&status) {
         " (redirects are not followed)"
     } else {
         ""
     };
-    let text = snippet(&text);
-    if text.is_empty() {
+    if snippet.is_empty() {
         format!("HTTP {status}{redirect}")
     } else {
-        format!("HTTP {status}{redirect}: {text}")
+        format!("HTTP {status}{redirect}: {snippet}")
     }
 }
 

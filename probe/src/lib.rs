@@ -13,6 +13,7 @@ mod actor;
 pub mod auth;
 pub mod body;
 pub mod classify;
+pub mod endpoint_policy;
 pub use openbench_proto::link::client;
 pub mod error;
 pub mod executor;

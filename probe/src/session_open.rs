@@ -4,10 +4,11 @@
 //!
 //! What a probe owner controls: which credential variables the probe may read at all
 //! ([`CredentialSource`]; a session naming any other is refused, so a token holder cannot make
-//! the probe send an arbitrary variable), and which endpoints they may go to
-//! ([`EndpointAllowList`]; without one, any http(s) endpoint is allowed).
+//! the probe send an arbitrary variable), and which endpoints each of them may go to
+//! ([`EndpointPolicy`]; nothing unless the owner allows it). A refused session sends nothing.
 
 use crate::credentials::Credentials;
+use crate::endpoint_policy::{Denied, EndpointPolicy};
 use crate::executor::Executor;
 use openbench_common::credentials::CredentialsError;
 use openbench_common::probe_session::SessionOpen;
@@ -72,50 +73,14 @@ enum Lacking {
     Unreadable(String),
 }
 
-/// Endpoints a probe owner lets its keys go to: an endpoint is allowed when its scheme, host and
-/// port equal an entry's and its path starts with the entry's path.
-#[derive(Debug, Clone, Default)]
-pub struct EndpointAllowList {
-    entries: Vec<reqwest::Url>,
-}
-
-impl EndpointAllowList {
-    /// An allow-list from URLs (`https://api.together.xyz/v1/`); refuses one that is not an
-    /// http(s) URL, naming it.
-    pub fn parse(entries: &[String]) -> Result<EndpointAllowList, String> {
-        let mut out = Vec::new();
-        for entry in entries {
-            let url = reqwest::Url::parse(entry)
-                .ok()
-                .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
-                .ok_or_else(|| format!("allowed endpoint {entry:?} is not an http(s) URL"))?;
-            out.push(url);
-        }
-        Ok(EndpointAllowList { entries: out })
-    }
-
-    /// True when `endpoint` may be called.
-    pub fn allows(&self, endpoint: &str) -> bool {
-        let Ok(url) = reqwest::Url::parse(endpoint) else {
-            return false;
-        };
-        self.entries.iter().any(|entry| {
-            entry.scheme() == url.scheme()
-                && entry.host_str() == url.host_str()
-                && entry.port_or_known_default() == url.port_or_known_default()
-                && url.path().starts_with(entry.path())
-        })
-    }
-}
-
 /// What decides the endpoints of a session's adapters.
 #[derive(Debug, Clone, Default)]
 pub struct EndpointRules {
     /// Endpoints this process serves itself, as the spec writes them → the URL to call
     /// (`sim://zai` → the embedded simulator's route). Empty for a remote probe.
     pub local: BTreeMap<String, String>,
-    /// When set, only endpoints it allows may be called.
-    pub allowed: Option<EndpointAllowList>,
+    /// Where each credential may go (deny by default); endpoints in `local` are exempt.
+    pub policy: EndpointPolicy,
 }
 
 /// A session open the probe refuses; each names the provider and variable concerned.
@@ -300,40 +265,26 @@ fn resolve(
         }
         (None, Endpoint::Unknown(_)) => return Err(refuse("not an endpoint this probe knows")),
     };
-    if let Some(allowed) = &rules.allowed
-        && !allowed.allows(&url)
-    {
-        return Err(refuse(
-            "not in this probe's allowed endpoints (--allow-endpoint)",
-        ));
+    if !rules.local.contains_key(&adapter.endpoint) {
+        let parsed = reqwest::Url::parse(&url).map_err(|_| refuse("not a valid URL"))?;
+        let sent = adapter.auth.env_names();
+        match rules.policy.check(&sent, &parsed, &adapter.endpoint) {
+            Ok(()) => {}
+            Err(Denied::NotListed) => {
+                return Err(refuse(
+                    "not in this probe's allowed endpoints (--allow-endpoint)",
+                ));
+            }
+            Err(Denied::Credentials(vars)) => {
+                return Err(refuse(&format!(
+                    "credential {} may not be sent there: the probe owner allows it with \
+                     --allow-endpoint VAR=URL (plaintext http beyond loopback only that way)",
+                    vars.join(", ")
+                )));
+            }
+        }
     }
     let mut resolved = adapter.clone();
     resolved.endpoint = url;
     Ok(resolved)
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_allow_list_matches_origin_and_path_prefix() {
-        let list = EndpointAllowList::parse(&[
-            "https://api.together.xyz/v1/".to_string(),
-            "http://127.0.0.1:8080".to_string(),
-        ])
-        .unwrap();
-        assert!(list.allows("https://api.together.xyz/v1/chat/completions"));
-        assert!(list.allows("https://api.together.xyz:443/v1/chat/completions"));
-        assert!(!list.allows("https://api.together.xyz/v2/chat/completions"));
-        assert!(!list.allows("http://api.together.xyz/v1/chat/completions"));
-        assert!(!list.allows("https://api.together.xyz.evil.test/v1/chat/completions"));
-        assert!(!list.allows("https://evil.test/v1/?https://api.together.xyz/v1/"));
-        assert!(list.allows("http://127.0.0.1:8080/anything"));
-        assert!(!list.allows("http://127.0.0.1:8081/anything"));
-        assert!(!list.allows("not a url"));
-        let err = EndpointAllowList::parse(&["ftp://x".to_string()]).unwrap_err();
-        assert_eq!(err, "allowed endpoint \"ftp://x\" is not an http(s) URL");
-    }
 }

@@ -50,7 +50,7 @@ async fn execute_describe_unknown_busy_and_cancelled() {
         listener,
         ProbeConfig {
             code_digest: "code-digest-1".into(),
-            ..probe_config("eu-west")
+            ..probe_config("eu-west", &server.endpoint())
         },
     )
     .await

@@ -109,16 +109,20 @@ fn stream(gate: Option<&Arc<Semaphore>>) -> Vec<Step> {
     steps
 }
 
-/// A probe of region `eu-west` holding `TEST_KEY`, protected as given.
-async fn probe(tls: Option<ServerTlsFiles>) -> ProbeServerHandle {
+/// A probe of region `eu-west` holding `TEST_KEY` for `upstream`, protected as given.
+async fn probe(tls: Option<ServerTlsFiles>, upstream: &RawServer) -> ProbeServerHandle {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let security = ProbeSecurity {
         tls: tls.map(|files| files.load().unwrap()),
         token: token(TOKEN),
     };
-    serve_secured(listener, probe_config("eu-west"), security)
-        .await
-        .unwrap()
+    serve_secured(
+        listener,
+        probe_config("eu-west", &upstream.endpoint()),
+        security,
+    )
+    .await
+    .unwrap()
 }
 
 /// Opens the session of provider `together` in front of `upstream` (timeout [`TIMEOUT_MS`]).
@@ -149,7 +153,7 @@ fn call(session_id: &str, deadline_ms: u64) -> ExecuteRequest {
 async fn good_tls_and_token_call_succeeds_over_https() {
     let pki = Pki::generate();
     let upstream = start(stream(None)).await;
-    let handle = probe(Some(pki.server(false))).await;
+    let handle = probe(Some(pki.server(false)), &upstream).await;
     let mut client = client(&https(&handle), pki.client(false), token(TOKEN)).await;
     let described = client
         .describe(DescribeRequest {})
@@ -169,7 +173,7 @@ async fn good_tls_and_token_call_succeeds_over_https() {
 async fn missing_or_wrong_token_is_unauthenticated() {
     let pki = Pki::generate();
     let upstream = start(stream(None)).await;
-    let handle = probe(Some(pki.server(false))).await;
+    let handle = probe(Some(pki.server(false)), &upstream).await;
     let mut good = client(&https(&handle), pki.client(false), token(TOKEN)).await;
     let id = opened(&mut good, &upstream).await;
 
@@ -213,7 +217,7 @@ async fn missing_or_wrong_token_is_unauthenticated() {
 async fn plaintext_to_a_tls_probe_fails() {
     let pki = Pki::generate();
     let upstream = start(stream(None)).await;
-    let handle = probe(Some(pki.server(false))).await;
+    let handle = probe(Some(pki.server(false)), &upstream).await;
     let url = format!("http://{}", handle.addr());
     let security = ClientSecurity {
         tls: pki.client(false),
@@ -240,7 +244,7 @@ async fn plaintext_to_a_tls_probe_fails() {
 async fn mutual_tls_requires_a_client_certificate() {
     let pki = Pki::generate();
     let upstream = start(stream(None)).await;
-    let handle = probe(Some(pki.server(true))).await;
+    let handle = probe(Some(pki.server(true)), &upstream).await;
     let security = ClientSecurity {
         tls: pki.client(false),
         token: token(TOKEN),
@@ -273,7 +277,7 @@ async fn mutual_tls_requires_a_client_certificate() {
 async fn deadline_beyond_the_session_timeout_is_invalid_argument() {
     let pki = Pki::generate();
     let upstream = start(stream(None)).await;
-    let handle = probe(Some(pki.server(false))).await;
+    let handle = probe(Some(pki.server(false)), &upstream).await;
     let mut client = client(&https(&handle), pki.client(false), token(TOKEN)).await;
     let id = opened(&mut client, &upstream).await;
 
@@ -306,7 +310,7 @@ async fn deadline_beyond_the_session_timeout_is_invalid_argument() {
 #[tokio::test]
 async fn oversized_request_is_refused_before_the_provider() {
     let upstream = start(stream(None)).await;
-    let handle = probe(None).await;
+    let handle = probe(None, &upstream).await;
     let mut client = client(
         &format!("http://{}", handle.addr()),
         ClientTlsFiles::default(),
@@ -329,7 +333,7 @@ async fn second_caller_on_a_busy_lane_is_refused() {
     // The first answer is held at the gate until the second caller has been refused.
     let gate = Arc::new(Semaphore::new(0));
     let upstream = start(stream(Some(&gate))).await;
-    let handle = probe(Some(pki.server(false))).await;
+    let handle = probe(Some(pki.server(false)), &upstream).await;
     let mut first = client(&https(&handle), pki.client(false), token(TOKEN)).await;
     let mut second = client(&https(&handle), pki.client(false), token(TOKEN)).await;
     let id = opened(&mut first, &upstream).await;
@@ -384,7 +388,7 @@ async fn link_ping_needs_the_token_and_reads_the_probes_clock() {
     use openbench_proto::v1::PingRequest;
     let pki = Pki::generate();
     let upstream = start(stream(None)).await;
-    let handle = probe(Some(pki.server(false))).await;
+    let handle = probe(Some(pki.server(false)), &upstream).await;
     let security = |token| ClientSecurity {
         tls: pki.client(false),
         token,

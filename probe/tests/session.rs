@@ -1,8 +1,8 @@
 //! Sessions over real gRPC on loopback: a probe admits `Execute` only for the session a
 //! coordinator opened, for the providers and run it opened and within its contract's deadline;
 //! it refuses at session open, naming the provider and the variable (never a value), a
-//! credential it lacks or was not allowed to hand out, an endpoint outside its allow-list, a
-//! simulator endpoint, another region and an invalid adapter. No refused call reaches the
+//! credential it lacks or was not allowed to hand out, an endpoint its owner did not allow for
+//! that credential (nothing is allowed by default), a simulator endpoint, another region and an invalid adapter. No refused call reaches the
 //! provider.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -11,8 +11,9 @@ mod support;
 use openbench_common::record::{Execution, Outcome};
 use openbench_common::spec::Auth;
 use openbench_probe::client::{ClientSecurity, ProbeChannel, connect};
+use openbench_probe::endpoint_policy::EndpointPolicy;
 use openbench_probe::server::{ProbeConfig, ProbeServerHandle, serve_on};
-use openbench_probe::session_open::{CredentialSource, EndpointAllowList, EndpointRules};
+use openbench_probe::session_open::{CredentialSource, EndpointRules};
 use openbench_proto::v1::probe_client::ProbeClient;
 use std::collections::BTreeSet;
 use support::session::{execute_call, open, planned_in, probe_config, session};
@@ -51,7 +52,7 @@ async fn serve(config: ProbeConfig) -> (ProbeServerHandle, ProbeClient<ProbeChan
 
 /// A probe of `eu` that may hand out `OBT_DOTENV_KEY` (set in `dotenv_dir/.env` when `with_key`)
 /// and `OBT_ABSENT_KEY` (set nowhere).
-fn environment_config(dotenv_dir: &std::path::Path, with_key: bool) -> ProbeConfig {
+fn environment_config(dotenv_dir: &std::path::Path, with_key: bool, upstream: &str) -> ProbeConfig {
     let dotenv = dotenv_dir.join(".env");
     if with_key {
         std::fs::write(&dotenv, format!("OBT_DOTENV_KEY={DOTENV_SECRET}\n")).unwrap();
@@ -61,7 +62,7 @@ fn environment_config(dotenv_dir: &std::path::Path, with_key: bool) -> ProbeConf
             declared: BTreeSet::from(["OBT_DOTENV_KEY".to_string(), "OBT_ABSENT_KEY".into()]),
             dotenv,
         },
-        ..probe_config("eu")
+        ..probe_config("eu", upstream)
     }
 }
 
@@ -76,7 +77,8 @@ fn keyed(key: &str, endpoint: &str, env: &str) -> openbench_common::spec::Provid
 async fn a_missing_credential_is_refused_at_open_naming_provider_and_variable() {
     let upstream = start(answer()).await;
     let dir = tempfile::tempdir().unwrap();
-    let (handle, mut client) = serve(environment_config(dir.path(), false)).await;
+    let (handle, mut client) =
+        serve(environment_config(dir.path(), false, &upstream.endpoint())).await;
     let adapters = vec![
         keyed("together", &upstream.endpoint(), "OBT_DOTENV_KEY"),
         keyed("fireworks", &upstream.endpoint(), "OBT_ABSENT_KEY"),
@@ -95,7 +97,8 @@ async fn a_missing_credential_is_refused_at_open_naming_provider_and_variable() 
 
     // With the key in `.env`, the provider that needs only it opens and runs; its value goes to
     // the provider and nowhere else.
-    let (handle, mut client) = serve(environment_config(dir.path(), true)).await;
+    let (handle, mut client) =
+        serve(environment_config(dir.path(), true, &upstream.endpoint())).await;
     let err = open(&mut client, &session("eu", adapters.clone(), 20_000))
         .await
         .unwrap_err();
@@ -131,7 +134,8 @@ async fn a_missing_credential_is_refused_at_open_naming_provider_and_variable() 
 async fn a_variable_the_owner_did_not_declare_is_never_read() {
     let upstream = start(answer()).await;
     let dir = tempfile::tempdir().unwrap();
-    let (handle, mut client) = serve(environment_config(dir.path(), true)).await;
+    let (handle, mut client) =
+        serve(environment_config(dir.path(), true, &upstream.endpoint())).await;
     // PATH is set in every environment: a token holder must not be able to make the probe send it.
     let adapters = vec![keyed("together", &upstream.endpoint(), "PATH")];
     let err = open(&mut client, &session("eu", adapters, 20_000))
@@ -149,32 +153,73 @@ async fn a_variable_the_owner_did_not_declare_is_never_read() {
 }
 
 #[tokio::test]
-async fn endpoints_outside_the_allow_list_and_simulator_endpoints_are_refused() {
+async fn a_key_goes_only_where_its_owner_allows_and_simulator_endpoints_are_refused() {
+    // The owner's provider, and a server of whoever holds the token on another loopback address.
     let upstream = start(answer()).await;
-    let allowed = EndpointAllowList::parse(&[format!("{}/", upstream.endpoint())]).unwrap();
-    let config = ProbeConfig {
+    let attacker = start_at("127.0.0.2", answer()).await;
+    let owner_allows = |entries: &[String]| ProbeConfig {
         endpoints: EndpointRules {
-            allowed: Some(allowed),
+            policy: EndpointPolicy::parse(entries).unwrap(),
             ..EndpointRules::default()
         },
-        ..probe_config("eu")
+        ..probe_config("eu", "https://unused.invalid/")
     };
-    let (handle, mut client) = serve(config).await;
-    let elsewhere = "http://127.0.0.1:9/v1/chat/completions";
-    let err = open(
+    // By default (no entry) the key goes nowhere: refused at open, naming provider and endpoint.
+    for config in [
+        ProbeConfig {
+            endpoints: EndpointRules::default(),
+            ..probe_config("eu", "https://unused.invalid/")
+        },
+        owner_allows(&[format!("TEST_KEY={}", upstream.endpoint())]),
+        owner_allows(&[format!("OTHER_KEY={}", attacker.endpoint())]),
+    ] {
+        let (handle, mut client) = serve(config).await;
+        let err = open(
+            &mut client,
+            &session(
+                "eu",
+                vec![adapter("together", &attacker.endpoint())],
+                20_000,
+            ),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(err.code(), tonic::Code::PermissionDenied);
+        assert_eq!(
+            err.message(),
+            format!(
+                "provider together: endpoint {}: credential TEST_KEY may not be sent there: the \
+                 probe owner allows it with --allow-endpoint VAR=URL (plaintext http beyond \
+                 loopback only that way)",
+                attacker.endpoint()
+            )
+        );
+        handle.shutdown().await.unwrap();
+    }
+    assert_eq!(attacker.received().len(), 0);
+
+    // Allowed by its owner (for this variable), the same endpoint opens and gets the key.
+    let (handle, mut client) = serve(owner_allows(&[format!(
+        "TEST_KEY=http://{}/v1/",
+        attacker.addr
+    )]))
+    .await;
+    let id = open(
         &mut client,
-        &session("eu", vec![adapter("together", elsewhere)], 20_000),
+        &session(
+            "eu",
+            vec![adapter("together", &attacker.endpoint())],
+            20_000,
+        ),
     )
     .await
-    .unwrap_err();
-    assert_eq!(err.code(), tonic::Code::PermissionDenied);
-    assert_eq!(
-        err.message(),
-        format!(
-            "provider together: endpoint {elsewhere}: not in this probe's allowed endpoints \
-             (--allow-endpoint)"
-        )
-    );
+    .unwrap();
+    client
+        .execute(execute_call(&planned_in("together", "eu", 5_000), &id))
+        .await
+        .unwrap();
+    let sent = attacker.received()[0].head.to_lowercase();
+    assert!(sent.contains("authorization: bearer"), "{sent}");
     let err = open(
         &mut client,
         &session("eu", vec![adapter("zai", "sim://zai")], 20_000),
@@ -187,14 +232,6 @@ async fn endpoints_outside_the_allow_list_and_simulator_endpoints_are_refused() 
         "provider zai: endpoint sim://zai: the embedded simulator runs beside the coordinator; a \
          remote probe cannot serve it"
     );
-    // The allowed endpoint (a path below the entry) opens.
-    let allowed_endpoint = format!("{}/v1/chat/completions", upstream.endpoint());
-    open(
-        &mut client,
-        &session("eu", vec![adapter("together", &allowed_endpoint)], 20_000),
-    )
-    .await
-    .unwrap();
     assert_eq!(upstream.received().len(), 0);
     handle.shutdown().await.unwrap();
 }
@@ -202,7 +239,7 @@ async fn endpoints_outside_the_allow_list_and_simulator_endpoints_are_refused() 
 #[tokio::test]
 async fn another_region_and_an_invalid_adapter_are_refused() {
     let upstream = start(answer()).await;
-    let (handle, mut client) = serve(probe_config("eu")).await;
+    let (handle, mut client) = serve(probe_config("eu", &upstream.endpoint())).await;
     let adapters = vec![adapter("together", &upstream.endpoint())];
     let err = open(&mut client, &session("us", adapters.clone(), 20_000))
         .await
@@ -238,7 +275,7 @@ async fn another_region_and_an_invalid_adapter_are_refused() {
 #[tokio::test]
 async fn execute_needs_the_open_session_its_run_and_its_providers() {
     let upstream = start(answer()).await;
-    let (handle, mut client) = serve(probe_config("eu")).await;
+    let (handle, mut client) = serve(probe_config("eu", &upstream.endpoint())).await;
     let planned = planned_in("together", "eu", 1_000);
 
     // No session yet.

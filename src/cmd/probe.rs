@@ -6,8 +6,9 @@ use openbench_common::record::{Classification, Execution, TerminalRecord};
 use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Role};
 use openbench_common::spec::{Auth, LoadedSpec, MaxTokensField, ProviderAdapter, RequestContract};
 use openbench_probe::auth::{Exposure, ProbeToken, TOKEN_ENV, check_exposure};
+use openbench_probe::endpoint_policy::{EndpointPolicy, is_variable_name};
 use openbench_probe::server::{ProbeConfig, ProbeSecurity, serve_secured};
-use openbench_probe::session_open::{CredentialSource, EndpointAllowList, EndpointRules};
+use openbench_probe::session_open::{CredentialSource, EndpointRules};
 use openbench_probe::tls::ServerTlsFiles;
 use openbench_probe::{Credentials, Executor};
 use std::collections::{BTreeMap, BTreeSet};
@@ -97,9 +98,12 @@ pub struct ServeArgs {
     /// adapters are not used: they come with the coordinator's session).
     #[arg(long)]
     spec: Option<PathBuf>,
-    /// An endpoint the credentials may be sent to, as a URL prefix (repeatable, or
-    /// comma-separated in `$OPENBENCH_PROBE_ALLOW_ENDPOINTS`). When given, a session whose
-    /// endpoint matches none is refused; without it, any http(s) endpoint is allowed.
+    /// Where credentials may be sent: `VAR=URL` allows the URL prefix for the credential `VAR`,
+    /// a bare `URL` for every credential (repeatable, or comma-separated in
+    /// `$OPENBENCH_PROBE_ALLOW_ENDPOINTS`). With `--spec`, each of its providers' endpoints is
+    /// allowed for that provider's own credentials too. Nothing else is: a session sending a
+    /// credential anywhere else is refused at open. Plaintext `http://` beyond loopback needs an
+    /// entry here.
     #[arg(
         long = "allow-endpoint",
         env = "OPENBENCH_PROBE_ALLOW_ENDPOINTS",
@@ -287,12 +291,18 @@ impl<'a> OnceOutput<'a> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let declared = declared_credentials(&args)?;
-    let allowed = if args.allow_endpoints.is_empty() {
-        None
-    } else {
-        Some(EndpointAllowList::parse(&args.allow_endpoints).map_err(anyhow::Error::msg)?)
-    };
+    let (declared, spec_providers) = declared_credentials(&args)?;
+    let policy = EndpointPolicy::parse(&args.allow_endpoints)
+        .context("--allow-endpoint")?
+        .with_spec_defaults(&spec_providers);
+    let unknown = policy.unknown_variables(&declared);
+    if !unknown.is_empty() {
+        bail!(
+            "--allow-endpoint names {} which this probe does not hold (declare it with \
+             --credential or --spec)",
+            unknown.join(", ")
+        );
+    }
     // Names only: a variable missing now may be set in `.env` before the session opens.
     let names: Vec<String> = declared.iter().cloned().collect();
     if let Err(e) = Credentials::from_env(&names) {
@@ -319,12 +329,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     } else {
         format!("credentials {}", names.join(", "))
     };
-    if allowed.is_none() && !local.ip().is_loopback() {
-        eprintln!(
-            "probe: warning: no --allow-endpoint: a token holder may send these credentials to \
-             any endpoint"
-        );
-    }
+    let reach = if declared.is_empty() {
+        String::new()
+    } else {
+        format!("; keys may reach: {}", policy.describe(&declared))
+    };
     let handle = serve_secured(
         listener,
         ProbeConfig {
@@ -335,7 +344,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             },
             endpoints: EndpointRules {
                 local: BTreeMap::new(),
-                allowed,
+                policy,
             },
             code_digest,
         },
@@ -343,7 +352,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     )
     .await?;
     eprintln!(
-        "probe: region {} serving {holds} on {} ({}, {})",
+        "probe: region {} serving {holds} on {} ({}, {}){reach}",
         args.region,
         handle.addr(),
         if security.tls.is_some() {
@@ -378,8 +387,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The credential variables `probe serve` may hand out: `--credential` names, plus the spec's
-/// when `--spec` is given (whose region list must then hold `--region`).
-fn declared_credentials(args: &ServeArgs) -> anyhow::Result<BTreeSet<String>> {
+/// when `--spec` is given (whose region list must then hold `--region`); and the spec's
+/// providers (none without `--spec`), whose endpoints are the default allowed ones.
+fn declared_credentials(
+    args: &ServeArgs,
+) -> anyhow::Result<(BTreeSet<String>, Vec<ProviderAdapter>)> {
     let mut declared: BTreeSet<String> = args
         .credentials
         .iter()
@@ -387,7 +399,7 @@ fn declared_credentials(args: &ServeArgs) -> anyhow::Result<BTreeSet<String>> {
         .filter(|n| !n.is_empty())
         .collect();
     for name in &declared {
-        if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        if !is_variable_name(name) {
             bail!("--credential {name:?}: a variable name is [A-Za-z0-9_]");
         }
     }
@@ -403,8 +415,9 @@ fn declared_credentials(args: &ServeArgs) -> anyhow::Result<BTreeSet<String>> {
             );
         }
         declared.extend(loaded.spec.credential_names());
+        return Ok((declared, loaded.spec.providers));
     }
-    Ok(declared)
+    Ok((declared, Vec::new()))
 }
 
 /// TLS and the token of `probe serve`, from its flags and environment.

@@ -58,13 +58,15 @@ pub fn init(otlp_endpoint: Option<&str>, identity: &ServiceIdentity) -> anyhow::
         });
     };
     // Spans carry our attributes only: no idle/busy times, source locations or thread names.
+    // Only run traces leave the process: the actor framework's own spans (`Actor`, one root per
+    // actor, target `ractor`) belong to no run and would clutter the backend.
     let otel = tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("openbench-inference"))
         .with_tracked_inactivity(false)
         .with_location(false)
         .with_threads(false)
         .with_filter(EnvFilter::new(
-            "info,h2=off,hyper=off,tonic=off,tower=off,reqwest=off",
+            "info,h2=off,hyper=off,tonic=off,tower=off,reqwest=off,ractor=off",
         ));
     tracing_subscriber::registry()
         .with(fmt)

@@ -85,7 +85,7 @@ pub struct RawServer {
 }
 
 impl RawServer {
-    /// `http://127.0.0.1:P/v1/chat/completions`.
+    /// `http://IP:P/v1/chat/completions`.
     pub fn endpoint(&self) -> String {
         format!("http://{}/v1/chat/completions", self.addr)
     }
@@ -108,9 +108,14 @@ impl RawServer {
     }
 }
 
-/// Starts a server that answers every request with `steps`.
+/// Starts a server on 127.0.0.1 that answers every request with `steps`.
 pub async fn start(steps: Vec<Step>) -> RawServer {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    start_at("127.0.0.1", steps).await
+}
+
+/// Starts a server on loopback address `ip` that answers every request with `steps`.
+pub async fn start_at(ip: &str, steps: Vec<Step>) -> RawServer {
+    let listener = TcpListener::bind((ip, 0)).await.unwrap();
     let addr = listener.local_addr().unwrap();
     let requests = Arc::new(Mutex::new(Vec::new()));
     let connections = Arc::new(AtomicUsize::new(0));

@@ -7,17 +7,22 @@ use openbench_common::request::PlannedRequest;
 use openbench_common::spec::{ProviderAdapter, RequestContract};
 use openbench_probe::Credentials;
 use openbench_probe::client::ProbeChannel;
+use openbench_probe::endpoint_policy::EndpointPolicy;
 use openbench_probe::server::ProbeConfig;
 use openbench_probe::session_open::{CredentialSource, EndpointRules};
 use openbench_proto::v1::ExecuteRequest;
 use openbench_proto::v1::probe_client::ProbeClient;
 
-/// A probe of `region` holding `TEST_KEY` = [`SECRET`], built from code digest `code`.
-pub fn probe_config(region: &str) -> ProbeConfig {
+/// A probe of `region` holding `TEST_KEY` = [`SECRET`], built from code digest `code`, whose
+/// owner lets every credential go to `upstream` (a URL prefix) and nowhere else.
+pub fn probe_config(region: &str, upstream: &str) -> ProbeConfig {
     ProbeConfig {
         region: region.into(),
         credentials: CredentialSource::Given(Credentials::from_pairs([("TEST_KEY", SECRET)])),
-        endpoints: EndpointRules::default(),
+        endpoints: EndpointRules {
+            policy: EndpointPolicy::parse(&[upstream.to_string()]).unwrap(),
+            ..EndpointRules::default()
+        },
         code_digest: "code".into(),
     }
 }
