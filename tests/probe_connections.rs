@@ -172,7 +172,11 @@ async fn a_smoke_completes_while_strangers_hold_more_connections_than_the_cap() 
     let prov = Prov {
         key: "zai".into(),
         profile: "zai".into(),
-        extra: format!("    auth: {{scheme: bearer, env: {KEY_VAR}}}\n"),
+        // Each answer takes 1.5 s, so the smoke outlasts the unauthenticated timeout (2 s):
+        // a probe that took the coordinator's connection for a stranger's would cut it.
+        extra: format!(
+            "    auth: {{scheme: bearer, env: {KEY_VAR}}}\n    extra_headers: {{x-sim-schedule: \"0,1500\"}}\n"
+        ),
     };
     let spec = write_spec(tmp.path(), &data, &[prov], 1, 0.01, 2_000);
     let text = std::fs::read_to_string(&spec)
