@@ -103,17 +103,7 @@ async fn strangers(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_smoke_completes_while_strangers_hold_more_connections_than_the_cap() {
     let tmp = tempfile::tempdir().unwrap();
-    let sim = openbench_simulator::start(
-        openbench_simulator::SimConfig {
-            time_scale: 0.01,
-            seed: 7,
-            default_profile: "zai".into(),
-            answers: Vec::new(),
-        },
-        ([127, 0, 0, 1], 0).into(),
-    )
-    .await
-    .unwrap();
+    let sim = loopback_simulator().await;
     let (ca, cert, key) = test_ca();
     let file = |name: &str, text: &str| {
         let path = tmp.path().join(name);

@@ -240,3 +240,19 @@ pub fn test_ca() -> (String, String, String) {
     let cert = params.signed_by(&key, &issuer).unwrap();
     (ca_cert.pem(), cert.pem(), key.serialize_pem())
 }
+
+/// The simulator on 127.0.0.1 (a free port): time scale 0.01, seed 7, profile `zai` unless a
+/// request names another, no canned answers.
+pub async fn loopback_simulator() -> openbench_simulator::SimServer {
+    openbench_simulator::start(
+        openbench_simulator::SimConfig {
+            time_scale: 0.01,
+            seed: 7,
+            default_profile: "zai".into(),
+            answers: Vec::new(),
+        },
+        ([127, 0, 0, 1], 0).into(),
+    )
+    .await
+    .unwrap()
+}
