@@ -17,25 +17,13 @@ use openbench_probe::Credentials;
 use openbench_probe::endpoint_policy::EndpointPolicy;
 use openbench_probe::server::{ProbeConfig, ProbeServerHandle, serve_on};
 use openbench_probe::session_open::{CredentialSource, EndpointRules};
-use openbench_simulator::{SimConfig, SimServer};
+use openbench_simulator::SimServer;
 use std::path::Path;
 use std::sync::Arc;
 
 /// The providers' key: only the probes hold it, never this process's environment.
 const KEY_VAR: &str = "OBT_REMOTE_ONLY_KEY";
 const SECRET: &str = "sk-remote-only-51d0c3e2";
-
-async fn simulator() -> SimServer {
-    let config = SimConfig {
-        time_scale: 0.01,
-        seed: 7,
-        default_profile: "zai".into(),
-        answers: Vec::new(),
-    };
-    openbench_simulator::start(config, ([127, 0, 0, 1], 0).into())
-        .await
-        .unwrap()
-}
 
 /// A probe of `region` holding `credentials`, built from `code_digest`, whose keys may go only
 /// to what `allowed` (`--allow-endpoint` values) allows.
@@ -137,7 +125,7 @@ async fn remote_probes_hold_the_keys_and_records_name_their_probe() {
         "{KEY_VAR} must not be in the coordinator's environment"
     );
     let tmp = tempfile::tempdir().unwrap();
-    let sim = simulator().await;
+    let sim = loopback_simulator().await;
     let east = keyed_probe("east", &sim).await;
     let west = keyed_probe("west", &sim).await;
     let spec = spec(
@@ -198,7 +186,7 @@ async fn remote_probes_hold_the_keys_and_records_name_their_probe() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_moved_probe_resumes_and_a_changed_adapter_does_not() {
     let tmp = tempfile::tempdir().unwrap();
-    let sim = simulator().await;
+    let sim = loopback_simulator().await;
     let east = keyed_probe("east", &sim).await;
     let path = spec(tmp.path(), &sim, &[("east", url(&east))], 2);
     let inputs = inputs(&path);
@@ -277,7 +265,7 @@ async fn a_moved_probe_resumes_and_a_changed_adapter_does_not() {
 /// A run that must stop before round 1: the error, and proof nothing was written.
 async fn refused_before_round_one(probe: ProbeServerHandle) -> (String, tempfile::TempDir) {
     let tmp = tempfile::tempdir().unwrap();
-    let sim = simulator().await;
+    let sim = loopback_simulator().await;
     let path = spec(tmp.path(), &sim, &[("east", url(&probe))], 1);
     let inputs = inputs(&path);
     let run = RunDir::create(&inputs, Some("R-3"), "test").unwrap();

@@ -349,21 +349,6 @@ fn a_collector_that_never_answers_neither_fails_nor_holds_the_command() {
     );
 }
 
-/// A CA and a `localhost`/`127.0.0.1` certificate it signed: (CA PEM, cert PEM, key PEM).
-fn test_ca() -> (String, String, String) {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = rcgen::Issuer::new(ca_params, ca_key);
-    let key = rcgen::KeyPair::generate().unwrap();
-    let params =
-        rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
-            .unwrap();
-    let cert = params.signed_by(&key, &issuer).unwrap();
-    (ca_cert.pem(), cert.pem(), key.serialize_pem())
-}
-
 #[test]
 fn an_https_collector_is_reached_with_a_test_ca_and_never_fails_the_command_without_it() {
     let tmp = tempfile::tempdir().unwrap();

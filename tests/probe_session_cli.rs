@@ -21,17 +21,7 @@ const TOKEN: &str = "cli-probe-token-77a1";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_smoke_without_the_token_stops_up_front_and_with_it_runs_on_the_probes_key() {
     let tmp = tempfile::tempdir().unwrap();
-    let sim = openbench_simulator::start(
-        openbench_simulator::SimConfig {
-            time_scale: 0.01,
-            seed: 7,
-            default_profile: "zai".into(),
-            answers: Vec::new(),
-        },
-        ([127, 0, 0, 1], 0).into(),
-    )
-    .await
-    .unwrap();
+    let sim = loopback_simulator().await;
 
     let mut command = Command::new(bin());
     command

@@ -5,6 +5,7 @@
 //! The check compares SHA-256 digests in constant time, so neither the token's content nor its
 //! length leaks through timing.
 
+use crate::connections::ConnectionMark;
 use crate::error::ProbeError;
 pub use openbench_proto::link::token::{AttachToken, ProbeToken, TOKEN_ENV};
 use sha2::{Digest, Sha256};
@@ -18,7 +19,9 @@ fn digest(header_value: &[u8]) -> [u8; 32] {
 }
 
 /// Server-side interceptor: refuses every call without the right bearer token
-/// (`UNAUTHENTICATED`). With no token configured it admits every call (loopback use).
+/// (`UNAUTHENTICATED`). With no token configured it admits every call (loopback use). It marks
+/// the call's connection ([`ConnectionMark`]) as called, and as authenticated when the call
+/// passed, which lifts the connection limits from it.
 #[derive(Clone, Debug, Default)]
 pub struct RequireToken {
     expected: Option<[u8; 32]>,
@@ -35,15 +38,30 @@ impl RequireToken {
 
 impl tonic::service::Interceptor for RequireToken {
     fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
+        let connection = request.extensions().get::<ConnectionMark>().cloned();
+        if let Some(connection) = &connection {
+            connection.called();
+        }
+        self.check(&request)?;
+        if let Some(connection) = connection {
+            connection.authenticated();
+        }
+        Ok(request)
+    }
+}
+
+impl RequireToken {
+    /// Whether `request` carries the token (always, with no token configured).
+    fn check(&self, request: &Request<()>) -> Result<(), Status> {
         let Some(expected) = &self.expected else {
-            return Ok(request);
+            return Ok(());
         };
         let presented = request
             .metadata()
             .get("authorization")
             .ok_or_else(|| Status::unauthenticated("this probe requires a bearer token"))?;
         if bool::from(digest(presented.as_bytes()).ct_eq(expected)) {
-            Ok(request)
+            Ok(())
         } else {
             Err(Status::unauthenticated(
                 "the bearer token is not this probe's",

@@ -4,7 +4,8 @@
 //! Read top-down: [`sse`] frames the byte stream, [`classify`] says what each chunk carried,
 //! [`body`] builds the request from adapter data, [`executor`] runs the timed request and
 //! [`record`] turns what it saw into a terminal record; [`server`] serves the tonic `Probe`
-//! service, guarded by [`auth`] and [`tls`]: a coordinator's session ([`session_open`]) brings
+//! service, guarded by [`auth`], [`tls`] and [`connections`] (limits on connections that have
+//! not shown the token): a coordinator's session ([`session_open`]) brings
 //! the adapters and contract, one actor per provider executes them, and [`identity`] says who
 //! the probe is. The caller's side of the
 //! link ([`client`]) lives in the contract crate, so the coordinator needs no probe.
@@ -13,6 +14,7 @@ mod actor;
 pub mod auth;
 pub mod body;
 pub mod classify;
+pub mod connections;
 pub mod endpoint_policy;
 pub use openbench_proto::link::client;
 pub mod error;

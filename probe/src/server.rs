@@ -1,5 +1,5 @@
-//! The probe server: TLS, the token check and the request-size limit in front of the `Probe`
-//! service ([`crate::service`]), which runs one actor per provider of the open session; and the
+//! The probe server: the connection limits ([`crate::connections`]), TLS, the token check and
+//! the request-size limit in front of the `Probe` service ([`crate::service`]), which runs one actor per provider of the open session; and the
 //! plain `grpc.health.v1` service for orchestrators.
 //!
 //! A probe starts knowing only its region, where its credentials come from and which endpoints
@@ -8,12 +8,14 @@
 //! ([`crate::link`]) answers the coordinator's health checks on the same connection.
 
 use crate::auth::{ProbeToken, RequireToken};
+use crate::connections::{ConnectionLimits, Gate, guarded_incoming};
 use crate::error::ProbeError;
 use crate::service::{Actors, ProbeService};
 use crate::session_open::{CredentialSource, EndpointRules};
 use openbench_proto::v1::link_server::LinkServer;
 use openbench_proto::v1::probe_server::ProbeServer;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::ServerTlsConfig;
 
@@ -35,13 +37,16 @@ pub struct ProbeConfig {
 /// leaves ample room while refusing a caller who sends megabytes for the provider to read.
 pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
 
-/// How a probe server is protected. The default (no TLS, no token) is for loopback only.
+/// How a probe server is protected. The default (no TLS, no token, the default connection
+/// limits) is for loopback only.
 #[derive(Debug, Clone, Default)]
 pub struct ProbeSecurity {
     /// TLS (and, with a client CA, mutual TLS); `None` serves plaintext.
     pub tls: Option<ServerTlsConfig>,
     /// The bearer token every call must carry; `None` admits calls without one.
     pub token: Option<ProbeToken>,
+    /// What connections that have not shown the token may hold.
+    pub connections: ConnectionLimits,
 }
 
 /// A running probe server (or its health service alone, from [`serve_health`]).
@@ -51,6 +56,7 @@ pub struct ProbeServerHandle {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
     actors: Actors,
+    gate: Arc<Gate>,
 }
 
 impl ProbeServerHandle {
@@ -59,11 +65,13 @@ impl ProbeServerHandle {
         self.addr
     }
 
-    /// Stops accepting calls, lets in-flight calls finish, then stops the provider actors.
+    /// Stops accepting calls, closes the connections that never authenticated, lets in-flight
+    /// calls finish, then stops the provider actors.
     pub async fn shutdown(mut self) -> Result<(), ProbeError> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
+        self.gate.close_all();
         let served = (&mut self.task).await;
         self.actors.stop_all();
         match served {
@@ -104,7 +112,7 @@ pub async fn serve_secured(
             message: format!("cannot use the TLS configuration: {e}"),
         })?;
     }
-    let guarded = InterceptedService::new(
+    let service = InterceptedService::new(
         ProbeServer::new(service).max_decoding_message_size(MAX_REQUEST_BYTES),
         RequireToken::new(security.token.as_ref()),
     );
@@ -114,10 +122,11 @@ pub async fn serve_secured(
         RequireToken::new(security.token.as_ref()),
     );
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let gate = Gate::new(security.connections);
+    let incoming = guarded_incoming(listener, gate.clone());
     let task = tokio::spawn(
         builder
-            .add_service(guarded)
+            .add_service(service)
             .add_service(link)
             .serve_with_incoming_shutdown(incoming, async {
                 let _ = stopped.await;
@@ -128,20 +137,27 @@ pub async fn serve_secured(
         stop: Some(stop),
         task,
         actors,
+        gate,
     })
 }
 
 /// Serves the standard gRPC health service (`grpc.health.v1`, from tonic-health) on a listener of
 /// its own, in plaintext and without a token, for orchestrators: Kubernetes' gRPC readiness
 /// probes speak neither TLS nor bearer tokens. It reports the whole server (`""`) as serving and
-/// reveals nothing about the providers.
-pub fn serve_health(listener: tokio::net::TcpListener) -> Result<ProbeServerHandle, ProbeError> {
+/// reveals nothing about the providers. No call here carries a token, so every connection is
+/// closed at `limits`' handshake deadline (an orchestrator's check takes one call) and counts
+/// against its caps.
+pub fn serve_health(
+    listener: tokio::net::TcpListener,
+    limits: ConnectionLimits,
+) -> Result<ProbeServerHandle, ProbeError> {
     let addr = listener.local_addr().map_err(|e| ProbeError::Server {
         message: format!("health listener has no local address: {e}"),
     })?;
     let (_reporter, service) = tonic_health::server::health_reporter();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let gate = Gate::new(limits);
+    let incoming = guarded_incoming(listener, gate.clone());
     let task = tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(service)
@@ -154,5 +170,6 @@ pub fn serve_health(listener: tokio::net::TcpListener) -> Result<ProbeServerHand
         stop: Some(stop),
         task,
         actors: Actors::default(),
+        gate,
     })
 }

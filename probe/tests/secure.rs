@@ -17,78 +17,15 @@ use openbench_probe::tls::{ClientTlsFiles, ServerTlsFiles};
 use openbench_proto::link::LinkError;
 use openbench_proto::v1::probe_client::ProbeClient;
 use openbench_proto::v1::{DescribeRequest, ExecuteRequest};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use std::path::PathBuf;
 use std::sync::Arc;
+use support::pki::Pki;
 use support::session::{execute_call, open, planned_in, probe_config, session};
 use support::*;
 use tokio::sync::Semaphore;
 
 const TOKEN: &str = "probe-token-3f9a1c";
 const TIMEOUT_MS: u64 = 20_000;
-
-/// A CA and the PEM files it signed, on disk.
-struct Pki {
-    dir: tempfile::TempDir,
-}
-
-impl Pki {
-    /// A server CA with a certificate for `localhost`/`127.0.0.1`, and a separate client CA with
-    /// one client certificate.
-    fn generate() -> Pki {
-        let dir = tempfile::tempdir().unwrap();
-        let write = |name: &str, text: String| std::fs::write(dir.path().join(name), text).unwrap();
-        let server_ca = ca("test server CA");
-        write("ca.pem", server_ca.pem());
-        let (cert, key) = leaf(&server_ca, &["localhost", "127.0.0.1"]);
-        write("server.pem", cert);
-        write("server.key", key);
-        let client_ca = ca("test client CA");
-        write("client-ca.pem", client_ca.pem());
-        let (cert, key) = leaf(&client_ca, &["coordinator"]);
-        write("client.pem", cert);
-        write("client.key", key);
-        Pki { dir }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn server(&self, mutual: bool) -> ServerTlsFiles {
-        ServerTlsFiles {
-            cert: self.path("server.pem"),
-            key: self.path("server.key"),
-            client_ca: mutual.then(|| self.path("client-ca.pem")),
-        }
-    }
-
-    fn client(&self, identity: bool) -> ClientTlsFiles {
-        ClientTlsFiles {
-            ca: Some(self.path("ca.pem")),
-            identity: identity.then(|| (self.path("client.pem"), self.path("client.key"))),
-        }
-    }
-}
-
-fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, name);
-    CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
-}
-
-fn leaf(issuer: &CertifiedIssuer<'static, KeyPair>, names: &[&str]) -> (String, String) {
-    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-    let key = KeyPair::generate().unwrap();
-    let cert = CertificateParams::new(names)
-        .unwrap()
-        .signed_by(&key, issuer)
-        .unwrap();
-    (cert.pem(), key.serialize_pem())
-}
 
 fn token(text: &str) -> Option<ProbeToken> {
     Some(ProbeToken::new(text, "test").unwrap())
@@ -115,6 +52,7 @@ async fn probe(tls: Option<ServerTlsFiles>, upstream: &RawServer) -> ProbeServer
     let security = ProbeSecurity {
         tls: tls.map(|files| files.load().unwrap()),
         token: token(TOKEN),
+        ..ProbeSecurity::default()
     };
     serve_secured(
         listener,
@@ -363,7 +301,7 @@ async fn health_service_answers_serving_without_a_token() {
     use tonic_health::pb::health_check_response::ServingStatus;
     use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let health = openbench_probe::server::serve_health(listener).unwrap();
+    let health = openbench_probe::server::serve_health(listener, Default::default()).unwrap();
     let channel = tonic::transport::Channel::from_shared(format!("http://{}", health.addr()))
         .unwrap()
         .connect()

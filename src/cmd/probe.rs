@@ -6,6 +6,7 @@ use openbench_common::record::{Classification, Execution, TerminalRecord};
 use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Role};
 use openbench_common::spec::{Auth, LoadedSpec, MaxTokensField, ProviderAdapter, RequestContract};
 use openbench_probe::auth::{Exposure, ProbeToken, TOKEN_ENV, check_exposure};
+use openbench_probe::connections::ConnectionLimits;
 use openbench_probe::endpoint_policy::{EndpointPolicy, is_variable_name};
 use openbench_probe::server::{ProbeConfig, ProbeSecurity, serve_secured};
 use openbench_probe::session_open::{CredentialSource, EndpointRules};
@@ -15,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// `probe` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -128,6 +130,19 @@ pub struct ServeArgs {
     /// Allow a non-loopback listen address without TLS and a token (says so loudly at start).
     #[arg(long)]
     insecure_plaintext: bool,
+    /// Seconds from accept to a connection's first call (TLS, HTTP/2 and one request); a
+    /// connection that has made none by then is closed.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    handshake_timeout_s: u64,
+    /// Seconds from accept to a call with the token; a connection without one by then is closed.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    unauthenticated_timeout_s: u64,
+    /// Connections without the token open at once (per port); a new one closes the oldest.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+    max_unauthenticated: u64,
+    /// Connections without the token open at once from one source address.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..))]
+    max_unauthenticated_per_source: u64,
 }
 
 impl ProbeCommand {
@@ -311,6 +326,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // The same digest the coordinator locks, so `Describe` can be checked against a run's lock.
     let code_digest = crate::cmd::runs::CODE_SHA256.to_string();
     let security = serve_security(&args)?;
+    let ports = if args.health_listen.is_some() { 2 } else { 1 };
+    if let Some(warning) = raise_open_files_limit(ports * args.max_unauthenticated + 256) {
+        eprintln!("probe: warning: {warning}");
+        tracing::warn!("{warning}");
+    }
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -371,7 +391,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("cannot listen on {addr} (--health-listen)"))?;
-            let health = openbench_probe::server::serve_health(listener)?;
+            let health = openbench_probe::server::serve_health(listener, security.connections)?;
             eprintln!("probe: grpc.health.v1 on {}", health.addr());
             Some(health)
         }
@@ -434,5 +454,60 @@ fn serve_security(args: &ServeArgs) -> anyhow::Result<ProbeSecurity> {
         _ => None,
     };
     let token = ProbeToken::load(args.token_file.as_deref(), TOKEN_ENV)?;
-    Ok(ProbeSecurity { tls, token })
+    Ok(ProbeSecurity {
+        tls,
+        token,
+        connections: connection_limits(args)?,
+    })
+}
+
+/// The limits on connections without the token, from `probe serve`'s flags.
+fn connection_limits(args: &ServeArgs) -> anyhow::Result<ConnectionLimits> {
+    if args.unauthenticated_timeout_s < args.handshake_timeout_s {
+        bail!(
+            "--unauthenticated-timeout-s {} is shorter than --handshake-timeout-s {}: a \
+             connection needs its handshake before it can authenticate",
+            args.unauthenticated_timeout_s,
+            args.handshake_timeout_s
+        );
+    }
+    let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+    Ok(ConnectionLimits {
+        handshake_timeout: Duration::from_secs(args.handshake_timeout_s),
+        unauthenticated_timeout: Duration::from_secs(args.unauthenticated_timeout_s),
+        max_unauthenticated: count(args.max_unauthenticated),
+        max_unauthenticated_per_source: count(args.max_unauthenticated_per_source),
+    })
+}
+
+/// The most `probe serve` raises its open-files soft limit to.
+const OPEN_FILES_TARGET: u64 = 65_536;
+
+/// Raises the open-files soft limit towards the hard limit (at most [`OPEN_FILES_TARGET`]), as
+/// Kubernetes cannot set it; a warning when the result stays below `needed` (the connection
+/// caps of every port, plus room for the coordinator and the providers).
+fn raise_open_files_limit(needed: u64) -> Option<String> {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let hard = limit.maximum.unwrap_or(u64::MAX);
+    let target = hard.min(OPEN_FILES_TARGET);
+    let mut soft = limit.current.unwrap_or(u64::MAX);
+    if soft < target {
+        let raised = rustix::process::Rlimit {
+            current: Some(target),
+            maximum: limit.maximum,
+        };
+        if setrlimit(Resource::Nofile, raised).is_ok() {
+            soft = target;
+        }
+    }
+    (soft < needed).then(|| {
+        format!(
+            "the open-files limit is {soft} (hard {}); the connection caps need about {needed} \
+             (--max-unauthenticated per port + 256): raise it (docs/faults.md)",
+            limit
+                .maximum
+                .map_or("unlimited".to_string(), |m| m.to_string())
+        )
+    })
 }

@@ -225,3 +225,34 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A CA and a `localhost`/`127.0.0.1` certificate it signed: (CA PEM, cert PEM, key PEM).
+pub fn test_ca() -> (String, String, String) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params =
+        rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+            .unwrap();
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    (ca_cert.pem(), cert.pem(), key.serialize_pem())
+}
+
+/// The simulator on 127.0.0.1 (a free port): time scale 0.01, seed 7, profile `zai` unless a
+/// request names another, no canned answers.
+pub async fn loopback_simulator() -> openbench_simulator::SimServer {
+    openbench_simulator::start(
+        openbench_simulator::SimConfig {
+            time_scale: 0.01,
+            seed: 7,
+            default_profile: "zai".into(),
+            answers: Vec::new(),
+        },
+        ([127, 0, 0, 1], 0).into(),
+    )
+    .await
+    .unwrap()
+}
