@@ -244,7 +244,8 @@ fn pretty(w: &mut dyn Write, value: &impl Serialize) -> std::io::Result<()> {
 
 /// sha256 and size of a file, streaming; `None` when absent.
 pub fn file_status(path: &Path) -> Option<(String, u64)> {
-    openbench_common::hash::sha256_file(path).ok()
+    let file = openbench_common::rundir::open_read(path).ok()?;
+    openbench_common::hash::sha256_reader(file).ok()
 }
 
 /// The run period: the run manifest's `period_start`/`period_end`, else the earliest and latest
@@ -272,7 +273,7 @@ fn faults_view(run_dir: &Path, computed: &Computed, rounds: &str) -> faults_sect
         .map(|m| (m.links, m.outages))
         .unwrap_or_default();
     let rounds: Vec<openbench_common::rundir::RoundLine> =
-        std::fs::read_to_string(layout::path(run_dir, rounds))
+        String::from_utf8(layout::read_bytes(&layout::path(run_dir, rounds)).unwrap_or_default())
             .unwrap_or_default()
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
