@@ -17,10 +17,10 @@ use crate::session::{RunDir, RunInputs};
 use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_common::rundir::{
     Plan, RunFiles, RunManifest, RunMode, RunStatus, RunWriter, SessionProbes, SmokeAttempt,
-    counting_records, repair, repair_jsonl, write_json_once,
+    counting_records, refuse_strays, repair, repair_jsonl, write_json_once,
 };
 use ractor::Actor;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::{oneshot, watch};
@@ -271,6 +271,7 @@ async fn execute_plan(
     manifest: &mut RunManifest,
 ) -> Result<(SessionReport, BTreeMap<String, TerminalRecord>), CoordinatorError> {
     repair_jsonl(&files.results)?;
+    refuse_unwritten(files, plan, run.run_id())?;
     let records = counting_records(&files.results)?;
     let committed: BTreeSet<String> = records
         .values()
@@ -342,6 +343,42 @@ async fn execute_plan(
         plan.rounds_done(|id| records.get(id).is_some_and(|r| r.outcome.is_committed()));
     manifest.count(records.values());
     Ok((session, records))
+}
+
+/// Refuses a results file holding a record this run did not write — another run's `run_id`, a
+/// request outside the plan, or a planned request on another lane — naming its line and request,
+/// before anything is repaired, counted or executed (counting it would make a complete run look
+/// incomplete forever, or pass another run's figures off as this one's).
+fn refuse_unwritten(files: &RunFiles, plan: &Plan, run_id: &str) -> Result<(), CoordinatorError> {
+    let planned: HashMap<String, String> = plan
+        .rounds
+        .iter()
+        .flat_map(|round| round.requests.iter())
+        .map(|lane| (lane.request_id.clone(), lane.lane.clone()))
+        .collect();
+    refuse_strays(&files.results, |record| {
+        if record.run_id != run_id {
+            return Some(format!(
+                "run_id {:?}, this run is {run_id:?}",
+                record.run_id
+            ));
+        }
+        match planned.get(&record.request_id) {
+            None => Some(format!(
+                "not a request of {}",
+                files
+                    .plan
+                    .file_name()
+                    .map(|n| n.to_string_lossy())
+                    .unwrap_or_default()
+            )),
+            Some(lane) if *lane != record.lane => {
+                Some(format!("lane {:?}, planned as {lane:?}", record.lane))
+            }
+            Some(_) => None,
+        }
+    })?;
+    Ok(())
 }
 
 async fn drive(

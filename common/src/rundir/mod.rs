@@ -20,7 +20,9 @@ pub use append::{RunWriter, repair};
 pub use follow::{Followed, LineFollower};
 pub use layout::*;
 pub use open::{open_read, read_bytes, refuse_links};
-pub use records::{CountingRecords, ReadStats, counting_records, read_counting};
+pub use records::{
+    CountingRecords, ReadStats, counting_records, lines_of, read_counting, refuse_strays,
+};
 pub use round_requests::{RotationBasis, RoundRequests};
 pub use schema::*;
 pub use write::{
@@ -104,6 +106,19 @@ pub enum RunDirError {
         recorded: String,
         /// The hash it has now.
         now: String,
+    },
+    /// Records this run did not write (another run's, or outside its plan).
+    #[error(
+        "{path}: {count} record(s) this run did not write: {first}; refusing to go on (remove \
+         those lines, or move them to their own run, and try again)"
+    )]
+    Strays {
+        /// The records file.
+        path: PathBuf,
+        /// How many.
+        count: usize,
+        /// The first few, each with its line, request and reason.
+        first: String,
     },
     /// Another process holds the run directory's writer lock.
     #[error(

@@ -223,6 +223,59 @@ pub fn counting_records(path: &Path) -> Result<BTreeMap<String, TerminalRecord>,
         .collect())
 }
 
+/// How many refused records an error names.
+pub const STRAYS_NAMED: usize = 5;
+
+/// Refuses a records file holding a record that `judge` says this run did not write (it
+/// returns the reason, e.g. another `run_id`, or a request outside the plan): the error names
+/// the file, and the line and request of the first [`STRAYS_NAMED`] with their reasons. Every
+/// complete line is judged, superseded ones too; a torn last line is left to crash repair.
+pub fn refuse_strays(
+    path: &Path,
+    mut judge: impl FnMut(&TerminalRecord) -> Option<String>,
+) -> Result<(), RunDirError> {
+    let file = match open_read(path) {
+        Ok(f) => f,
+        Err(e) if not_found(&e) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let mut count = 0usize;
+    let mut named = Vec::new();
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut line = String::new();
+    let mut line_no = 0u64;
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).map_err(io(path))? == 0 || !line.ends_with('\n') {
+            break;
+        }
+        line_no += 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: TerminalRecord =
+            serde_json::from_str(&line).map_err(|source| RunDirError::Json {
+                path: path.to_path_buf(),
+                line: Some(line_no),
+                source,
+            })?;
+        if let Some(reason) = judge(&record) {
+            count += 1;
+            if named.len() < STRAYS_NAMED {
+                named.push(format!("line {line_no}: {} ({reason})", record.request_id));
+            }
+        }
+    }
+    if count == 0 {
+        return Ok(());
+    }
+    Err(RunDirError::Strays {
+        path: path.to_path_buf(),
+        count,
+        first: named.join("; "),
+    })
+}
+
 /// The 1-based line numbers of every line of `path` holding a record of one of `ids`, in file
 /// order: how an error names where a refused record sits (read only on that error's path).
 pub fn lines_of(

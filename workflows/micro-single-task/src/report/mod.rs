@@ -67,8 +67,12 @@ pub struct Computed {
     pub accepted: admission::Accepted,
 }
 
-/// Reads the run lock.
+/// Reads the run lock. Refuses a lock (or selection, or plan) that changed after the run manifest recorded its hash:
+/// an edited `timeout_ms` would otherwise be reported as the run's deadline.
 pub fn read_lock(run_dir: &Path) -> Result<RunLock, ReportError> {
+    if let Ok(manifest) = RunManifest::load(run_dir) {
+        manifest.verify_artifacts(run_dir)?;
+    }
     Ok(read_json(&layout::path(run_dir, layout::RUN_LOCK))?)
 }
 
@@ -108,7 +112,9 @@ pub fn compute_with(
         .map(|p| (p.key.as_str(), p.model.as_str()))
         .collect();
     let requested = |provider: &str| models.get(provider).map(|m| m.to_string());
+    let mut foreign = admission::Foreign::default();
     let read = read_counting(&records_path, false, |record| {
+        foreign.check(&record, &lock.run_id);
         let start = &record.started_at;
         match &mut period {
             None => period = Some((start.clone(), start.clone())),
@@ -166,6 +172,7 @@ pub fn compute_with(
         plan.as_ref(),
         lock,
         &read.stats,
+        &foreign,
         (&records_path, &names.plan),
         options,
     )?;
@@ -306,6 +313,7 @@ pub fn write_all_with(
     options: &ReportOptions,
 ) -> Result<(String, Vec<PathBuf>), ReportError> {
     let computed = compute_with(run_dir, lock, gold, options)?;
+    let skipped = skipped_lines(&reported_files(run_dir)?.results, &computed.stats);
     let mut written = Vec::new();
     let path = layout::path(run_dir, layout::EVALUATIONS);
     write_atomic(&path, |w| {
@@ -381,6 +389,7 @@ pub fn write_all_with(
         artifacts: &artifacts,
         superseded: computed.stats.superseded,
         ignored_partial_line: computed.stats.ignored_partial_last_line,
+        torn_line: computed.stats.torn_line,
         faults: faults_view(run_dir, &computed, &reported.rounds),
         accepted: &computed.accepted.notes,
     };
@@ -391,10 +400,28 @@ pub fn write_all_with(
     let html =
         crate::html::HtmlReportInput::from_report(&ctx, &computed.observations, &computed.lanes);
     written.push(crate::html::write_html(run_dir, &html)?);
-    Ok((
-        markdown::summary_text(&computed.metrics, lock.simulator_time_scale),
-        written,
-    ))
+    let mut summary = markdown::summary_text(&computed.metrics, lock.simulator_time_scale);
+    for line in skipped {
+        summary.push_str(&line);
+        summary.push('\n');
+    }
+    Ok((summary, written))
+}
+
+/// One sentence per line of the records file the report did not count: a half-written last line
+/// (crash repair on resume drops it; the manifest may still say complete) and blank lines.
+fn skipped_lines(records: &str, stats: &ReadStats) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(line) = stats.torn_line {
+        out.push(format!(
+            "{records}:{line}: half-written last line, not counted ({} complete record line(s) read)",
+            stats.lines
+        ));
+    }
+    for line in &stats.blank_lines {
+        out.push(format!("{records}:{line}: blank line, skipped"));
+    }
+    out
 }
 
 #[cfg(test)]
