@@ -128,12 +128,14 @@ fn read_dotenv(path: &Path) -> Result<BTreeMap<String, String>, CredentialsError
         path: path.to_path_buf(),
         source,
     };
-    let lines = match dotenvy::from_path_iter(path) {
-        Ok(lines) => lines,
-        Err(e) if e.not_found() => return Ok(BTreeMap::new()),
-        Err(dotenvy::Error::Io(source)) => return Err(io_error(source)),
-        Err(e) => return Err(io_error(std::io::Error::other(e.to_string()))),
+    // Read whole, bounded and only when a regular file: a `.env` that is a FIFO or a device
+    // would hang or fill memory.
+    let bytes = match crate::input_file::read_regular(path, crate::input_file::DOTENV_BYTES) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(source) => return Err(io_error(source)),
     };
+    let lines = dotenvy::from_read_iter(bytes.as_slice());
     let mut out = BTreeMap::new();
     for item in lines {
         match item {
@@ -198,5 +200,30 @@ mod tests {
             .to_string();
         assert!(err.contains(".env") && err.contains("KEY=VALUE"), "{err}");
         assert!(!err.contains("sk-secret"), "{err}");
+    }
+
+    #[test]
+    fn a_dotenv_that_is_a_device_or_a_fifo_is_refused_without_hanging() {
+        let dir = tempfile::tempdir().unwrap();
+        let zero = dir.path().join("zero.env");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let fifo = dir.path().join("fifo.env");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let names = ["OBP_TEST_NOT_SET_ANYWHERE".to_string()];
+        for (path, what) in [(&zero, "a device"), (&fifo, "a FIFO")] {
+            let err = Credentials::from_env_and_file(&names, path)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(&format!("{}: {what}, not a regular file", path.display())),
+                "{err}"
+            );
+        }
     }
 }

@@ -445,10 +445,12 @@ pub struct LoadedSpec {
 impl LoadedSpec {
     /// Reads, parses and validates a spec file.
     pub fn load(path: &Path) -> Result<LoadedSpec, SpecError> {
-        let bytes = std::fs::read(path).map_err(|source| SpecError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let bytes = crate::input_file::read_regular(path, crate::input_file::SPEC_BYTES).map_err(
+            |source| SpecError::Read {
+                path: path.to_path_buf(),
+                source,
+            },
+        )?;
         let spec = Spec::parse(path, &bytes)?;
         Ok(LoadedSpec {
             spec,
