@@ -1,7 +1,8 @@
 //! A run directory defends itself against what a careless user or someone with write access to a
 //! shared run folder can do to it: links planted in place of its files, a deleted lock file, an
 //! edited run lock, records of another run or outside the plan. Each is refused, naming the file
-//! (and line and request), and nothing outside the run directory is touched.
+//! (and line and request), and nothing outside the run directory is touched. And `init` refuses,
+//! all at once, what `run` would refuse only later.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod coordinator_support;
@@ -197,5 +198,39 @@ async fn resume_and_report_refuse_records_of_another_run() {
             "line 2, {line}: {id} (run_id \"run-elsewhere\", this run is {run_id:?})"
         )),
         "{err}"
+    );
+}
+
+#[test]
+fn init_lists_every_problem_run_would_meet_and_makes_no_run_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = sample_dataset(tmp.path(), "data", 20260902);
+    let providers = [
+        Prov::sim("plain"),
+        Prov::sim("no-such-profile"),
+        Prov::sim("spaced"),
+    ];
+    let spec = write_spec(tmp.path(), &data, &providers, 1, 0.01, 1000);
+    let text = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace("sim://spaced", "https://exa mple.test/v1")
+        .replace(
+            "full_items_per_family: 1",
+            "full_items_per_family: 18446744073709551615",
+        );
+    std::fs::write(&spec, text).unwrap();
+    let o = run_bin(tmp.path(), &["init", "--spec", spec.to_str().unwrap()], &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "init accepted the spec");
+    for part in [
+        "providers[1] (no-such-profile).endpoint: unknown profile \"no-such-profile\"; known:",
+        "providers[2] (spaced).endpoint: \"https://exa mple.test/v1\" is not a valid URL",
+        "plans.full_items_per_family: 18446744073709551615 items per family, but family",
+    ] {
+        assert!(err.contains(part), "{part:?} missing from: {err}");
+    }
+    assert!(
+        !tmp.path().join("runs").exists(),
+        "init made a run directory"
     );
 }
