@@ -215,11 +215,18 @@ mod tests {
                 .unwrap()
                 .success()
         );
-        let names = ["OBP_TEST_NOT_SET_ANYWHERE".to_string()];
-        for (path, what) in [(&zero, "a device"), (&fifo, "a FIFO")] {
-            let err = Credentials::from_env_and_file(&names, path)
-                .unwrap_err()
-                .to_string();
+        for (path, what) in [(zero, "a device"), (fifo, "a FIFO")] {
+            // Read on a thread with a deadline: a regression hangs (FIFO) or grows without end
+            // (/dev/zero) there, and the test fails instead of hanging.
+            let (tx, rx) = std::sync::mpsc::channel();
+            let file = path.clone();
+            std::thread::spawn(move || {
+                let names = ["OBP_TEST_NOT_SET_ANYWHERE".to_string()];
+                let read = Credentials::from_env_and_file(&names, &file);
+                let _ = tx.send(read.map(|_| ()).map_err(|e| e.to_string()));
+            });
+            let read = rx.recv_timeout(std::time::Duration::from_secs(30));
+            let err = read.expect("reading .env did not return").unwrap_err();
             assert!(
                 err.contains(&format!("{}: {what}, not a regular file", path.display())),
                 "{err}"

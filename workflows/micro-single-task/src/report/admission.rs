@@ -79,20 +79,33 @@ impl Foreign {
     }
 }
 
-/// Checks the final records against the plan and the lock; returns what was accepted, or the
-/// refusal. `observations` are sorted by round index (as `compute` sorts them).
-#[allow(clippy::too_many_arguments)]
+/// What reading the records file found besides the records: its path, its counts, and the
+/// lines of other runs.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordsRead<'a> {
+    /// The records file.
+    pub path: &'a PathBuf,
+    /// Read counts (duplicates among them).
+    pub stats: &'a ReadStats,
+    /// Lines carrying another run's `run_id`.
+    pub foreign: &'a Foreign,
+}
+
+/// Checks the final records against the plan (named `plan_name`) and the lock; returns what was
+/// accepted, or the refusal. `observations` are sorted by round index (as `compute` sorts them).
 pub fn admit(
     observations: &[Observation],
     lanes: &LaneTable,
-    plan: Option<&PlanView>,
+    (plan, plan_name): (Option<&PlanView>, &str),
     lock: &RunLock,
-    stats: &ReadStats,
-    foreign: &Foreign,
-    files: (&PathBuf, &str),
+    read: RecordsRead<'_>,
     options: &ReportOptions,
 ) -> Result<Accepted, AdmissionError> {
-    let (records, plan_name) = files;
+    let RecordsRead {
+        path: records,
+        stats,
+        foreign,
+    } = read;
     let mut accepted = Accepted::default();
     let mut strays = strays(observations, lanes, plan, lock);
     let count = strays.len() + foreign.count;

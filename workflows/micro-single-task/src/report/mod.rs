@@ -169,11 +169,13 @@ pub fn compute_with(
     let accepted = admission::admit(
         &observations,
         &lanes,
-        plan.as_ref(),
+        (plan.as_ref(), &names.plan),
         lock,
-        &read.stats,
-        &foreign,
-        (&records_path, &names.plan),
+        admission::RecordsRead {
+            path: &records_path,
+            stats: &read.stats,
+            foreign: &foreign,
+        },
         options,
     )?;
     let metrics = metrics::compute(&MetricsInput {
