@@ -88,8 +88,9 @@ fn report_refuses_duplicates_and_unplanned_records_unless_a_flag_accepts_them() 
     append(&results, &stray);
     let (ok, text) = report(tmp.path(), &dir, &["--accept-duplicates"]);
     assert!(!ok, "{text}");
+    // Named with its line: after the 6 records and the duplicate.
     assert!(
-        text.contains("req-not-planned (round 0: not a planned request)"),
+        text.contains("line 8: req-not-planned (round 0: not a planned request)"),
         "{text}"
     );
     assert!(text.contains("--accept-unplanned"), "{text}");
@@ -104,7 +105,7 @@ fn report_refuses_duplicates_and_unplanned_records_unless_a_flag_accepts_them() 
     assert!(
         header.contains(
             "1 record(s) outside the plan or the run lock are counted (--accept-unplanned): \
-             req-not-planned (round 0: not a planned request)."
+             line 8: req-not-planned (round 0: not a planned request)."
         ),
         "{header}"
     );

@@ -62,3 +62,49 @@ fn an_out_that_is_the_answers_file_is_refused_and_the_file_kept() {
         "{written}"
     );
 }
+
+/// `--answers` naming a device or a FIFO is refused at once: reading `/dev/zero` would fill
+/// memory, and a FIFO with no writer would hang the command. The child is given a deadline so a
+/// regression fails the test instead of hanging it.
+#[test]
+fn answers_that_are_a_device_or_a_fifo_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("answers.fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let zero = dir.path().join("zero.jsonl");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    for (answers, what) in [(&fifo, "a FIFO"), (&zero, "a device")] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_openbench-inference"))
+            .current_dir(dir.path())
+            .args(["score", "--answers"])
+            .arg(answers)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("score --answers {} did not return", answers.display());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert!(!status.success());
+        assert!(
+            err.contains(&format!("{what}, not a regular file")),
+            "{err}"
+        );
+    }
+}

@@ -142,12 +142,14 @@ fn read_dotenv(path: &Path) -> Result<BTreeMap<String, String>, CredentialsError
         path: path.to_path_buf(),
         source,
     };
-    let lines = match dotenvy::from_path_iter(path) {
-        Ok(lines) => lines,
-        Err(e) if e.not_found() => return Ok(BTreeMap::new()),
-        Err(dotenvy::Error::Io(source)) => return Err(io_error(source)),
-        Err(e) => return Err(io_error(std::io::Error::other(e.to_string()))),
+    // Read whole, bounded and only when a regular file: a `.env` that is a FIFO or a device
+    // would hang or fill memory.
+    let bytes = match crate::input_file::read_regular(path, crate::input_file::DOTENV_BYTES) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(source) => return Err(io_error(source)),
     };
+    let lines = dotenvy::from_read_iter(bytes.as_slice());
     let mut out = BTreeMap::new();
     for item in lines {
         match item {
@@ -229,5 +231,37 @@ mod tests {
             .to_string();
         assert!(err.contains(".env") && err.contains("KEY=VALUE"), "{err}");
         assert!(!err.contains("sk-secret"), "{err}");
+    }
+
+    #[test]
+    fn a_dotenv_that_is_a_device_or_a_fifo_is_refused_without_hanging() {
+        let dir = tempfile::tempdir().unwrap();
+        let zero = dir.path().join("zero.env");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let fifo = dir.path().join("fifo.env");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        for (path, what) in [(zero, "a device"), (fifo, "a FIFO")] {
+            // Read on a thread with a deadline: a regression hangs (FIFO) or grows without end
+            // (/dev/zero) there, and the test fails instead of hanging.
+            let (tx, rx) = std::sync::mpsc::channel();
+            let file = path.clone();
+            std::thread::spawn(move || {
+                let names = ["OBP_TEST_NOT_SET_ANYWHERE".to_string()];
+                let read = Credentials::from_env_and_file(&names, &file);
+                let _ = tx.send(read.map(|_| ()).map_err(|e| e.to_string()));
+            });
+            let read = rx.recv_timeout(std::time::Duration::from_secs(30));
+            let err = read.expect("reading .env did not return").unwrap_err();
+            assert!(
+                err.contains(&format!("{}: {what}, not a regular file", path.display())),
+                "{err}"
+            );
+        }
     }
 }

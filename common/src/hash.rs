@@ -21,8 +21,11 @@ pub fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {
 
 /// Lower-case hex sha256 and size of a file, streamed (files may be gigabytes).
 pub fn sha256_file(path: &std::path::Path) -> std::io::Result<(String, u64)> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path)?;
+    sha256_reader(std::fs::File::open(path)?)
+}
+
+/// Lower-case hex sha256 and size of everything `reader` yields, streamed.
+pub fn sha256_reader(mut file: impl std::io::Read) -> std::io::Result<(String, u64)> {
     let mut hasher = Sha256::new();
     // 64 KiB: under glibc's mmap threshold, so the buffer is reused rather than mapped and
     // unmapped for every file.

@@ -8,6 +8,7 @@ pub mod clock;
 pub mod credentials;
 pub mod error_text;
 pub mod hash;
+pub mod input_file;
 pub mod limits;
 pub mod probe_session;
 pub mod record;

@@ -118,6 +118,12 @@ pub trait Workflow: Send + Sync {
         let _ = spec;
         Vec::new()
     }
+    /// Problems a run would meet only once it plans against `dataset` (micro-single-task: more
+    /// items per family than the release holds), each naming its field; `init` lists them.
+    fn dataset_problems(&self, spec: &Spec, dataset: &DatasetRelease) -> Vec<String> {
+        let _ = (spec, dataset);
+        Vec::new()
+    }
     /// Loads and validates a dataset release, refusing one whose hashes disagree with its manifest.
     fn load_dataset(&self, dir: &Path, manifest: &str) -> Result<DatasetRelease, WorkflowError>;
     /// Writes the immutable artifacts a run derives from its inputs when it is locked (and checks

@@ -101,6 +101,48 @@ pub fn lock_sha256(lock: &RunLock) -> String {
     sha256_hex(canonical_json(&value))
 }
 
+/// Lock fields that do not follow from the inputs: where the run and its inputs live, when and
+/// by whom it was made, and the spec's bytes (a moved probe changes them; the spec is compared
+/// by [`spec_inputs_sha256`]).
+const NOT_DERIVED: [&str; 6] = [
+    "run_id",
+    "spec_path",
+    "spec_sha256",
+    "dataset_dir",
+    "approval_id",
+    "created_at",
+];
+
+/// Every field of `locked` that differs from `rebuilt` (the lock the same inputs give now),
+/// besides [`NOT_DERIVED`]: an edited `run-lock.json` (say its `timeout_ms`) whose hashes still
+/// match. Named with both values, in the lock's field order.
+pub fn lock_drift(locked: &RunLock, rebuilt: &RunLock) -> Vec<String> {
+    let (Ok(serde_json::Value::Object(locked)), Ok(serde_json::Value::Object(rebuilt))) =
+        (serde_json::to_value(locked), serde_json::to_value(rebuilt))
+    else {
+        return vec!["run-lock.json cannot be compared with its inputs".to_string()];
+    };
+    let null = serde_json::Value::Null;
+    let names = locked
+        .keys()
+        .chain(rebuilt.keys().filter(|name| !locked.contains_key(*name)));
+    names
+        .filter(|name| !NOT_DERIVED.contains(&name.as_str()))
+        .filter_map(|name| {
+            let held = locked.get(name).unwrap_or(&null);
+            let now = rebuilt.get(name).unwrap_or(&null);
+            // A lock written before the spec's input hash existed holds none: nothing to compare.
+            let unrecorded = name == "spec_inputs_sha256" && held.is_null();
+            (held != now && !unrecorded).then(|| {
+                format!(
+                    "run-lock.json field {name} was edited (it holds {held}, the locked inputs \
+                     give {now})"
+                )
+            })
+        })
+        .collect()
+}
+
 /// Builds the lock of a new run; `item_groups` are the workflow's (micro-single-task: its
 /// families in round order).
 pub fn build_lock(

@@ -18,12 +18,12 @@ use crate::session::{RunDir, RunInputs};
 use openbench_common::record::TerminalRecord;
 use openbench_common::rundir::{
     RunFiles, RunManifest, RunMode, RunStatus, RunWriter, SessionProbes, SmokeAttempt,
-    counting_records, repair, repair_jsonl, write_json_once,
+    counting_records, refuse_strays, repair, repair_jsonl, write_json_once,
 };
-use openbench_common::schedule::{Phase, Schedule};
+use openbench_common::schedule::{Phase, Schedule, load_request_id};
 use openbench_common::workflow::PlanInputs;
 use ractor::Actor;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::{oneshot, watch};
@@ -242,6 +242,7 @@ async fn execute_plan(
     manifest: &mut RunManifest,
 ) -> Result<(SessionReport, BTreeMap<String, TerminalRecord>), CoordinatorError> {
     repair_jsonl(&files.results)?;
+    refuse_unwritten(files, plan, run.run_id())?;
     let records = counting_records(&files.results)?;
     let committed: BTreeSet<String> = records
         .values()
@@ -371,6 +372,60 @@ enum Work {
     Rounds(VecDeque<RoundJob>),
     /// A load phase (its index) with requests still uncommitted.
     Load(u32, Phase),
+}
+
+/// Refuses a results file holding a record this run did not write — another run's `run_id`, a
+/// request outside the plan, or a planned request on another lane — naming its line and request,
+/// before anything is repaired, counted or executed (counting it would make a complete run look
+/// incomplete forever, or pass another run's figures off as this one's).
+fn refuse_unwritten(
+    files: &RunFiles,
+    plan: &Schedule,
+    run_id: &str,
+) -> Result<(), CoordinatorError> {
+    let mut planned: HashMap<String, String> = HashMap::new();
+    for (index, phase) in plan.phases.iter().enumerate() {
+        match phase {
+            Phase::PairedRounds(paired) => planned.extend(
+                paired
+                    .plan
+                    .rounds
+                    .iter()
+                    .flat_map(|round| round.requests.iter())
+                    .map(|lane| (lane.request_id.clone(), lane.lane.clone())),
+            ),
+            Phase::OpenLoop(load) | Phase::ClosedLoop(load) => {
+                let phase = u32::try_from(index).unwrap_or(u32::MAX);
+                planned.extend(load.positions(phase).map(|position| {
+                    let id = load_request_id(&plan.version, &position, plan.attempt);
+                    (id, position.lane)
+                }));
+            }
+        }
+    }
+    refuse_strays(&files.results, |record| {
+        if record.run_id != run_id {
+            return Some(format!(
+                "run_id {:?}, this run is {run_id:?}",
+                record.run_id
+            ));
+        }
+        match planned.get(&record.request_id) {
+            None => Some(format!(
+                "not a request of {}",
+                files
+                    .plan
+                    .file_name()
+                    .map(|n| n.to_string_lossy())
+                    .unwrap_or_default()
+            )),
+            Some(lane) if *lane != record.lane => {
+                Some(format!("lane {:?}, planned as {lane:?}", record.lane))
+            }
+            Some(_) => None,
+        }
+    })?;
+    Ok(())
 }
 
 async fn drive(

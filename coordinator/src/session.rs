@@ -2,7 +2,7 @@
 //! a locked run directory, and reopening one for a resume only when every locked hash still holds.
 
 use crate::error::CoordinatorError;
-use crate::lock::{InputHashes, build_lock};
+use crate::lock::{InputHashes, build_lock, lock_drift};
 use openbench_common::credentials::Credentials;
 use openbench_common::rundir::{
     self as layout, RunDirError, RunLock, RunManifest, WriterLock, json_bytes, read_json,
@@ -155,8 +155,9 @@ impl RunDir {
         Ok(RunDir { dir, lock, writer })
     }
 
-    /// Opens an existing run for a resume: refuses at once when another process writes it, and
-    /// when any locked hash changed, naming which.
+    /// Opens an existing run for a resume: refuses at once when another process writes it, when
+    /// any locked hash changed, and when the lock itself was edited (its hash is not the one the
+    /// manifest recorded, or a field no longer follows from the inputs it locks), naming which.
     pub fn open(inputs: &RunInputs, dir: &Path, command: &str) -> Result<RunDir, CoordinatorError> {
         let lock_path = layout::path(dir, layout::RUN_LOCK);
         if !lock_path.exists() {
@@ -176,8 +177,22 @@ impl RunDir {
                 ),
             });
         }
+        if let Ok(manifest) = RunManifest::load(dir) {
+            manifest.verify_artifacts(dir)?;
+        }
         let hashes = InputHashes::compute(&inputs.spec, &inputs.dataset, &inputs.code_sha256);
-        let changes = hashes.changes_against(&lock);
+        let mut changes = hashes.changes_against(&lock);
+        if changes.is_empty() {
+            let rebuilt = build_lock(
+                &lock.run_id,
+                &inputs.spec,
+                &inputs.dataset,
+                &hashes,
+                inputs.workflow.item_groups(&inputs.spec.spec),
+                lock.approval_id.clone(),
+            );
+            changes = lock_drift(&lock, &rebuilt);
+        }
         if !changes.is_empty() {
             return Err(CoordinatorError::LockMismatch {
                 lock: lock_path,

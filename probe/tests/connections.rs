@@ -63,9 +63,13 @@ async fn probe(pki: Option<&Pki>, connections: ConnectionLimits) -> ProbeServerH
         token: Some(ProbeToken::new(TOKEN, "test").unwrap()),
         connections,
     };
-    serve_secured(listener, probe_config("eu-west"), security)
-        .await
-        .unwrap()
+    serve_secured(
+        listener,
+        probe_config("eu-west", "http://127.0.0.1"),
+        security,
+    )
+    .await
+    .unwrap()
 }
 
 /// A stranger's connection to `addr` from loopback address `127.0.0.<host>`, having sent

@@ -17,7 +17,6 @@ use openbench_probe::tls::{ClientTlsFiles, ServerTlsFiles};
 use openbench_proto::link::LinkError;
 use openbench_proto::v1::probe_client::ProbeClient;
 use openbench_proto::v1::{DescribeRequest, ExecuteRequest};
-use std::path::PathBuf;
 use std::sync::Arc;
 use support::pki::Pki;
 use support::session::{execute_call, open, planned_in, probe_config, session};

@@ -5,6 +5,7 @@ pub mod compare;
 pub mod dataset;
 pub mod demo;
 pub mod fidelity;
+pub mod preflight;
 pub mod probe;
 pub mod relay;
 pub mod report;

@@ -120,6 +120,7 @@ pub fn load_inputs(workflow: &str, spec: &Path) -> anyhow::Result<RunInputs> {
 pub async fn init(args: InitArgs) -> anyhow::Result<ExitCode> {
     let spec = spec_path(&args.workflow, args.spec, None)?;
     let inputs = load_inputs(&args.workflow, &spec)?;
+    super::preflight::check(&inputs)?;
     let run = RunDir::create(&inputs, None, "init")?;
     println!("run directory: {}", run.dir.display());
     let names: Vec<&str> = inputs.credentials.names().collect();
@@ -155,6 +156,9 @@ pub async fn init(args: InitArgs) -> anyhow::Result<ExitCode> {
 pub async fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
     let spec = spec_path(&args.workflow, args.spec, args.run_dir.as_deref())?;
     let inputs = load_inputs(&args.workflow, &spec)?;
+    if args.run_dir.is_none() {
+        super::preflight::check(&inputs)?;
+    }
     let run = RunDir::open_or_create(&inputs, args.run_dir.as_deref(), None, "smoke")?;
     println!("run directory: {}", run.dir.display());
     let (options, bar) = session_options("smoke", &inputs)?;
@@ -205,6 +209,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let spec = spec_path(&args.workflow, args.spec, args.run_dir.as_deref())?;
     let inputs = load_inputs(&args.workflow, &spec)?;
+    if args.run_dir.is_none() {
+        super::preflight::check(&inputs)?;
+    }
     let run = RunDir::open_or_create(&inputs, args.run_dir.as_deref(), Some(&approval), "run")?;
     println!("run directory: {}", run.dir.display());
     let faults = FaultPolicy {

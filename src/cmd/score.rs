@@ -1,6 +1,7 @@
 //! `score`: offline scoring of an answers file against the dataset's gold or self-contained gold.
 
 use anyhow::Context;
+use openbench_common::input_file;
 use openbench_micro_single_task::report::GoldTable;
 use openbench_micro_single_task::scoring::GoldRef;
 use openbench_micro_single_task::scoring::answers::score_stream;
@@ -35,7 +36,7 @@ pub async fn run(args: ScoreArgs) -> anyhow::Result<ExitCode> {
     if workflow.name() != "micro-single-task" {
         anyhow::bail!("workflow {:?} has no offline scorer", workflow.name());
     }
-    let file = std::fs::File::open(&args.answers)
+    let file = input_file::open_regular(&args.answers, input_file::ANSWERS_BYTES)
         .with_context(|| format!("cannot open {}", args.answers.display()))?;
     if let Some(out) = &args.out {
         refuse_same_file(&args.answers, out)?;

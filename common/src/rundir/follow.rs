@@ -11,7 +11,8 @@
 //! with [`Followed::Reset`] first, so the caller can drop what it built from the old content.
 
 use super::RunDirError;
-use super::write::io;
+use super::open::open_read;
+use super::write::{io, not_found};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -91,13 +92,13 @@ impl LineFollower {
     /// the file started over. An absent file is empty (a reset, if lines had been handed over).
     pub fn poll(&mut self, mut sink: impl FnMut(Followed<'_>)) -> Result<PollStats, RunDirError> {
         let mut stats = PollStats::default();
-        let mut file = match File::open(&self.path) {
+        let mut file = match open_read(&self.path) {
             Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(e) if not_found(&e) => {
                 self.start_over(&mut sink, &mut stats);
                 return Ok(stats);
             }
-            Err(e) => return Err(io(&self.path)(e)),
+            Err(e) => return Err(e),
         };
         let meta = file.metadata().map_err(io(&self.path))?;
         let identity = file_identity(&meta);

@@ -5,9 +5,10 @@
 
 use super::RunDirError;
 use super::layout::{self, FULL_PLAN, MANIFEST_RESERVE, RUN_LOCK, RUN_MANIFEST, SELECTION};
+use super::open::{open_read, options};
 use super::schema::{MANIFEST_VERSION, RunManifest, RunMode, RunStatus};
-use super::write::{read_json, write_json_atomic};
-use crate::hash::sha256_hex;
+use super::write::{io, not_found, read_json, write_json_atomic};
+use crate::hash::sha256_reader;
 use crate::record::TerminalRecord;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -61,24 +62,40 @@ impl RunManifest {
     }
 
     /// Hashes every immutable artifact present (lock, selection, every plan) and writes the
-    /// manifest atomically.
+    /// manifest atomically. An artifact whose hash the manifest already holds must still have it
+    /// ([`RunManifest::verify_artifacts`]): a changed one is refused, never re-recorded.
     pub fn save(&mut self, run_dir: &Path) -> Result<(), RunDirError> {
         self.updated_at = crate::clock::now_rfc3339();
-        let mut names = vec![
-            RUN_LOCK.to_string(),
-            SELECTION.to_string(),
-            FULL_PLAN.to_string(),
-        ];
-        names.extend(
-            layout::smoke_attempts(run_dir)
-                .into_iter()
-                .map(layout::smoke_plan),
-        );
-        for name in names {
-            if let Ok(bytes) = std::fs::read(layout::path(run_dir, &name)) {
-                self.artifacts.insert(name, sha256_hex(&bytes));
+        let hashes = artifact_hashes(run_dir)?;
+        self.check(run_dir, &hashes)?;
+        self.artifacts.extend(hashes);
+        self.write(run_dir)
+    }
+
+    /// Checks every immutable artifact the manifest recorded a hash of (lock, selection, plans)
+    /// still has it; the error names the file and both hashes. Artifacts created since are not
+    /// checked here (the next [`RunManifest::save`] records them).
+    pub fn verify_artifacts(&self, run_dir: &Path) -> Result<(), RunDirError> {
+        self.check(run_dir, &artifact_hashes(run_dir)?)
+    }
+
+    fn check(&self, run_dir: &Path, hashes: &[(String, String)]) -> Result<(), RunDirError> {
+        for (name, now) in hashes {
+            match self.artifacts.get(name) {
+                Some(recorded) if recorded != now => {
+                    return Err(RunDirError::ArtifactChanged {
+                        path: layout::path(run_dir, name),
+                        recorded: recorded.clone(),
+                        now: now.clone(),
+                    });
+                }
+                _ => {}
             }
         }
+        Ok(())
+    }
+
+    fn write(&self, run_dir: &Path) -> Result<(), RunDirError> {
         let path = layout::path(run_dir, RUN_MANIFEST);
         let reserve = layout::path(run_dir, MANIFEST_RESERVE);
         match write_json_atomic(&path, self) {
@@ -91,6 +108,30 @@ impl RunManifest {
         keep_reserve(&reserve);
         Ok(())
     }
+}
+
+/// Name → sha256 of every immutable artifact present (lock, selection, every plan).
+fn artifact_hashes(run_dir: &Path) -> Result<Vec<(String, String)>, RunDirError> {
+    let mut names = vec![
+        RUN_LOCK.to_string(),
+        SELECTION.to_string(),
+        FULL_PLAN.to_string(),
+    ];
+    names.extend(
+        layout::smoke_attempts(run_dir)
+            .into_iter()
+            .map(layout::smoke_plan),
+    );
+    let mut hashes = Vec::with_capacity(names.len());
+    for name in names {
+        let path = layout::path(run_dir, &name);
+        match open_read(&path).and_then(|f| sha256_reader(f).map_err(io(&path))) {
+            Ok((sha256, _)) => hashes.push((name, sha256)),
+            Err(e) if not_found(&e) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(hashes)
 }
 
 /// Bytes of the reserve: many times a manifest's size (a few KiB even with smoke attempts).
@@ -110,11 +151,13 @@ pub fn is_storage_full(e: &RunDirError) -> bool {
 /// Makes sure the reserve exists at full size; best effort. Where even the reserve does not fit
 /// it is removed, so the reserve itself never fills the disk.
 fn keep_reserve(reserve: &Path) {
-    if std::fs::metadata(reserve).is_ok_and(|m| m.len() >= RESERVE_BYTES) {
+    if std::fs::symlink_metadata(reserve).is_ok_and(|m| m.is_file() && m.len() >= RESERVE_BYTES) {
         return;
     }
     let zeros = vec![0u8; RESERVE_BYTES as usize];
-    let written = std::fs::File::create(reserve).and_then(|mut f| {
+    let mut create = options();
+    create.write(true).create(true).truncate(true);
+    let written = create.open(reserve).and_then(|mut f| {
         std::io::Write::write_all(&mut f, &zeros)?;
         f.sync_all()
     });

@@ -9,6 +9,7 @@ pub mod append;
 pub mod follow;
 pub mod layout;
 pub mod manifest;
+pub mod open;
 pub mod records;
 pub mod round_requests;
 pub mod schema;
@@ -18,7 +19,10 @@ pub mod writer_lock;
 pub use append::{RunWriter, repair};
 pub use follow::{Followed, LineFollower};
 pub use layout::*;
-pub use records::{CountingRecords, ReadStats, counting_records, read_counting};
+pub use open::{open_read, read_bytes, refuse_links};
+pub use records::{
+    CountingRecords, ReadStats, counting_records, lines_of, read_counting, refuse_strays,
+};
 pub use round_requests::{RotationBasis, RoundRequests};
 pub use schema::*;
 pub use write::{
@@ -59,6 +63,63 @@ pub enum RunDirError {
     /// The run directory holds no results file.
     #[error("{0}: no raw/results.jsonl nor raw/results-attempt-N.jsonl")]
     NoResults(PathBuf),
+    /// A run-directory file is a symbolic link: it is never followed (the link could send a
+    /// write anywhere the user may write).
+    #[error(
+        "{path} is a symbolic link (to {target}); a run directory's files are never opened \
+         through a link: replace it with the file itself"
+    )]
+    Symlink {
+        /// The link.
+        path: PathBuf,
+        /// Where it points.
+        target: String,
+    },
+    /// A run-directory file is a FIFO, a device or a folder where a regular file belongs.
+    #[error("{path} is {kind}, not a regular file; refusing to open it")]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead.
+        kind: &'static str,
+    },
+    /// The run directory holds symbolic links (found when a writer takes it).
+    #[error(
+        "{dir} holds symbolic link(s): {links}; a run directory's files are never opened through \
+         a link: replace each with the file itself"
+    )]
+    Links {
+        /// The run directory.
+        dir: PathBuf,
+        /// Every link, with where it points.
+        links: String,
+    },
+    /// An immutable artifact no longer has the hash the run manifest recorded for it.
+    #[error(
+        "{path} was changed after it was written (the run manifest recorded sha256 {recorded}, \
+         it now has {now}); an immutable artifact is never edited: restore it"
+    )]
+    ArtifactChanged {
+        /// The artifact.
+        path: PathBuf,
+        /// The hash the manifest recorded.
+        recorded: String,
+        /// The hash it has now.
+        now: String,
+    },
+    /// Records this run did not write (another run's, or outside its plan).
+    #[error(
+        "{path}: {count} record(s) this run did not write: {first}; refusing to go on (remove \
+         those lines, or move them to their own run, and try again)"
+    )]
+    Strays {
+        /// The records file.
+        path: PathBuf,
+        /// How many.
+        count: usize,
+        /// The first few, each with its line, request and reason.
+        first: String,
+    },
     /// Another process holds the run directory's writer lock.
     #[error(
         "{dir} is being written by another process ({holder}); refusing to open it a second time"

@@ -7,7 +7,8 @@
 //! and line.
 
 use super::RunDirError;
-use super::write::io;
+use super::open::open_read;
+use super::write::{io, not_found};
 use crate::record::TerminalRecord;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -24,6 +25,10 @@ pub struct ReadStats {
     pub superseded: u64,
     /// True when a half-written last line was ignored.
     pub ignored_partial_last_line: bool,
+    /// The 1-based line number of that half-written last line.
+    pub torn_line: Option<u64>,
+    /// 1-based numbers of blank lines skipped (the writer never writes one).
+    pub blank_lines: Vec<u64>,
     /// Committed records that followed another committed record of the same request id (the
     /// coordinator never writes one: a report refuses them unless told to accept them).
     pub committed_duplicates: u64,
@@ -50,19 +55,19 @@ pub fn read_counting<T>(
     absent_is_empty: bool,
     mut convert: impl FnMut(TerminalRecord) -> T,
 ) -> Result<CountingRecords<T>, RunDirError> {
-    let file = match File::open(path) {
+    let file = match open_read(path) {
         Ok(f) => f,
-        Err(e) if absent_is_empty && e.kind() == std::io::ErrorKind::NotFound => {
+        Err(e) if absent_is_empty && not_found(&e) => {
             return Ok(CountingRecords {
                 items: Vec::new(),
                 stats: ReadStats::default(),
             });
         }
-        Err(e) => return Err(io(path)(e)),
+        Err(e) => return Err(e),
     };
     // Sized by a first pass counting lines: growing by doubling would, at the last step, hold a
     // million records and half a million more at once (the report's peak memory).
-    let lines = count_lines(path).map_err(io(path))?;
+    let lines = count_lines(open_read(path)?).map_err(io(path))?;
     let reader = BufReader::with_capacity(1 << 20, file);
     // request id → (index into slots, whether the kept record is committed)
     let mut index: HashMap<String, (usize, bool)> = HashMap::with_capacity(lines);
@@ -77,10 +82,15 @@ pub fn read_counting<T>(
             for parsed in batch? {
                 let record = match parsed {
                     Parsed::Record(record) => *record,
-                    Parsed::Torn => {
+                    Parsed::Torn(line) => {
                         // Torn: the writer's one `write_all` of line + newline had not finished.
                         stats.ignored_partial_last_line = true;
+                        stats.torn_line = Some(line);
                         break;
+                    }
+                    Parsed::Blank(line) => {
+                        stats.blank_lines.push(line);
+                        continue;
                     }
                 };
                 stats.lines += 1;
@@ -128,8 +138,10 @@ const PARSED_BATCHES_AHEAD: usize = 4;
 enum Parsed {
     /// A complete line's record (boxed: a batch moves pointers, not records).
     Record(Box<TerminalRecord>),
-    /// An unterminated last line; nothing follows it.
-    Torn,
+    /// An unterminated last line (its 1-based number); nothing follows it.
+    Torn(u64),
+    /// A blank line (its 1-based number).
+    Blank(u64),
 }
 
 /// Parses `reader`'s lines in order into batches sent to `sender`, skipping blank lines. Stops
@@ -152,10 +164,11 @@ fn parse_lines(
         }
         line_no += 1;
         if !line.ends_with('\n') {
-            batch.push(Parsed::Torn);
+            batch.push(Parsed::Torn(line_no));
             break None;
         }
         if line.trim().is_empty() {
+            batch.push(Parsed::Blank(line_no));
             continue;
         }
         match serde_json::from_str(&line) {
@@ -184,9 +197,9 @@ fn parse_lines(
     }
 }
 
-/// Newline-terminated lines in `path`, plus one for an unterminated last line.
-fn count_lines(path: &Path) -> std::io::Result<usize> {
-    let mut reader = BufReader::with_capacity(1 << 20, File::open(path)?);
+/// Newline-terminated lines in `file`, plus one for an unterminated last line.
+fn count_lines(file: File) -> std::io::Result<usize> {
+    let mut reader = BufReader::with_capacity(1 << 20, file);
     let mut count = 0;
     let mut last = b'\n';
     loop {
@@ -208,6 +221,82 @@ pub fn counting_records(path: &Path) -> Result<BTreeMap<String, TerminalRecord>,
         .into_iter()
         .map(|r| (r.request_id.clone(), r))
         .collect())
+}
+
+/// How many refused records an error names.
+pub const STRAYS_NAMED: usize = 5;
+
+/// Refuses a records file holding a record that `judge` says this run did not write (it
+/// returns the reason, e.g. another `run_id`, or a request outside the plan): the error names
+/// the file, and the line and request of the first [`STRAYS_NAMED`] with their reasons. Every
+/// complete line is judged, superseded ones too; a torn last line is left to crash repair.
+pub fn refuse_strays(
+    path: &Path,
+    mut judge: impl FnMut(&TerminalRecord) -> Option<String>,
+) -> Result<(), RunDirError> {
+    let file = match open_read(path) {
+        Ok(f) => f,
+        Err(e) if not_found(&e) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let mut count = 0usize;
+    let mut named = Vec::new();
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut line = String::new();
+    let mut line_no = 0u64;
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).map_err(io(path))? == 0 || !line.ends_with('\n') {
+            break;
+        }
+        line_no += 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: TerminalRecord =
+            serde_json::from_str(&line).map_err(|source| RunDirError::Json {
+                path: path.to_path_buf(),
+                line: Some(line_no),
+                source,
+            })?;
+        if let Some(reason) = judge(&record) {
+            count += 1;
+            if named.len() < STRAYS_NAMED {
+                named.push(format!("line {line_no}: {} ({reason})", record.request_id));
+            }
+        }
+    }
+    if count == 0 {
+        return Ok(());
+    }
+    Err(RunDirError::Strays {
+        path: path.to_path_buf(),
+        count,
+        first: named.join("; "),
+    })
+}
+
+/// The 1-based line numbers of every line of `path` holding a record of one of `ids`, in file
+/// order: how an error names where a refused record sits (read only on that error's path).
+pub fn lines_of(
+    path: &Path,
+    ids: &std::collections::HashSet<&str>,
+) -> Result<BTreeMap<String, Vec<u64>>, RunDirError> {
+    #[derive(serde::Deserialize)]
+    struct IdOnly {
+        request_id: String,
+    }
+    let mut found: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let reader = BufReader::with_capacity(1 << 20, open_read(path)?);
+    for (n, line) in reader.split(b'\n').enumerate() {
+        let line = line.map_err(io(path))?;
+        if let Ok(id) = serde_json::from_slice::<IdOnly>(&line)
+            && ids.contains(id.request_id.as_str())
+        {
+            found.entry(id.request_id).or_default().push(n as u64 + 1);
+        }
+    }
+    Ok(found)
 }
 
 #[cfg(test)]

@@ -2,11 +2,12 @@
 //! directory fsynced), the fsynced JSON-lines appender, and crash repair of a torn last line.
 
 use super::RunDirError;
+use super::open::{open_read, open_with, options, read_bytes};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, HashSet};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -35,16 +36,13 @@ pub fn json_bytes<T: Serialize>(path: &Path, value: &T) -> Result<Vec<u8>, RunDi
 /// Writes an immutable artifact: absent → written (atomically, fsynced); identical → no-op;
 /// different → [`RunDirError::Immutable`].
 pub fn write_once(path: &Path, bytes: &[u8]) -> Result<(), RunDirError> {
-    match std::fs::read(path) {
+    match read_bytes(path) {
         Ok(existing) if existing == bytes => Ok(()),
         Ok(_) => Err(RunDirError::Immutable {
             path: path.to_path_buf(),
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => write_atomic(path, bytes),
-        Err(source) => Err(RunDirError::Io {
-            path: path.to_path_buf(),
-            source,
-        }),
+        Err(e) if not_found(&e) => write_atomic(path, bytes),
+        Err(e) => Err(e),
     }
 }
 
@@ -56,7 +54,7 @@ pub fn write_json_once<T: Serialize>(path: &Path, value: &T) -> Result<(), RunDi
         serde_json::to_writer_pretty(&mut *w, value).map_err(std::io::Error::other)?;
         w.write_all(b"\n")
     };
-    match crate::hash::sha256_file(path) {
+    match open_read(path).and_then(|file| crate::hash::sha256_reader(file).map_err(io(path))) {
         Ok((existing, _)) => {
             let mut hashed = HashingWriter(Sha256::new());
             write(&mut hashed).map_err(io(path))?;
@@ -68,12 +66,14 @@ pub fn write_json_once<T: Serialize>(path: &Path, value: &T) -> Result<(), RunDi
                 })
             }
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => write_atomic_with(path, write),
-        Err(source) => Err(RunDirError::Io {
-            path: path.to_path_buf(),
-            source,
-        }),
+        Err(e) if not_found(&e) => write_atomic_with(path, write),
+        Err(e) => Err(e),
     }
+}
+
+/// True when a run-directory error says the file does not exist.
+pub(super) fn not_found(error: &RunDirError) -> bool {
+    matches!(error, RunDirError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
 }
 
 /// A `Write` that only hashes what passes through it.
@@ -138,7 +138,14 @@ fn write_and_sync(
     tmp: &Path,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    let file = File::create(tmp)?;
+    // A name left by an earlier process with this pid (or planted) is removed, never followed.
+    match std::fs::remove_file(tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut create = options();
+    create.write(true).create_new(true);
+    let file = create.open(tmp)?;
     let mut w = BufWriter::with_capacity(1 << 20, file);
     write(&mut w)?;
     let file = w.into_inner().map_err(|e| e.into_error())?;
@@ -152,17 +159,19 @@ pub fn sync_dir(dir: &Path) -> Result<(), RunDirError> {
 
 /// Reads and parses a JSON file; errors name the file.
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, RunDirError> {
-    let file = File::open(path).map_err(io(path))?;
+    let file = open_read(path)?;
     serde_json::from_reader(BufReader::new(file)).map_err(|e| json_error(path, e))
 }
 
 /// Truncates a JSON-lines file back to its last newline, dropping a half-written last line left by
 /// a crash. Returns how many bytes were dropped (0 when the file is whole or absent).
 pub fn repair_jsonl(path: &Path) -> Result<u64, RunDirError> {
-    let mut file = match OpenOptions::new().read(true).write(true).open(path) {
+    let mut open = options();
+    open.read(true).write(true);
+    let mut file = match open_with(&open, path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(source) => return Err(io(path)(source)),
+        Err(e) if not_found(&e) => return Ok(0),
+        Err(e) => return Err(e),
     };
     let len = file.metadata().map_err(io(path))?.len();
     let mut end = len;
@@ -200,11 +209,9 @@ impl JsonlWriter {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(io(dir))?;
         }
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(io(path))?;
+        let mut open = options();
+        open.create(true).append(true);
+        let file = open_with(&open, path)?;
         Ok(JsonlWriter {
             path: path.to_path_buf(),
             file,
@@ -267,10 +274,10 @@ pub fn keep_committed_lines(
     committed: &BTreeSet<String>,
     unique: bool,
 ) -> Result<(), RunDirError> {
-    let file = match File::open(path) {
+    let file = match open_read(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(io(path)(e)),
+        Err(e) if not_found(&e) => return Ok(()),
+        Err(e) => return Err(e),
     };
     let mut seen: HashSet<(String, Option<u32>)> = HashSet::new();
     let mut kept: Vec<u8> = Vec::new();

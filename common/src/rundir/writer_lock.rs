@@ -1,57 +1,79 @@
-//! One writer per run directory: an advisory lock (`flock`/`LockFileEx` through std's
-//! `File::try_lock`) on `.writer.lock`, held for the life of the command. A second `run`, `smoke`
-//! or `report` on the same directory is refused at once, naming the process that holds it. The OS
-//! releases the lock when the holder exits, however it exits, so a crash never leaves a stale lock.
+//! One writer per run directory: an advisory lock (`flock`, through std's `File::try_lock`) on the
+//! run directory itself, held for the life of the command. A second `run`, `smoke` or `report` on
+//! the same directory is refused at once, naming the process that holds it. The OS releases the
+//! lock when the holder exits, however it exits, so a crash never leaves a stale lock.
+//!
+//! The lock is on the directory, not on a file in it: a file can be unlinked or replaced while
+//! held, and a second writer would then lock the new one. `.writer.lock` only tells who holds the
+//! lock (pid and command); it is opened like every run file ([`super::open`]), so a link planted
+//! in its place is refused rather than truncated. Taking the lock also refuses a directory that
+//! holds symbolic links ([`super::open::refuse_links`]), before anything in it is read.
 
 use super::RunDirError;
 use super::layout::{self, WRITER_LOCK};
+use super::open::{open_with, options, refuse_links};
 use super::write::io;
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 /// The held writer lock; dropping it releases the directory.
 #[derive(Debug)]
 pub struct WriterLock {
-    _file: File,
+    _dir: File,
 }
 
 impl WriterLock {
     /// Takes the writer lock of `run_dir`, recording this process (pid and `command`) as holder,
-    /// or fails at once with [`RunDirError::Busy`] naming the current holder.
+    /// or fails at once with [`RunDirError::Busy`] naming the current holder, or with
+    /// [`RunDirError::Links`] when the directory holds symbolic links.
     pub fn acquire(run_dir: &Path, command: &str) -> Result<WriterLock, RunDirError> {
-        let path = layout::path(run_dir, WRITER_LOCK);
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(io(&path))?;
-        match file.try_lock() {
+        let dir = File::open(run_dir).map_err(io(run_dir))?;
+        if !dir.metadata().map_err(io(run_dir))?.is_dir() {
+            return Err(RunDirError::NotRegular {
+                path: run_dir.to_path_buf(),
+                kind: "not a folder",
+            });
+        }
+        match dir.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
-                let mut holder = String::new();
-                let _ = file.read_to_string(&mut holder);
-                let holder = holder.trim();
                 return Err(RunDirError::Busy {
                     dir: run_dir.to_path_buf(),
-                    holder: if holder.is_empty() {
-                        "a process that has not yet recorded its pid".into()
-                    } else {
-                        holder.to_string()
-                    },
+                    holder: holder(run_dir),
                 });
             }
-            Err(TryLockError::Error(e)) => return Err(io(&path)(e)),
+            Err(TryLockError::Error(e)) => return Err(io(run_dir)(e)),
         }
+        refuse_links(run_dir)?;
+        let path = layout::path(run_dir, WRITER_LOCK);
+        let mut open = options();
+        open.read(true).write(true).create(true).truncate(false);
+        let mut file = open_with(&open, &path)?;
         let me = format!("pid {} ({command})\n", std::process::id());
         file.set_len(0)
             .and_then(|()| file.seek(SeekFrom::Start(0)))
             .and_then(|_| file.write_all(me.as_bytes()))
             .and_then(|()| file.sync_data())
             .map_err(io(&path))?;
-        Ok(WriterLock { _file: file })
+        Ok(WriterLock { _dir: dir })
+    }
+}
+
+/// Who holds the lock, as its holder recorded it.
+fn holder(run_dir: &Path) -> String {
+    let mut holder = String::new();
+    let path = layout::path(run_dir, WRITER_LOCK);
+    let mut read = options();
+    read.read(true);
+    if let Ok(file) = open_with(&read, &path) {
+        let _ = file.take(256).read_to_string(&mut holder);
+    }
+    let holder = holder.trim();
+    if holder.is_empty() {
+        "a process that has not recorded its pid".into()
+    } else {
+        holder.to_string()
     }
 }
 
@@ -69,5 +91,40 @@ mod tests {
         assert!(message.contains(&pid), "{message}");
         drop(first);
         assert!(WriterLock::acquire(dir.path(), "report").is_ok());
+    }
+
+    #[test]
+    fn a_deleted_or_replaced_lock_file_never_admits_a_second_writer() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let first = WriterLock::acquire(dir.path(), "run").unwrap_or_else(|e| panic!("{e}"));
+        let lock_file = layout::path(dir.path(), WRITER_LOCK);
+        std::fs::remove_file(&lock_file).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(
+            WriterLock::acquire(dir.path(), "run"),
+            Err(RunDirError::Busy { .. })
+        ));
+        std::fs::write(&lock_file, b"pid 1 (forged)\n").unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(
+            WriterLock::acquire(dir.path(), "run"),
+            Err(RunDirError::Busy { .. })
+        ));
+        drop(first);
+        assert!(WriterLock::acquire(dir.path(), "run").is_ok());
+    }
+
+    #[test]
+    fn a_lock_file_linked_elsewhere_is_refused_and_its_target_left_alone() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let outside = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let target = outside.path().join("precious.txt");
+        std::fs::write(&target, b"precious\n").unwrap_or_else(|e| panic!("{e}"));
+        let lock_file = layout::path(dir.path(), WRITER_LOCK);
+        std::os::unix::fs::symlink(&target, &lock_file).unwrap_or_else(|e| panic!("{e}"));
+        let message = WriterLock::acquire(dir.path(), "report")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(message.contains(".writer.lock ->"), "{message}");
+        assert_eq!(std::fs::read(&target).unwrap_or_default(), b"precious\n");
     }
 }

@@ -423,10 +423,12 @@ impl LoadedSpec {
         path: &Path,
         workflow: impl FnOnce(&mut Spec) -> Vec<String>,
     ) -> Result<LoadedSpec, SpecError> {
-        let bytes = std::fs::read(path).map_err(|source| SpecError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let bytes = crate::input_file::read_regular(path, crate::input_file::SPEC_BYTES).map_err(
+            |source| SpecError::Read {
+                path: path.to_path_buf(),
+                source,
+            },
+        )?;
         let spec = Spec::parse_checked(path, &bytes, workflow)?;
         Ok(LoadedSpec {
             spec,

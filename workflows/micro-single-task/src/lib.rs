@@ -50,6 +50,33 @@ impl Workflow for MicroSingleTask {
             .map(|micro| micro.families)
             .unwrap_or_default()
     }
+    fn dataset_problems(&self, spec: &Spec, dataset: &DatasetRelease) -> Vec<String> {
+        let Ok(micro) = plan::MicroSpec::read(spec) else {
+            return Vec::new();
+        };
+        let mut problems = Vec::new();
+        for (field, needed) in [
+            (
+                "plans.full_items_per_family",
+                micro.plans.full_items_per_family,
+            ),
+            (
+                "plans.smoke_items_per_family",
+                micro.plans.smoke_items_per_family,
+            ),
+        ] {
+            for family in &micro.families {
+                let available = dataset.items.get(family).map_or(0, Vec::len);
+                if available < needed {
+                    problems.push(format!(
+                        "{field}: {needed} items per family, but family {family:?} of the \
+                         dataset holds {available}"
+                    ));
+                }
+            }
+        }
+        problems
+    }
     fn lock_artifacts(&self, inputs: &PlanInputs<'_>) -> Result<(), WorkflowError> {
         plan::write_selection(inputs)
     }

@@ -153,9 +153,12 @@ fn create(path: &Path) -> Result<BufWriter<std::fs::File>, SyntheticError> {
         })
 }
 
+/// The run id of every synthetic run (its lock and its records).
+const RUN_ID: &str = "run-synthetic";
+
 fn lock(providers: &[String]) -> RunLock {
     RunLock::synthetic(
-        "run-synthetic",
+        RUN_ID,
         FAMILIES.iter().map(|f| f.to_string()).collect(),
         providers
             .iter()
@@ -267,6 +270,7 @@ fn write_round(
             Outcome::Completed
         };
         let mut rec = TerminalRecord::new("2026-01-01T00:00:00Z".into(), outcome);
+        rec.run_id = RUN_ID.into();
         rec.request_id = id;
         rec.round_index = round;
         rec.task_family = family.into();

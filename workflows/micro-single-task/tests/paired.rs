@@ -267,6 +267,7 @@ fn html_samples_belong_to_their_lane() {
         artifacts: &[],
         superseded: 0,
         ignored_partial_line: false,
+        torn_line: None,
         faults: Default::default(),
         accepted: &[],
     };

@@ -91,8 +91,8 @@ fn a_record_outside_the_plan_or_the_lock_is_refused_by_name_unless_accepted() {
     for part in [
         "raw/results.jsonl",
         "2 record(s) outside the plan (artifacts/full-plan.json)",
-        "req-not-planned (round 0: not a planned request)",
-        "req-intruder (provider \"intruder\" is not in run-lock.json)",
+        "line 13: req-not-planned (round 0: not a planned request)",
+        "line 14: req-intruder (provider \"intruder\" is not in run-lock.json)",
         "--accept-unplanned",
     ] {
         assert!(message.contains(part), "{part:?} missing from: {message}");
@@ -115,8 +115,8 @@ fn a_record_outside_the_plan_or_the_lock_is_refused_by_name_unless_accepted() {
     assert!(
         header.contains(
             "> **Accepted records.** 2 record(s) outside the plan or the run lock are counted \
-             (--accept-unplanned): req-intruder (provider \"intruder\" is not in run-lock.json); \
-             req-not-planned (round 0: not a planned request)."
+             (--accept-unplanned): line 14: req-intruder (provider \"intruder\" is not in \
+             run-lock.json); line 13: req-not-planned (round 0: not a planned request)."
         ),
         "{header}"
     );
@@ -158,5 +158,70 @@ fn a_second_committed_record_of_a_request_is_refused_unless_accepted() {
         submitted(dir.path()),
         12,
         "one record per request is counted"
+    );
+}
+
+#[test]
+fn records_of_another_run_are_refused_naming_their_line_and_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path());
+    // Another run of the same spec: the same planned request ids, another run id.
+    let mut foreign = first_record(dir.path());
+    let id = foreign["request_id"].as_str().unwrap().to_string();
+    foreign["run_id"] = "run-other".into();
+    append(dir.path(), &foreign);
+
+    let message = refusal(dir.path(), &out);
+    let named = format!("line 1, 13: {id} (run_id \"run-other\", this run is \"run-synthetic\")");
+    assert!(message.contains("raw/results.jsonl"), "{message}");
+    assert!(
+        message.contains("1 record(s) outside the plan"),
+        "{message}"
+    );
+    assert!(message.contains(&named), "{message}");
+    assert!(!dir.path().join(layout::REPORT_MD).exists());
+}
+
+#[test]
+fn a_torn_last_line_is_named_by_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path());
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(layout::path(dir.path(), layout::FULL_RESULTS))
+        .unwrap();
+    f.write_all(b"{\"schema_version\":1,\"run_id\":\"run-synth")
+        .unwrap();
+    let (summary, _) = report::write_all(dir.path(), &out.lock, &out.gold).unwrap();
+    assert!(
+        summary.contains(
+            "raw/results.jsonl:13: half-written last line, not counted (12 complete record \
+             line(s) read)"
+        ),
+        "{summary}"
+    );
+    let md = std::fs::read_to_string(layout::path(dir.path(), layout::REPORT_MD)).unwrap();
+    assert!(
+        md.contains("the half-written last line 13 was ignored"),
+        "{md}"
+    );
+    assert_eq!(submitted(dir.path()), 12);
+}
+
+#[test]
+fn a_lock_edited_after_the_manifest_recorded_it_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    run(dir.path());
+    let mut manifest = layout::RunManifest::new("run-synthetic", "micro-single-task");
+    manifest.save(dir.path()).unwrap();
+    assert!(report::read_lock(dir.path()).is_ok());
+    let path = layout::path(dir.path(), layout::RUN_LOCK);
+    let mut lock: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    lock["timeout_ms"] = 60_000.into();
+    std::fs::write(&path, serde_json::to_vec_pretty(&lock).unwrap()).unwrap();
+    let message = report::read_lock(dir.path()).unwrap_err().to_string();
+    assert!(
+        message.contains("run-lock.json was changed after it was written"),
+        "{message}"
     );
 }

@@ -6,6 +6,7 @@ use super::{
     Problem, Release, Row, TicketGold, is_iso_date,
 };
 use openbench_common::hash::{canonical_json, sha256_hex};
+use openbench_common::input_file::{DATASET_FILE_BYTES, read_regular};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -33,7 +34,7 @@ pub(super) fn load_own_release(
     let mut rows = Vec::new();
     let mut file_hashes = BTreeMap::new();
     for (family, entry) in &parsed.families {
-        let bytes = match std::fs::read(dir.join(&entry.file)) {
+        let bytes = match read_regular(&dir.join(&entry.file), DATASET_FILE_BYTES) {
             Ok(b) => b,
             Err(e) => {
                 problems.push(whole(&entry.file, format!("cannot read: {e}")));
@@ -574,7 +575,7 @@ pub fn rows_from_files(
     let mut problems = Vec::new();
     let mut rows = Vec::new();
     for (file, expected) in file_hashes {
-        let bytes = match std::fs::read(dir.join(file)) {
+        let bytes = match read_regular(&dir.join(file), DATASET_FILE_BYTES) {
             Ok(b) => b,
             Err(e) => {
                 problems.push(whole(file, format!("cannot read: {e}")));

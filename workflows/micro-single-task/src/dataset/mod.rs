@@ -66,12 +66,14 @@ impl ReleaseFormat {
 /// Loads and validates the release in `dir` described by the manifest file `manifest`, in either
 /// format ([`ReleaseFormat::detect`]). Every problem is listed with its file, line and field.
 pub fn load_release(dir: &Path, manifest: &str) -> Result<Release, DatasetError> {
-    let text = std::fs::read_to_string(dir.join(manifest)).map_err(|source| {
-        DatasetError::ManifestUnreadable {
-            dir: dir.to_path_buf(),
-            manifest: manifest.to_string(),
-            source,
-        }
+    let text = openbench_common::input_file::read_regular_string(
+        &dir.join(manifest),
+        openbench_common::input_file::DATASET_FILE_BYTES,
+    )
+    .map_err(|source| DatasetError::ManifestUnreadable {
+        dir: dir.to_path_buf(),
+        manifest: manifest.to_string(),
+        source,
     })?;
     match ReleaseFormat::detect(&text) {
         ReleaseFormat::Own => load::load_own_release(dir, manifest, text),

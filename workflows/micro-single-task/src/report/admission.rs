@@ -6,10 +6,11 @@
 
 use crate::metrics::PlanView;
 use crate::metrics::{LaneTable, Observation};
-use openbench_common::rundir::{ReadStats, RunLock};
+use openbench_common::record::TerminalRecord;
+use openbench_common::rundir::{ReadStats, RunLock, lines_of};
 use openbench_common::workflow::ReportOptions;
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// How many offending records an error or a header names.
 const NAMED: usize = 5;
@@ -54,27 +55,63 @@ pub struct Accepted {
     pub notes: Vec<String>,
 }
 
-/// Checks the final records against the plan and the lock; returns what was accepted, or the
-/// refusal. `observations` are sorted by round index (as `compute` sorts them).
+/// Record lines carrying another run's `run_id` (every line is checked, superseded ones too):
+/// records merged in from another run of the same spec would otherwise count as this run's.
+#[derive(Debug, Clone, Default)]
+pub struct Foreign {
+    /// How many.
+    pub count: usize,
+    /// The first few: request id and reason.
+    pub first: Vec<(String, String)>,
+}
+
+impl Foreign {
+    /// Notes `record` when its `run_id` is not `run_id`.
+    pub fn check(&mut self, record: &TerminalRecord, run_id: &str) {
+        if record.run_id == run_id {
+            return;
+        }
+        self.count += 1;
+        if self.first.len() < NAMED {
+            let reason = format!("run_id {:?}, this run is {run_id:?}", record.run_id);
+            self.first.push((record.request_id.clone(), reason));
+        }
+    }
+}
+
+/// What reading the records file found besides the records: its path, its counts, and the
+/// lines of other runs.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordsRead<'a> {
+    /// The records file.
+    pub path: &'a PathBuf,
+    /// Read counts (duplicates among them).
+    pub stats: &'a ReadStats,
+    /// Lines carrying another run's `run_id`.
+    pub foreign: &'a Foreign,
+}
+
+/// Checks the final records against the plan (named `plan_name`) and the lock; returns what was
+/// accepted, or the refusal. `observations` are sorted by round index (as `compute` sorts them).
 pub fn admit(
     observations: &[Observation],
     lanes: &LaneTable,
-    plan: Option<&PlanView>,
+    (plan, plan_name): (Option<&PlanView>, &str),
     lock: &RunLock,
-    stats: &ReadStats,
-    files: (&PathBuf, &str),
+    read: RecordsRead<'_>,
     options: &ReportOptions,
 ) -> Result<Accepted, AdmissionError> {
-    let (records, plan_name) = files;
+    let RecordsRead {
+        path: records,
+        stats,
+        foreign,
+    } = read;
     let mut accepted = Accepted::default();
-    let strays = strays(observations, lanes, plan, lock);
-    if !strays.is_empty() {
-        let first = strays
-            .iter()
-            .take(NAMED)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("; ");
+    let mut strays = strays(observations, lanes, plan, lock);
+    let count = strays.len() + foreign.count;
+    if count > 0 {
+        strays.splice(0..0, foreign.first.iter().cloned());
+        let first = with_lines(records, &strays[..strays.len().min(NAMED)]);
         if !options.accept_unplanned {
             return Err(AdmissionError::Unplanned {
                 records: records.clone(),
@@ -83,14 +120,13 @@ pub fn admit(
                 } else {
                     format!("no {plan_name}")
                 },
-                count: strays.len(),
+                count,
                 first,
             });
         }
         accepted.notes.push(format!(
-            "{} record(s) outside the plan or the run lock are counted (--accept-unplanned): \
-             {first}.",
-            strays.len()
+            "{count} record(s) outside the plan or the run lock are counted (--accept-unplanned): \
+             {first}."
         ));
     }
     if stats.committed_duplicates > 0 {
@@ -119,16 +155,16 @@ fn strays(
     lanes: &LaneTable,
     plan: Option<&PlanView>,
     lock: &RunLock,
-) -> Vec<String> {
+) -> Vec<(String, String)> {
     let providers: HashSet<&str> = lock.providers.iter().map(|p| p.key.as_str()).collect();
     let mut out = Vec::new();
     let mut round: Option<(u64, HashMap<&str, &str>)> = None;
     for o in observations {
         let lane = &lanes.lanes[o.lane as usize];
         if !providers.contains(lane.provider.as_str()) {
-            out.push(format!(
-                "{} (provider {:?} is not in run-lock.json)",
-                o.request_id, lane.provider
+            out.push((
+                o.request_id.to_string(),
+                format!("provider {:?} is not in run-lock.json", lane.provider),
             ));
             continue;
         }
@@ -143,18 +179,36 @@ fn strays(
             .as_ref()
             .and_then(|(_, r)| r.get(o.request_id.as_str()));
         match planned {
-            None => out.push(format!(
-                "{} (round {}: not a planned request)",
-                o.request_id, o.round_index
+            None => out.push((
+                o.request_id.to_string(),
+                format!("round {}: not a planned request", o.round_index),
             )),
-            Some(planned_lane) if *planned_lane != lane.lane => out.push(format!(
-                "{} (lane {:?}, planned as {:?})",
-                o.request_id, lane.lane, planned_lane
+            Some(planned_lane) if *planned_lane != lane.lane => out.push((
+                o.request_id.to_string(),
+                format!("lane {:?}, planned as {:?}", lane.lane, planned_lane),
             )),
             Some(_) => {}
         }
     }
     out
+}
+
+/// "request (reason)" for each stray, prefixed with the line(s) of `records` holding it (the file
+/// is read again only here, on a refusal's path; unreadable, it is named without lines).
+fn with_lines(records: &Path, strays: &[(String, String)]) -> String {
+    let ids: HashSet<&str> = strays.iter().map(|(id, _)| id.as_str()).collect();
+    let lines = lines_of(records, &ids).unwrap_or_default();
+    strays
+        .iter()
+        .map(|(id, reason)| match lines.get(id) {
+            Some(at) => {
+                let at: Vec<String> = at.iter().map(u64::to_string).collect();
+                format!("line {}: {id} ({reason})", at.join(", "))
+            }
+            None => format!("{id} ({reason})"),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Request id → lane label of the plan's round `index`; empty when the plan has no such round.

@@ -34,6 +34,8 @@ pub struct ReportContext<'a> {
     pub superseded: u64,
     /// A half-written last line was ignored.
     pub ignored_partial_line: bool,
+    /// The 1-based line number of that half-written line.
+    pub torn_line: Option<u64>,
     /// Out-of-round results, the probe link and outages.
     pub faults: super::faults_section::FaultsView,
     /// Records counted only because the user accepted them (`report --accept-…`), one sentence
@@ -450,10 +452,10 @@ fn provenance_section(out: &mut String, ctx: &ReportContext<'_>) {
             out,
             "- Records: {} superseded by a later record of the same request{}",
             ctx.superseded,
-            if ctx.ignored_partial_line {
-                "; a half-written last line was ignored"
-            } else {
-                ""
+            match (ctx.ignored_partial_line, ctx.torn_line) {
+                (true, Some(line)) => format!("; the half-written last line {line} was ignored"),
+                (true, None) => "; a half-written last line was ignored".to_string(),
+                _ => String::new(),
             }
         );
     }

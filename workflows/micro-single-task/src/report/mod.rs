@@ -67,8 +67,12 @@ pub struct Computed {
     pub accepted: admission::Accepted,
 }
 
-/// Reads the run lock.
+/// Reads the run lock. Refuses a lock (or selection, or plan) that changed after the run manifest recorded its hash:
+/// an edited `timeout_ms` would otherwise be reported as the run's deadline.
 pub fn read_lock(run_dir: &Path) -> Result<RunLock, ReportError> {
+    if let Ok(manifest) = RunManifest::load(run_dir) {
+        manifest.verify_artifacts(run_dir)?;
+    }
     Ok(read_json(&layout::path(run_dir, layout::RUN_LOCK))?)
 }
 
@@ -108,7 +112,9 @@ pub fn compute_with(
         .map(|p| (p.key.as_str(), p.model.as_str()))
         .collect();
     let requested = |provider: &str| models.get(provider).map(|m| m.to_string());
+    let mut foreign = admission::Foreign::default();
     let read = read_counting(&records_path, false, |record| {
+        foreign.check(&record, &lock.run_id);
         let start = &record.started_at;
         match &mut period {
             None => period = Some((start.clone(), start.clone())),
@@ -163,10 +169,13 @@ pub fn compute_with(
     let accepted = admission::admit(
         &observations,
         &lanes,
-        plan.as_ref(),
+        (plan.as_ref(), &names.plan),
         lock,
-        &read.stats,
-        (&records_path, &names.plan),
+        admission::RecordsRead {
+            path: &records_path,
+            stats: &read.stats,
+            foreign: &foreign,
+        },
         options,
     )?;
     let metrics = metrics::compute(&MetricsInput {
@@ -244,7 +253,8 @@ fn pretty(w: &mut dyn Write, value: &impl Serialize) -> std::io::Result<()> {
 
 /// sha256 and size of a file, streaming; `None` when absent.
 pub fn file_status(path: &Path) -> Option<(String, u64)> {
-    openbench_common::hash::sha256_file(path).ok()
+    let file = openbench_common::rundir::open_read(path).ok()?;
+    openbench_common::hash::sha256_reader(file).ok()
 }
 
 /// The run period: the run manifest's `period_start`/`period_end`, else the earliest and latest
@@ -272,7 +282,7 @@ fn faults_view(run_dir: &Path, computed: &Computed, rounds: &str) -> faults_sect
         .map(|m| (m.links, m.outages))
         .unwrap_or_default();
     let rounds: Vec<openbench_common::rundir::RoundLine> =
-        std::fs::read_to_string(layout::path(run_dir, rounds))
+        String::from_utf8(layout::read_bytes(&layout::path(run_dir, rounds)).unwrap_or_default())
             .unwrap_or_default()
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
@@ -305,6 +315,7 @@ pub fn write_all_with(
     options: &ReportOptions,
 ) -> Result<(String, Vec<PathBuf>), ReportError> {
     let computed = compute_with(run_dir, lock, gold, options)?;
+    let skipped = skipped_lines(&reported_files(run_dir)?.results, &computed.stats);
     let mut written = Vec::new();
     let path = layout::path(run_dir, layout::EVALUATIONS);
     write_atomic(&path, |w| {
@@ -380,6 +391,7 @@ pub fn write_all_with(
         artifacts: &artifacts,
         superseded: computed.stats.superseded,
         ignored_partial_line: computed.stats.ignored_partial_last_line,
+        torn_line: computed.stats.torn_line,
         faults: faults_view(run_dir, &computed, &reported.rounds),
         accepted: &computed.accepted.notes,
     };
@@ -390,10 +402,28 @@ pub fn write_all_with(
     let html =
         crate::html::HtmlReportInput::from_report(&ctx, &computed.observations, &computed.lanes);
     written.push(crate::html::write_html(run_dir, &html)?);
-    Ok((
-        markdown::summary_text(&computed.metrics, lock.simulator_time_scale),
-        written,
-    ))
+    let mut summary = markdown::summary_text(&computed.metrics, lock.simulator_time_scale);
+    for line in skipped {
+        summary.push_str(&line);
+        summary.push('\n');
+    }
+    Ok((summary, written))
+}
+
+/// One sentence per line of the records file the report did not count: a half-written last line
+/// (crash repair on resume drops it; the manifest may still say complete) and blank lines.
+fn skipped_lines(records: &str, stats: &ReadStats) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(line) = stats.torn_line {
+        out.push(format!(
+            "{records}:{line}: half-written last line, not counted ({} complete record line(s) read)",
+            stats.lines
+        ));
+    }
+    for line in &stats.blank_lines {
+        out.push(format!("{records}:{line}: blank line, skipped"));
+    }
+    out
 }
 
 #[cfg(test)]
