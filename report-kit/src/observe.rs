@@ -147,3 +147,115 @@ pub fn outcome_label(o: Outcome) -> &'static str {
         Outcome::HarnessError => "harness_error",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record read from JSON, as reports read them; `extra` sets or overrides fields.
+    fn record(extra: serde_json::Value) -> TerminalRecord {
+        let mut base = serde_json::json!({
+            "schema_version": 1, "request_id": "req-1", "provider": "acme", "region": "eu",
+            "started_at": "2026-01-01T00:00:00Z", "outcome": "completed",
+            "answer_text": "{}", "reasoning_text": ""
+        });
+        for (k, v) in extra.as_object().into_iter().flatten() {
+            base[k] = v.clone();
+        }
+        serde_json::from_value(base).unwrap()
+    }
+
+    #[test]
+    fn a_record_without_a_lane_label_is_its_providers_lane() {
+        let old = LaneKey::of_record(&record(serde_json::json!({})));
+        assert_eq!(old.lane, "acme");
+        let new = LaneKey::of_record(&record(serde_json::json!({"lane": "acme@eu"})));
+        assert_eq!(
+            new,
+            LaneKey {
+                lane: "acme@eu".into(),
+                provider: "acme".into(),
+                region: "eu".into()
+            }
+        );
+    }
+
+    #[test]
+    fn lanes_are_interned_once_in_first_seen_order() {
+        let key = |l: &str| LaneKey {
+            lane: l.into(),
+            provider: l.into(),
+            region: "r".into(),
+        };
+        let mut t = LaneTable::default();
+        assert_eq!(t.intern(key("b")), 0);
+        assert_eq!(t.intern(key("a")), 1);
+        assert_eq!(t.intern(key("b")), 0);
+        assert_eq!(t.lanes, vec![key("b"), key("a")]);
+    }
+
+    #[test]
+    fn only_a_failed_record_keeps_failure_details() {
+        assert_eq!(FailureInfo::of_record(&record(serde_json::json!({}))), None);
+        let failed = record(serde_json::json!({
+            "outcome": "http_error", "error_type": "http_429", "http_status": 429,
+            "error_message": "slow down"
+        }));
+        assert_eq!(
+            FailureInfo::of_record(&failed).as_deref(),
+            Some(&FailureInfo {
+                outcome: Outcome::HttpError,
+                error_type: Some(ErrorType::Http429),
+                http_status: Some(429),
+                message: Some("slow down".into()),
+            })
+        );
+    }
+
+    #[test]
+    fn the_model_echo_is_checked_against_the_record_else_the_lock() {
+        let lock = |p: &str| (p == "acme").then(|| "lock-model".to_string());
+        let echo = |extra| model_mismatch(&record(extra), &lock);
+        assert_eq!(
+            echo(serde_json::json!({"response_model": "lock-model"})),
+            None
+        );
+        assert_eq!(
+            echo(serde_json::json!({"requested_model": "m1", "response_model": "lock-model"})),
+            Some("lock-model".into())
+        );
+        assert_eq!(
+            echo(serde_json::json!({"requested_model": "m1", "response_model": "m1"})),
+            None
+        );
+        assert_eq!(echo(serde_json::json!({})), Some(String::new()));
+        assert_eq!(
+            echo(serde_json::json!({"outcome": "timeout", "response_model": "x"})),
+            None
+        );
+    }
+
+    #[test]
+    fn labels_match_the_records_serialization() {
+        for e in [
+            ErrorType::Http429,
+            ErrorType::OtherHttp4xx,
+            ErrorType::RegionUnreachable,
+        ] {
+            assert_eq!(
+                serde_json::to_value(e).unwrap(),
+                serde_json::Value::from(error_type_label(e))
+            );
+        }
+        for o in [
+            Outcome::Completed,
+            Outcome::TransportError,
+            Outcome::HarnessError,
+        ] {
+            assert_eq!(
+                serde_json::to_value(o).unwrap(),
+                serde_json::Value::from(outcome_label(o))
+            );
+        }
+    }
+}

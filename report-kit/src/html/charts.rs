@@ -270,3 +270,51 @@ pub fn bar_whisker_chart(
         Ok(())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::html::plot::FAILURE;
+
+    fn row(values: Vec<f64>, marks: Vec<StripMark>) -> StripRow {
+        StripRow {
+            name: "acme".into(),
+            color: Rgb(1, 2, 3),
+            values,
+            marks,
+        }
+    }
+
+    #[test]
+    fn a_strip_chart_draws_a_dot_per_value_and_its_marks() {
+        assert_eq!(strip_chart("l", "x", &[row(Vec::new(), Vec::new())]), None);
+        let mark = |at, color, width| StripMark { at, color, width };
+        let svg = strip_chart(
+            "rates",
+            "x",
+            &[row(
+                vec![10.0, 20.0, 40.0],
+                vec![mark(20.0, INK, 4), mark(10.0, FAILURE, 3)],
+            )],
+        )
+        .unwrap();
+        assert_eq!(svg.matches("<circle").count(), 3);
+        let p50 = svg.find("stroke=\"#1B1F24\" stroke-width=\"4\"").unwrap();
+        let floor = svg.find("stroke=\"#C62828\" stroke-width=\"3\"").unwrap();
+        assert!(p50 < floor, "marks are drawn in order");
+    }
+
+    #[test]
+    fn a_cdf_without_values_says_so() {
+        assert_eq!(
+            cdf_chart("E2E", &[]),
+            "<p class=\"empty\">No completed requests.</p>\n"
+        );
+        let svg = cdf_chart("E2E", &[(Rgb(1, 2, 3), vec![100.0, 200.0])]);
+        assert!(svg.contains("E2E, ms (log scale)"));
+        assert_eq!(
+            svg.matches("stroke=\"#010203\" stroke-width=\"2\"").count(),
+            1
+        );
+    }
+}
