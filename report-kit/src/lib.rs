@@ -7,12 +7,14 @@
 //!   details, the record labels — and the [`observe::LaneRecord`] view admission reads;
 //! - [`plan_view`]: the slice of a plan a report reads;
 //! - [`format`]: the deterministic number formatting of report tables;
-//! - [`html`]: the self-contained page shell and the `plotters` chart primitives.
+//! - [`html`]: the self-contained page shell and the `plotters` chart primitives;
+//! - [`bootstrap`]: the stratified round resampling and percentile interval of comparisons.
 //!
 //! Nothing here knows a task family, an item, gold or scoring: that stays in the workflow.
 //! Percentiles are `openbench_common::stats`.
 
 pub mod admission;
+pub mod bootstrap;
 pub mod format;
 pub mod html;
 pub mod observe;
