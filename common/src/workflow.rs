@@ -6,6 +6,7 @@
 
 use crate::record::TerminalRecord;
 use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
 /// One dataset row as the runner needs it: identity, prompt and its content hash.
@@ -86,6 +87,15 @@ pub struct CompareSettings {
     pub seed: u64,
 }
 
+/// Counts from one offline scoring pass (`score`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScoreCounts {
+    /// Lines scored.
+    pub scored: u64,
+    /// Lines rejected.
+    pub bad_lines: u64,
+}
+
 /// What a workflow provides to the runner.
 pub trait Workflow: Send + Sync {
     /// Registry name (`micro-single-task`).
@@ -115,6 +125,23 @@ pub trait Workflow: Send + Sync {
         let _ = (run_a, run_b, out_dir, settings);
         Err(WorkflowError(
             format!("workflow {} cannot compare runs", self.name()).into(),
+        ))
+    }
+    /// Scores an answers file offline (`score`): one evaluation line per good input line to
+    /// `out`, one message per bad line (`<source>:<line>: …`) to `errors`. `dataset` (folder,
+    /// manifest) supplies gold for lines that do not carry their own, and is loaded only when a
+    /// line needs it. A workflow without an offline scorer refuses.
+    fn score_answers(
+        &self,
+        source: &str,
+        answers: &mut dyn BufRead,
+        dataset: (&Path, &str),
+        out: &mut dyn Write,
+        errors: &mut dyn Write,
+    ) -> Result<ScoreCounts, WorkflowError> {
+        let _ = (source, answers, dataset, out, errors);
+        Err(WorkflowError(
+            format!("workflow {:?} has no offline scorer", self.name()).into(),
         ))
     }
 }

@@ -17,8 +17,10 @@ pub mod synthetic;
 use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_common::rundir::RunLock;
 use openbench_common::workflow::{
-    CompareSettings, DatasetRelease, ReportOptions, ReportOutcome, Workflow, WorkflowError,
+    CompareSettings, DatasetRelease, ReportOptions, ReportOutcome, ScoreCounts, Workflow,
+    WorkflowError,
 };
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
 /// The micro-single-task workflow.
@@ -88,6 +90,34 @@ impl Workflow for MicroSingleTask {
             written,
         })
     }
+    fn score_answers(
+        &self,
+        source: &str,
+        answers: &mut dyn BufRead,
+        (dir, manifest): (&Path, &str),
+        out: &mut dyn Write,
+        errors: &mut dyn Write,
+    ) -> Result<ScoreCounts, WorkflowError> {
+        // Loaded only when a line needs it, so self-contained files work without a dataset.
+        let mut gold: Option<Result<report::GoldTable, String>> = None;
+        let mut lookup = |item_id: &str| -> Result<scoring::GoldRef, String> {
+            let table = gold.get_or_insert_with(|| {
+                dataset::load_release(dir, manifest)
+                    .map(|release| release_gold(&release))
+                    .map_err(|e| format!("dataset {}: {e}", dir.display()))
+            });
+            match table {
+                Ok(t) => {
+                    t.0.get(item_id)
+                        .cloned()
+                        .ok_or_else(|| format!("item_id {item_id:?} is not in {}", dir.display()))
+                }
+                Err(e) => Err(e.clone()),
+            }
+        };
+        scoring::answers::score_stream(source, answers, out, errors, &mut lookup)
+            .map_err(|e| WorkflowError(Box::new(e)))
+    }
 }
 
 /// The gold of the release a run locked, checked against the lock's release hash.
@@ -106,7 +136,12 @@ pub fn gold_table(lock: &RunLock) -> Result<report::GoldTable, WorkflowError> {
             .into(),
         ));
     }
-    Ok(report::GoldTable(
+    Ok(release_gold(&release))
+}
+
+/// Gold answers of every row of a loaded release, by item id.
+fn release_gold(release: &dataset::Release) -> report::GoldTable {
+    report::GoldTable(
         release
             .rows()
             .iter()
@@ -117,5 +152,5 @@ pub fn gold_table(lock: &RunLock) -> Result<report::GoldTable, WorkflowError> {
                 )
             })
             .collect(),
-    ))
+    )
 }
