@@ -96,6 +96,17 @@ pub struct ScoreCounts {
     pub bad_lines: u64,
 }
 
+/// A dataset release a workflow generated (`dataset generate`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GeneratedDataset {
+    /// The seed used (the workflow's default when none was given).
+    pub seed: u64,
+    /// The release hash of what was written.
+    pub release_hash: String,
+    /// Per-family figures for the terminal, one line each (each ending in a newline).
+    pub details: String,
+}
+
 /// What a workflow provides to the runner.
 pub trait Workflow: Send + Sync {
     /// Registry name (`micro-single-task`).
@@ -142,6 +153,36 @@ pub trait Workflow: Send + Sync {
         let _ = (source, answers, dataset, out, errors);
         Err(WorkflowError(
             format!("workflow {:?} has no offline scorer", self.name()).into(),
+        ))
+    }
+    /// Generates the workflow's dataset release deterministically from `seed` (its default seed
+    /// when `None`) into `out`, or its public sample. A workflow without a generator refuses.
+    fn generate_dataset(
+        &self,
+        out: &Path,
+        seed: Option<u64>,
+        public_sample: bool,
+    ) -> Result<GeneratedDataset, WorkflowError> {
+        let _ = (out, seed, public_sample);
+        Err(WorkflowError(
+            format!("workflow {:?} has no dataset generator", self.name()).into(),
+        ))
+    }
+    /// Validates a release (manifest, hashes, every row; with `contract_only` false also the
+    /// workflow's own deeper checks) and returns the lines that describe it for the terminal.
+    /// The default checks what [`Workflow::load_dataset`] checks.
+    fn validate_dataset(
+        &self,
+        dir: &Path,
+        manifest: &str,
+        contract_only: bool,
+    ) -> Result<String, WorkflowError> {
+        let _ = contract_only;
+        let release = self.load_dataset(dir, manifest)?;
+        Ok(format!(
+            "{}: valid, release hash {}\n",
+            release.dir.display(),
+            release.release_hash
         ))
     }
 }

@@ -17,8 +17,8 @@ pub mod synthetic;
 use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_common::rundir::RunLock;
 use openbench_common::workflow::{
-    CompareSettings, DatasetRelease, ReportOptions, ReportOutcome, ScoreCounts, Workflow,
-    WorkflowError,
+    CompareSettings, DatasetRelease, GeneratedDataset, ReportOptions, ReportOutcome, ScoreCounts,
+    Workflow, WorkflowError,
 };
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -117,6 +117,22 @@ impl Workflow for MicroSingleTask {
         };
         scoring::answers::score_stream(source, answers, out, errors, &mut lookup)
             .map_err(|e| WorkflowError(Box::new(e)))
+    }
+    fn generate_dataset(
+        &self,
+        out: &Path,
+        seed: Option<u64>,
+        public_sample: bool,
+    ) -> Result<GeneratedDataset, WorkflowError> {
+        dataset::cli::generate_release(out, seed, public_sample)
+    }
+    fn validate_dataset(
+        &self,
+        dir: &Path,
+        manifest: &str,
+        contract_only: bool,
+    ) -> Result<String, WorkflowError> {
+        dataset::cli::validate_release(dir, manifest, contract_only)
     }
 }
 
