@@ -108,3 +108,73 @@ fn answers_that_are_a_device_or_a_fifo_are_refused_at_once() {
         );
     }
 }
+
+/// `score` reaches the workflow through the registry: lines without gold are scored against the
+/// `--dataset` release, a line naming an unknown item is a bad line (exit 1, named on stderr),
+/// and an unknown workflow is refused before `--out` is touched.
+#[test]
+fn the_registered_workflow_scores_against_its_dataset() {
+    let dataset = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/micro-single-task");
+    let dir = tempfile::tempdir().unwrap();
+    let answers = dir.path().join("answers.jsonl");
+    // tt-0001's gold is {"category": "improvement", "priority": "p3"}.
+    std::fs::write(
+        &answers,
+        concat!(
+            r#"{"item_id":"tt-0001","answer_text":"{\"category\":\"improvement\",\"priority\":\"p3\"}"}"#,
+            "\n",
+            r#"{"item_id":"tt-0001","answer_text":"{\"category\":\"bug\",\"priority\":\"p3\"}"}"#,
+            "\n",
+            r#"{"item_id":"nope-1","answer_text":"{}"}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let run = |workflow: &str, out: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_openbench-inference"))
+            .arg("score")
+            .arg("--workflow")
+            .arg(workflow)
+            .arg("--dataset")
+            .arg(&dataset)
+            .arg("--answers")
+            .arg(&answers)
+            .arg("--out")
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    let out = dir.path().join("evaluations.jsonl");
+    let output = run("micro-single-task", &out);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(":3: item_id \"nope-1\" is not in")
+            && stderr.contains("2 line(s) scored, 1 bad line(s)"),
+        "{stderr}"
+    );
+    let written = std::fs::read_to_string(&out).unwrap();
+    let classes: Vec<&str> = written
+        .lines()
+        .map(|l| {
+            let at = l.find("\"classification\":\"").unwrap() + 18;
+            &l[at..at + l[at..].find('"').unwrap()]
+        })
+        .collect();
+    assert_eq!(
+        classes,
+        vec!["valid_result", "incorrect_result"],
+        "{written}"
+    );
+
+    let kept = dir.path().join("kept.jsonl");
+    std::fs::write(&kept, "keep me\n").unwrap();
+    let output = run("no-such-workflow", &kept);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("unknown workflow \"no-such-workflow\""),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "keep me\n");
+}

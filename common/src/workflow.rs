@@ -10,6 +10,7 @@ use crate::record::{Outcome, TerminalRecord};
 use crate::schedule::Schedule;
 use crate::spec::Spec;
 use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
 /// One dataset row as the runner needs it: identity, prompt and its content hash.
@@ -101,6 +102,26 @@ pub struct PlanInputs<'a> {
     pub run_dir: &'a Path,
 }
 
+/// Counts from one offline scoring pass (`score`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScoreCounts {
+    /// Lines scored.
+    pub scored: u64,
+    /// Lines rejected.
+    pub bad_lines: u64,
+}
+
+/// A dataset release a workflow generated (`dataset generate`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GeneratedDataset {
+    /// The seed used (the workflow's default when none was given).
+    pub seed: u64,
+    /// The release hash of what was written.
+    pub release_hash: String,
+    /// Per-family figures for the terminal, one line each (each ending in a newline).
+    pub details: String,
+}
+
 /// What a workflow provides to the runner.
 pub trait Workflow: Send + Sync {
     /// Registry name (`micro-single-task`).
@@ -176,6 +197,53 @@ pub trait Workflow: Send + Sync {
         let _ = (run_a, run_b, out_dir, settings);
         Err(WorkflowError(
             format!("workflow {} cannot compare runs", self.name()).into(),
+        ))
+    }
+    /// Scores an answers file offline (`score`): one evaluation line per good input line to
+    /// `out`, one message per bad line (`<source>:<line>: …`) to `errors`. `dataset` (folder,
+    /// manifest) supplies gold for lines that do not carry their own, and is loaded only when a
+    /// line needs it. A workflow without an offline scorer refuses.
+    fn score_answers(
+        &self,
+        source: &str,
+        answers: &mut dyn BufRead,
+        dataset: (&Path, &str),
+        out: &mut dyn Write,
+        errors: &mut dyn Write,
+    ) -> Result<ScoreCounts, WorkflowError> {
+        let _ = (source, answers, dataset, out, errors);
+        Err(WorkflowError(
+            format!("workflow {:?} has no offline scorer", self.name()).into(),
+        ))
+    }
+    /// Generates the workflow's dataset release deterministically from `seed` (its default seed
+    /// when `None`) into `out`, or its public sample. A workflow without a generator refuses.
+    fn generate_dataset(
+        &self,
+        out: &Path,
+        seed: Option<u64>,
+        public_sample: bool,
+    ) -> Result<GeneratedDataset, WorkflowError> {
+        let _ = (out, seed, public_sample);
+        Err(WorkflowError(
+            format!("workflow {:?} has no dataset generator", self.name()).into(),
+        ))
+    }
+    /// Validates a release (manifest, hashes, every row; with `contract_only` false also the
+    /// workflow's own deeper checks) and returns the lines that describe it for the terminal.
+    /// The default checks what [`Workflow::load_dataset`] checks.
+    fn validate_dataset(
+        &self,
+        dir: &Path,
+        manifest: &str,
+        contract_only: bool,
+    ) -> Result<String, WorkflowError> {
+        let _ = contract_only;
+        let release = self.load_dataset(dir, manifest)?;
+        Ok(format!(
+            "{}: valid, release hash {}\n",
+            release.dir.display(),
+            release.release_hash
         ))
     }
 }

@@ -1,6 +1,6 @@
-//! `dataset generate` and `dataset validate`: the synthetic micro-single-task corpus.
+//! `dataset generate` and `dataset validate`: a workflow's corpus, through the registry
+//! (`Workflow::generate_dataset`, `Workflow::validate_dataset`).
 
-use openbench_micro_single_task::dataset::{self, generate};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -10,18 +10,24 @@ use std::time::Instant;
 pub enum DatasetCommand {
     /// Generate the release (or the public sample) deterministically from a seed.
     Generate {
+        /// Workflow whose corpus to generate.
+        #[arg(long, default_value = "micro-single-task")]
+        workflow: String,
         /// Output folder (created if missing); its manifest and family files are overwritten.
         #[arg(long)]
         out: PathBuf,
-        /// Generator seed; the committed release uses the default.
-        #[arg(long, default_value_t = generate::DEFAULT_SEED)]
-        seed: u64,
+        /// Generator seed; by default the workflow's own, which the committed release uses.
+        #[arg(long)]
+        seed: Option<u64>,
         /// Write the 13/6/10-row public sample (`pub-` ids, status "sample") instead.
         #[arg(long)]
         public_sample: bool,
     },
     /// Validate a release: manifest, hashes, every row; then recount tokens and re-derive gold.
     Validate {
+        /// Workflow whose release this is.
+        #[arg(long, default_value = "micro-single-task")]
+        workflow: String,
         /// Release folder.
         #[arg(long)]
         dir: PathBuf,
@@ -38,72 +44,43 @@ pub enum DatasetCommand {
 pub async fn run(command: DatasetCommand) -> anyhow::Result<ExitCode> {
     match command {
         DatasetCommand::Generate {
+            workflow,
             out,
             seed,
             public_sample,
         } => {
+            let workflow = crate::registry::find(&workflow)?;
             let started = Instant::now();
-            let generated = tokio::task::spawn_blocking(move || {
-                generate::generate(&out, seed, public_sample).map(|g| (g, out))
+            let (generated, out) = tokio::task::spawn_blocking(move || {
+                workflow
+                    .generate_dataset(&out, seed, public_sample)
+                    .map(|g| (g, out))
             })
             .await??;
-            let (generated, out) = generated;
             println!(
-                "wrote {} (seed {seed}, release hash {}) in {:.2} s",
+                "wrote {} (seed {}, release hash {}) in {:.2} s",
                 out.display(),
-                generated.manifest.release_hash,
+                generated.seed,
+                generated.release_hash,
                 started.elapsed().as_secs_f64()
             );
-            for s in &generated.stats {
-                println!(
-                    "  {:<26} rows {:>3}  bytes {:>8}  tokens min/median/max {}/{}/{} (band {}..={})  rejected: extractor {}, band {}",
-                    s.family.as_str(),
-                    s.rows,
-                    s.bytes,
-                    s.tokens_min,
-                    s.tokens_median,
-                    s.tokens_max,
-                    s.band.min,
-                    s.band.max,
-                    s.rejected_by_extractor,
-                    s.rejected_by_band
-                );
-                for reason in &s.sample_rejections {
-                    println!("    rejected {reason}");
-                }
-            }
+            print!("{}", generated.details);
             Ok(ExitCode::SUCCESS)
         }
         DatasetCommand::Validate {
+            workflow,
             dir,
             manifest,
             contract_only,
         } => {
+            let workflow = crate::registry::find(&workflow)?;
             let result = tokio::task::spawn_blocking(move || {
-                if contract_only {
-                    dataset::load_release(&dir, &manifest)
-                } else {
-                    dataset::validate_strict(&dir, &manifest)
-                }
+                workflow.validate_dataset(&dir, &manifest, contract_only)
             })
             .await?;
             match result {
-                Ok(release) => {
-                    println!(
-                        "{}: valid ({} {}, status {}), release hash {}",
-                        release.dir.display(),
-                        release.manifest.dataset_id,
-                        release.manifest.version,
-                        release.manifest.status,
-                        release.release_hash
-                    );
-                    for family in dataset::Family::ALL {
-                        println!(
-                            "  {:<26} {} rows",
-                            family.as_str(),
-                            release.family_rows(family).count()
-                        );
-                    }
+                Ok(description) => {
+                    print!("{description}");
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(e) => {

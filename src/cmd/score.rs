@@ -1,10 +1,8 @@
-//! `score`: offline scoring of an answers file against the dataset's gold or self-contained gold.
+//! `score`: offline scoring of an answers file against the dataset's gold or self-contained gold,
+//! by the workflow the registry names (its `Workflow::score_answers`).
 
 use anyhow::Context;
 use openbench_common::input_file;
-use openbench_micro_single_task::report::GoldTable;
-use openbench_micro_single_task::scoring::GoldRef;
-use openbench_micro_single_task::scoring::answers::score_stream;
 use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -33,59 +31,29 @@ pub struct ScoreArgs {
 /// Runs `score`: one evaluation per good line; exit code 1 when any line was bad.
 pub async fn run(args: ScoreArgs) -> anyhow::Result<ExitCode> {
     let workflow = crate::registry::find(&args.workflow)?;
-    if workflow.name() != "micro-single-task" {
-        anyhow::bail!("workflow {:?} has no offline scorer", workflow.name());
-    }
     let file = input_file::open_regular(&args.answers, input_file::ANSWERS_BYTES)
         .with_context(|| format!("cannot open {}", args.answers.display()))?;
     if let Some(out) = &args.out {
         refuse_same_file(&args.answers, out)?;
     }
-    // The dataset is loaded only when a line needs it, so self-contained files work without one.
-    let mut gold: Option<Result<GoldTable, String>> = None;
-    let (dataset, manifest) = (args.dataset.clone(), args.manifest.clone());
-    let mut lookup = |item_id: &str| -> Result<GoldRef, String> {
-        let table = gold.get_or_insert_with(|| {
-            openbench_micro_single_task::dataset::load_release(&dataset, &manifest)
-                .map(|release| {
-                    GoldTable(
-                        release
-                            .rows()
-                            .iter()
-                            .map(|row| {
-                                (row.id.clone(), GoldRef::from_gold(&row.gold, &row.aliases))
-                            })
-                            .collect(),
-                    )
-                })
-                .map_err(|e| format!("dataset {}: {e}", dataset.display()))
-        });
-        match table {
-            Ok(t) => {
-                t.0.get(item_id)
-                    .cloned()
-                    .ok_or_else(|| format!("item_id {item_id:?} is not in {}", dataset.display()))
-            }
-            Err(e) => Err(e.clone()),
-        }
-    };
     let source = args.answers.display().to_string();
     let mut out: Box<dyn Write> = match &args.out {
-        Some(path) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(path)
-                .with_context(|| format!("cannot create {}", path.display()))?,
-        )),
+        Some(path) => Box::new(CreatedOnWrite {
+            path: path.clone(),
+            file: None,
+        }),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
     let mut errors = std::io::stderr().lock();
-    let counts = score_stream(
-        &source,
-        BufReader::new(file),
-        &mut out,
-        &mut errors,
-        &mut lookup,
-    )
-    .with_context(|| format!("scoring {source}"))?;
+    let counts = workflow
+        .score_answers(
+            &source,
+            &mut BufReader::new(file),
+            (&args.dataset, &args.manifest),
+            &mut out,
+            &mut errors,
+        )
+        .with_context(|| format!("scoring {source}"))?;
     out.flush().context("writing evaluations")?;
     if counts.bad_lines > 0 {
         eprintln!(
@@ -95,6 +63,39 @@ pub async fn run(args: ScoreArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `--out` file, created (truncating what was there) at the first write or flush, so a
+/// workflow that refuses to score leaves an existing file as it was.
+struct CreatedOnWrite {
+    path: PathBuf,
+    file: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl CreatedOnWrite {
+    fn file(&mut self) -> std::io::Result<&mut std::io::BufWriter<std::fs::File>> {
+        if self.file.is_none() {
+            let file = std::fs::File::create(&self.path).map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("cannot create {}: {e}", self.path.display()),
+                )
+            })?;
+            self.file = Some(std::io::BufWriter::new(file));
+        }
+        self.file
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("output file not open"))
+    }
+}
+
+impl Write for CreatedOnWrite {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file()?.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file()?.flush()
+    }
 }
 
 /// Refuses an output path that is the input file under another name (same path, another

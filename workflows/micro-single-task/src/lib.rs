@@ -21,10 +21,11 @@ use openbench_common::rundir::RunLock;
 use openbench_common::schedule::Schedule;
 use openbench_common::spec::Spec;
 use openbench_common::workflow::{
-    CannedAnswer, CompareSettings, DatasetRelease, PlanInputs, ReportOptions, ReportOutcome,
-    Workflow, WorkflowError,
+    CannedAnswer, CompareSettings, DatasetRelease, GeneratedDataset, PlanInputs, ReportOptions,
+    ReportOutcome, ScoreCounts, Workflow, WorkflowError,
 };
 use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
 /// The micro-single-task workflow.
@@ -145,6 +146,50 @@ impl Workflow for MicroSingleTask {
             written,
         })
     }
+    fn score_answers(
+        &self,
+        source: &str,
+        answers: &mut dyn BufRead,
+        (dir, manifest): (&Path, &str),
+        out: &mut dyn Write,
+        errors: &mut dyn Write,
+    ) -> Result<ScoreCounts, WorkflowError> {
+        // Loaded only when a line needs it, so self-contained files work without a dataset.
+        let mut gold: Option<Result<report::GoldTable, String>> = None;
+        let mut lookup = |item_id: &str| -> Result<scoring::GoldRef, String> {
+            let table = gold.get_or_insert_with(|| {
+                dataset::load_release(dir, manifest)
+                    .map(|release| release_gold(&release))
+                    .map_err(|e| format!("dataset {}: {e}", dir.display()))
+            });
+            match table {
+                Ok(t) => {
+                    t.0.get(item_id)
+                        .cloned()
+                        .ok_or_else(|| format!("item_id {item_id:?} is not in {}", dir.display()))
+                }
+                Err(e) => Err(e.clone()),
+            }
+        };
+        scoring::answers::score_stream(source, answers, out, errors, &mut lookup)
+            .map_err(|e| WorkflowError(Box::new(e)))
+    }
+    fn generate_dataset(
+        &self,
+        out: &Path,
+        seed: Option<u64>,
+        public_sample: bool,
+    ) -> Result<GeneratedDataset, WorkflowError> {
+        dataset::cli::generate_release(out, seed, public_sample)
+    }
+    fn validate_dataset(
+        &self,
+        dir: &Path,
+        manifest: &str,
+        contract_only: bool,
+    ) -> Result<String, WorkflowError> {
+        dataset::cli::validate_release(dir, manifest, contract_only)
+    }
 }
 
 /// The gold of the release a run locked, checked against the lock's release hash.
@@ -163,7 +208,12 @@ pub fn gold_table(lock: &RunLock) -> Result<report::GoldTable, WorkflowError> {
             .into(),
         ));
     }
-    Ok(report::GoldTable(
+    Ok(release_gold(&release))
+}
+
+/// Gold answers of every row of a loaded release, by item id.
+fn release_gold(release: &dataset::Release) -> report::GoldTable {
+    report::GoldTable(
         release
             .rows()
             .iter()
@@ -174,5 +224,5 @@ pub fn gold_table(lock: &RunLock) -> Result<report::GoldTable, WorkflowError> {
                 )
             })
             .collect(),
-    ))
+    )
 }

@@ -1,4 +1,5 @@
-//! The bootstrap over rounds behind every interval of `compare`.
+//! The bootstrap over rounds behind every interval of `compare` (the drawing and the interval are
+//! the report kit's [`openbench_report_kit::bootstrap`]; the strata are task families).
 //!
 //! A run's rounds are its independent units: each asked every lane one question at one moment.
 //! One replicate of a run draws, family by family, as many rounds as the family has, uniformly
@@ -15,8 +16,8 @@ use super::{Change, CompareOptions, Metric, of_lane};
 use crate::dataset::generate::rng::Rng;
 use crate::metrics::{Observation, Summary, summary::summarize};
 use crate::scoring::Family;
-use openbench_common::stats::nearest_rank;
-use std::collections::{BTreeMap, HashMap};
+use openbench_report_kit::bootstrap::{RoundDraws, percentile_interval};
+use std::collections::HashMap;
 
 /// Fewest rounds a cell needs in each run for an interval.
 pub const MIN_ROUNDS: usize = 30;
@@ -24,51 +25,27 @@ pub const MIN_ROUNDS: usize = 30;
 /// Draws of one run: per replicate, per family, the drawn round indices.
 pub struct Resampler<'a> {
     observations: &'a [Observation],
-    /// Family → its rounds in the run.
-    rounds: BTreeMap<Family, usize>,
-    /// Replicate → family → drawn rounds.
-    draws: Vec<BTreeMap<Family, Vec<u64>>>,
+    draws: RoundDraws<Family>,
 }
 
 impl<'a> Resampler<'a> {
     /// Draws `options.replicates` resamples of the run's rounds; `stream` tells the two runs'
     /// seeded streams apart.
     pub fn new(observations: &'a [Observation], options: CompareOptions, stream: u64) -> Self {
-        let mut rounds: BTreeMap<Family, Vec<u64>> = BTreeMap::new();
-        for o in observations.iter().filter(|o| !o.is_harness()) {
-            rounds.entry(o.family).or_default().push(o.round_index);
-        }
-        for list in rounds.values_mut() {
-            list.sort_unstable();
-            list.dedup();
-        }
         let mut rng = Rng::derive(options.seed, &[stream]);
-        let draws = (0..options.replicates)
-            .map(|_| {
-                rounds
-                    .iter()
-                    .map(|(family, list)| {
-                        let drawn = (0..list.len())
-                            .map(|_| list[rng.below(list.len())])
-                            .collect();
-                        (*family, drawn)
-                    })
-                    .collect()
-            })
-            .collect();
+        let units = observations
+            .iter()
+            .filter(|o| !o.is_harness())
+            .map(|o| (o.family, o.round_index));
         Resampler {
             observations,
-            rounds: rounds.iter().map(|(f, list)| (*f, list.len())).collect(),
-            draws,
+            draws: RoundDraws::new(units, options.replicates, &mut |n| rng.below(n)),
         }
     }
 
     /// Rounds of one family in the run, or of all families for `None` (the pooled row).
     pub fn rounds(&self, family: Option<Family>) -> usize {
-        match family {
-            Some(f) => self.rounds.get(&f).copied().unwrap_or(0),
-            None => self.rounds.values().sum(),
-        }
+        self.draws.rounds(family)
     }
 
     /// For one lane: per cell (pooled first, then `families` in order), each replicate's summary.
@@ -80,7 +57,7 @@ impl<'a> Resampler<'a> {
         }
         let order: Vec<Option<Family>> = families.iter().map(|f| Family::parse(f)).collect();
         let mut cells: Vec<Vec<Summary>> = vec![Vec::new(); order.len() + 1];
-        for draw in &self.draws {
+        for draw in self.draws.replicates() {
             let mut pooled: Vec<&Observation> = Vec::new();
             for (i, family) in order.iter().enumerate() {
                 let cell: Vec<&Observation> = family
@@ -119,14 +96,14 @@ pub fn change(
     } else {
         Vec::new()
     };
-    let tail = (1.0 - super::LEVEL) / 2.0;
+    let (low, high) = percentile_interval(&deltas, super::LEVEL);
     Change {
         metric,
         a: va,
         b: vb,
         delta: va.zip(vb).map(|(x, y)| y - x),
-        low: nearest_rank(&deltas, tail),
-        high: nearest_rank(&deltas, 1.0 - tail),
+        low,
+        high,
         replicates: deltas.len(),
     }
 }

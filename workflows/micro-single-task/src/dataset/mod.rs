@@ -5,6 +5,7 @@
 //! scoring code looks gold up by item id with [`Release::row`] and matches on [`Gold`].
 
 pub mod canned;
+pub mod cli;
 pub mod extract;
 pub mod generate;
 mod load;

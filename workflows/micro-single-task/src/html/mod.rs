@@ -10,10 +10,12 @@
 
 mod charts;
 mod input;
-mod plot;
 mod sections;
 
 use openbench_common::rundir::{self as layout, RunDirError};
+use openbench_report_kit::html::plot;
+/// The page shell and escaping are the report kit's (shared with `compare.html`).
+pub use openbench_report_kit::html::{escape, page_end, page_start};
 use std::path::{Path, PathBuf};
 
 /// Headline figures of one provider (pooled) or one (provider, family) cell; `None` for an empty
@@ -147,22 +149,6 @@ pub struct HtmlReportInput {
     pub time_scale: Option<f64>,
 }
 
-/// Escapes text for HTML element content and quoted attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 /// Providers sorted alphabetically by display name (case-insensitive), then lane.
 fn sorted_providers(input: &HtmlReportInput) -> Vec<&ProviderReport> {
     let mut v: Vec<&ProviderReport> = input.providers.iter().collect();
@@ -196,29 +182,6 @@ pub fn render_html(input: &HtmlReportInput) -> String {
     sections::provenance(&mut out, input);
     page_end(&mut out);
     out
-}
-
-/// Opens a self-contained page in the report's style: doctype, head with the shared stylesheet
-/// (plus `extra_css`), and the header with title and subtitle. Shared by `report.html` and
-/// `compare.html`; close it with [`page_end`].
-pub fn page_start(out: &mut String, title: &str, subtitle: &str, extra_css: &str) {
-    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
-    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-    out.push_str(&format!("<title>{}</title>\n", escape(title)));
-    out.push_str("<style>\n");
-    out.push_str(include_str!("style.css"));
-    out.push_str(extra_css);
-    out.push_str("</style>\n</head>\n<body>\n<main>\n");
-    out.push_str(&format!(
-        "<header><h1>{}</h1>\n<p class=\"sub\">{}</p></header>\n",
-        escape(title),
-        escape(subtitle)
-    ));
-}
-
-/// Closes a page opened by [`page_start`].
-pub fn page_end(out: &mut String) {
-    out.push_str("</main>\n</body>\n</html>\n");
 }
 
 /// Renders the page and writes it to `run_dir/report.html` (through a temporary file and a

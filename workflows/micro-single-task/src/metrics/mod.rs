@@ -6,8 +6,9 @@
 //! lane with an unresolved harness failure is incomplete.
 
 pub mod observe;
-pub mod plan_view;
 pub mod summary;
+/// The plan as a report reads it is the report kit's.
+pub use openbench_report_kit::plan_view;
 
 pub use observe::{LaneKey, LaneTable, Observation};
 pub use summary::{FailureBreakdown, Prices, Summary, UsageSummary};

@@ -1,56 +1,15 @@
 //! One final terminal record reduced to what metrics, paired comparisons and the artifacts need.
 //!
 //! Texts are scored and dropped as each record is read, so a million-record run stays small in
-//! memory: lanes are interned, field correctness is a bit set, error labels are static.
+//! memory: lanes are interned, field correctness is a bit set, error labels are static. The
+//! workflow-agnostic parts (lanes, failure details, labels, the model-echo check) are the report
+//! kit's; this adds what micro-single-task scores.
 
 use crate::scoring::{self, EvalClass, EvalErrorType, Family, GoldRef, Scored};
-use openbench_common::record::{ErrorType, Outcome, TerminalRecord, Usage};
-use std::collections::HashMap;
-
-/// A lane (provider, region) as seen in records or the lock.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct LaneKey {
-    /// Lane label (`provider`, or `provider@region` with several regions).
-    pub lane: String,
-    /// Provider key.
-    pub provider: String,
-    /// Region label.
-    pub region: String,
-}
-
-/// Interns lanes so each observation carries a small index.
-#[derive(Debug, Default)]
-pub struct LaneTable {
-    /// Lanes by index.
-    pub lanes: Vec<LaneKey>,
-    index: HashMap<LaneKey, u32>,
-}
-
-impl LaneTable {
-    /// Index of `key`, adding it when new.
-    pub fn intern(&mut self, key: LaneKey) -> u32 {
-        if let Some(i) = self.index.get(&key) {
-            return *i;
-        }
-        let i = self.lanes.len() as u32;
-        self.index.insert(key.clone(), i);
-        self.lanes.push(key);
-        i
-    }
-}
-
-/// A failure's details, kept only for failed (or harness) records.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FailureInfo {
-    /// Outcome label (`timeout`, `http_error`, …).
-    pub outcome: Outcome,
-    /// Finer error type.
-    pub error_type: Option<ErrorType>,
-    /// HTTP status.
-    pub http_status: Option<u16>,
-    /// Redacted message.
-    pub message: Option<String>,
-}
+use openbench_common::record::{Outcome, TerminalRecord, Usage};
+pub use openbench_report_kit::observe::{
+    FailureInfo, LaneKey, LaneRecord, LaneTable, error_type_label, outcome_label,
+};
 
 /// The compact form of one final record.
 #[derive(Debug, Clone, PartialEq)]
@@ -105,6 +64,18 @@ pub struct Observation {
     pub out_of_round: bool,
 }
 
+impl LaneRecord for Observation {
+    fn request_id(&self) -> &str {
+        &self.request_id
+    }
+    fn round_index(&self) -> u64 {
+        self.round_index
+    }
+    fn lane(&self) -> u32 {
+        self.lane
+    }
+}
+
 impl Observation {
     /// True when field `i` is correct.
     pub fn field_correct(&self, i: usize) -> bool {
@@ -124,41 +95,6 @@ impl Observation {
     }
 }
 
-/// The label of an error type, as serialized in records.
-pub fn error_type_label(e: ErrorType) -> &'static str {
-    match e {
-        ErrorType::Http429 => "http_429",
-        ErrorType::OtherHttp4xx => "other_http_4xx",
-        ErrorType::Http5xx => "http_5xx",
-        ErrorType::OtherHttpStatus => "other_http_status",
-        ErrorType::Timeout => "timeout",
-        ErrorType::Connect => "connect",
-        ErrorType::Transport => "transport",
-        ErrorType::InvalidSse => "invalid_sse",
-        ErrorType::TruncatedStream => "truncated_stream",
-        ErrorType::LimitLineBytes => "limit_line_bytes",
-        ErrorType::LimitEventBytes => "limit_event_bytes",
-        ErrorType::LimitEvents => "limit_events",
-        ErrorType::LimitAnswerBytes => "limit_answer_bytes",
-        ErrorType::StreamError => "stream_error",
-        ErrorType::Harness => "harness",
-        ErrorType::RegionUnreachable => "region_unreachable",
-    }
-}
-
-/// The label of an outcome, as serialized in records.
-pub fn outcome_label(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Completed => "completed",
-        Outcome::HttpError => "http_error",
-        Outcome::Timeout => "timeout",
-        Outcome::TransportError => "transport_error",
-        Outcome::StreamLimitExceeded => "stream_limit_exceeded",
-        Outcome::StreamError => "stream_error",
-        Outcome::HarnessError => "harness_error",
-    }
-}
-
 /// Scores and reduces one record. `gold` looks an item id up; `requested` gives the lock's model
 /// id of a provider (used when the record does not name the requested model).
 pub fn observe(
@@ -173,16 +109,7 @@ pub fn observe(
             record.request_id, record.task_family
         )
     })?;
-    let lane_label = if record.lane.is_empty() {
-        record.provider.clone()
-    } else {
-        record.lane.clone()
-    };
-    let lane = lanes.intern(LaneKey {
-        lane: lane_label,
-        provider: record.provider.clone(),
-        region: record.region.clone(),
-    });
+    let lane = lanes.intern(LaneKey::of_record(&record));
     let completed = record.outcome == Outcome::Completed;
     let scored: Scored = if completed {
         let g = gold(&record.item_id).ok_or_else(|| {
@@ -212,28 +139,8 @@ pub fn observe(
         .iter()
         .enumerate()
         .fold(0u16, |bits, (i, c)| if *c { bits | (1 << i) } else { bits });
-    let model_mismatch = if completed {
-        let want = if record.requested_model.is_empty() {
-            requested(&record.provider).unwrap_or_default()
-        } else {
-            record.requested_model.clone()
-        };
-        match &record.response_model {
-            Some(m) if *m == want => None,
-            Some(m) => Some(m.clone()),
-            None => Some(String::new()),
-        }
-    } else {
-        None
-    };
-    let failure = (!completed).then(|| {
-        Box::new(FailureInfo {
-            outcome: record.outcome,
-            error_type: record.error_type,
-            http_status: record.http_status,
-            message: record.error_message.clone(),
-        })
-    });
+    let model_mismatch = openbench_report_kit::observe::model_mismatch(&record, requested);
+    let failure = FailureInfo::of_record(&record);
     Ok(Observation {
         request_id: record.request_id,
         round_index: record.round_index,

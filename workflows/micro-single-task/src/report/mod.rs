@@ -2,11 +2,12 @@
 //! them with `report.md`. Deterministic: observations are sorted, maps are ordered, floats are
 //! printed by one formatter, nothing reads the clock — re-running gives byte-identical files.
 
-pub mod admission;
 pub mod faults_section;
-pub mod format;
 pub mod markdown;
 mod paired_section;
+
+/// Record admission and table formatting are the report kit's, shared with any workflow.
+pub use openbench_report_kit::{admission, format};
 
 use crate::metrics::{self, MetricsInput, Observation, RunMetrics, observe};
 use crate::paired::{self, PairedComparisons, PairedLane};

@@ -62,14 +62,8 @@ pub fn score_line(line: &str, lookup: &mut GoldLookup<'_>) -> Result<Evaluation,
     ))
 }
 
-/// Counts from one scoring pass.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ScoreCounts {
-    /// Lines scored.
-    pub scored: u64,
-    /// Lines rejected.
-    pub bad_lines: u64,
-}
+/// Counts from one scoring pass (the `Workflow` trait's, returned by `score_answers`).
+pub use openbench_common::workflow::ScoreCounts;
 
 /// Scores every line of `input`, writing one evaluation per good line to `out` and one message
 /// per bad line (`<source>:<line>: …`) to `errors`; a line that is not UTF-8 is a bad line too.

@@ -2,7 +2,7 @@
 //! helpers, and a linear axis with fixed ticks.
 
 use super::escape;
-use crate::report::format::grouped;
+use crate::format::grouped;
 use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
@@ -18,7 +18,7 @@ impl Rgb {
         format!("#{:02x}{:02x}{:02x}", self.0, self.1, self.2)
     }
     /// As a plotters colour.
-    pub(super) fn plot(self) -> RGBColor {
+    pub fn plot(self) -> RGBColor {
         RGBColor(self.0, self.1, self.2)
     }
 }
@@ -38,21 +38,28 @@ const PALETTE: [Rgb; 10] = [
 ];
 
 /// Colour of the `i`-th provider (alphabetical order).
-pub(super) fn color(i: usize) -> Rgb {
+pub fn color(i: usize) -> Rgb {
     PALETTE[i % PALETTE.len()]
 }
 
-pub(super) const FONT: &str = "sans-serif";
-pub(super) const GRID: RGBColor = RGBColor(228, 231, 235);
-pub(super) const AXIS: RGBColor = RGBColor(90, 96, 104);
-pub(super) const INK: RGBColor = RGBColor(27, 31, 36);
-pub(super) const SUCCESS: RGBColor = RGBColor(46, 125, 50);
-pub(super) const FAILURE: RGBColor = RGBColor(198, 40, 40);
+/// The one font family of every chart.
+pub const FONT: &str = "sans-serif";
+/// Grid lines.
+pub const GRID: RGBColor = RGBColor(228, 231, 235);
+/// Axis lines.
+pub const AXIS: RGBColor = RGBColor(90, 96, 104);
+/// Text and marks.
+pub const INK: RGBColor = RGBColor(27, 31, 36);
+/// Success bars.
+pub const SUCCESS: RGBColor = RGBColor(46, 125, 50);
+/// Failure bars and marks.
+pub const FAILURE: RGBColor = RGBColor(198, 40, 40);
 
-pub(super) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+/// The SVG drawing area a chart draws on.
+pub type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
 /// The page's one mesh style: light bold grid, no minor lines, grey axes, `size`-point labels.
-pub(super) fn house_style<'m, 'a, 'b, X, Y, DB>(
+pub fn house_style<'m, 'a, 'b, X, Y, DB>(
     mesh: &'m mut MeshStyle<'a, 'b, X, Y, DB>,
     size: u32,
 ) -> &'m mut MeshStyle<'a, 'b, X, Y, DB>
@@ -68,13 +75,14 @@ where
         .axis_desc_style((FONT, size).into_font().color(&INK))
 }
 
-pub(super) fn err(e: impl std::fmt::Display) -> String {
+/// A plotters error as the text `svg` shows in place of a chart.
+pub fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
 /// Draws one chart into an SVG string whose root tag is rewritten to scale with its container
 /// (no `width`/`height`, no namespace URL: inline SVG in HTML needs neither).
-pub(super) fn svg(
+pub fn svg(
     size: (u32, u32),
     label: &str,
     draw: impl FnOnce(&Area<'_>) -> Result<(), String>,
@@ -104,7 +112,7 @@ pub(super) fn svg(
 }
 
 /// Sorted finite positive values.
-pub(super) fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
+pub fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
     let mut v: Vec<f64> = values.filter(|x| x.is_finite() && *x > 0.0).collect();
     v.sort_by(f64::total_cmp);
     v
@@ -113,11 +121,11 @@ pub(super) fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
 /// Most points one series draws. A chart is 600–1,200 pixels wide, so a strip of 100,000 dots
 /// or a CDF of 200,000 steps shows nothing more than 2,000 well-chosen ones, and costs a hundred
 /// megabytes of SVG; below the cap every value is drawn.
-pub(super) const MAX_SERIES_POINTS: usize = 2_000;
+pub const MAX_SERIES_POINTS: usize = 2_000;
 
 /// Positions of the values a series of `n` sorted values draws: all of them up to
 /// [`MAX_SERIES_POINTS`], else that many evenly spaced order statistics, first and last included.
-pub(super) fn drawn_indices(n: usize) -> impl Iterator<Item = usize> {
+pub fn drawn_indices(n: usize) -> impl Iterator<Item = usize> {
     let (count, thinned) = if n <= MAX_SERIES_POINTS {
         (n, false)
     } else {
@@ -133,7 +141,7 @@ pub(super) fn drawn_indices(n: usize) -> impl Iterator<Item = usize> {
 }
 
 /// 1-2-5 ticks inside [lo, hi].
-pub(super) fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+pub fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     let mut out = Vec::new();
     let first = lo.log10().floor() as i32;
     let last = hi.log10().ceil() as i32;
@@ -148,7 +156,9 @@ pub(super) fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     out
 }
 
-pub(super) fn ms_tick(v: f64) -> String {
+/// A tick label for milliseconds (or any positive quantity on a log axis): grouped integers from
+/// 1,000, integers from 1, two decimals below.
+pub fn ms_tick(v: f64) -> String {
     if v >= 1000.0 {
         grouped(v, 0)
     } else if v >= 1.0 {
@@ -159,7 +169,7 @@ pub(super) fn ms_tick(v: f64) -> String {
 }
 
 /// A name shortened to `max` characters for an axis label.
-pub(super) fn short(name: &str, max: usize) -> String {
+pub fn short(name: &str, max: usize) -> String {
     if name.chars().count() <= max {
         name.to_string()
     } else {
@@ -169,17 +179,20 @@ pub(super) fn short(name: &str, max: usize) -> String {
 }
 
 /// Row `i` of `n` counted from the top, as a y value (row 0 at the top).
-pub(super) fn row_y(i: usize, n: usize) -> f64 {
+pub fn row_y(i: usize, n: usize) -> f64 {
     (n - 1 - i) as f64
 }
 
 /// A linear f64 axis with exactly the given ticks (plotters' own `with_key_points` on an f64
 /// range loses the default label formatting).
 #[derive(Debug, Clone)]
-pub(super) struct Ticked {
-    pub(super) lo: f64,
-    pub(super) hi: f64,
-    pub(super) ticks: Vec<f64>,
+pub struct Ticked {
+    /// Lower end.
+    pub lo: f64,
+    /// Upper end.
+    pub hi: f64,
+    /// Where the ticks are.
+    pub ticks: Vec<f64>,
 }
 
 impl Ranged for Ticked {
@@ -205,7 +218,7 @@ impl Ranged for Ticked {
 }
 
 /// The y axis of a chart with one row per provider: integer key points labelled with names.
-pub(super) fn rows_axis(n: usize) -> Ticked {
+pub fn rows_axis(n: usize) -> Ticked {
     Ticked {
         lo: -0.6,
         hi: n as f64 - 0.4,
@@ -213,7 +226,8 @@ pub(super) fn rows_axis(n: usize) -> Ticked {
     }
 }
 
-pub(super) fn row_label(names: &[String], v: f64) -> String {
+/// The label of row value `v` on a [`rows_axis`]: the name of that row, empty between rows.
+pub fn row_label(names: &[String], v: f64) -> String {
     let n = names.len();
     let i = v.round();
     if (v - i).abs() > 1e-6 || i < 0.0 || i as usize >= n {

@@ -3,9 +3,12 @@
 //! committed record of one request was not written by this run's coordinator: counting it would
 //! change the figures silently. `report` refuses them, naming them, unless the user accepts them
 //! explicitly ([`ReportOptions`]); what was accepted is then stated in the report's header.
+//!
+//! Any workflow's report admits its records here: it reads only a record's request, round and
+//! lane ([`LaneRecord`]).
 
-use crate::metrics::PlanView;
-use crate::metrics::{LaneTable, Observation};
+use crate::observe::{LaneRecord, LaneTable};
+use crate::plan_view::PlanView;
 use openbench_common::record::TerminalRecord;
 use openbench_common::rundir::{ReadStats, RunLock, lines_of};
 use openbench_common::workflow::ReportOptions;
@@ -94,7 +97,7 @@ pub struct RecordsRead<'a> {
 /// Checks the final records against the plan (named `plan_name`) and the lock; returns what was
 /// accepted, or the refusal. `observations` are sorted by round index (as `compute` sorts them).
 pub fn admit(
-    observations: &[Observation],
+    observations: &[impl LaneRecord],
     lanes: &LaneTable,
     (plan, plan_name): (Option<&PlanView>, &str),
     lock: &RunLock,
@@ -151,7 +154,7 @@ pub fn admit(
 /// file only the lock is checked. Walks the plan one round at a time, so memory stays at one
 /// round's lanes however long the plan is.
 fn strays(
-    observations: &[Observation],
+    observations: &[impl LaneRecord],
     lanes: &LaneTable,
     plan: Option<&PlanView>,
     lock: &RunLock,
@@ -160,10 +163,10 @@ fn strays(
     let mut out = Vec::new();
     let mut round: Option<(u64, HashMap<&str, &str>)> = None;
     for o in observations {
-        let lane = &lanes.lanes[o.lane as usize];
+        let lane = &lanes.lanes[o.lane() as usize];
         if !providers.contains(lane.provider.as_str()) {
             out.push((
-                o.request_id.to_string(),
+                o.request_id().to_string(),
                 format!("provider {:?} is not in run-lock.json", lane.provider),
             ));
             continue;
@@ -171,20 +174,18 @@ fn strays(
         let Some(plan) = plan else { continue };
         if round
             .as_ref()
-            .is_none_or(|(index, _)| *index != o.round_index)
+            .is_none_or(|(index, _)| *index != o.round_index())
         {
-            round = Some((o.round_index, planned_round(plan, o.round_index)));
+            round = Some((o.round_index(), planned_round(plan, o.round_index())));
         }
-        let planned = round
-            .as_ref()
-            .and_then(|(_, r)| r.get(o.request_id.as_str()));
+        let planned = round.as_ref().and_then(|(_, r)| r.get(o.request_id()));
         match planned {
             None => out.push((
-                o.request_id.to_string(),
-                format!("round {}: not a planned request", o.round_index),
+                o.request_id().to_string(),
+                format!("round {}: not a planned request", o.round_index()),
             )),
             Some(planned_lane) if *planned_lane != lane.lane => out.push((
-                o.request_id.to_string(),
+                o.request_id().to_string(),
                 format!("lane {:?}, planned as {:?}", lane.lane, planned_lane),
             )),
             Some(_) => {}
