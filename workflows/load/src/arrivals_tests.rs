@@ -27,10 +27,18 @@ fn phases(warmup_s: f64, measure: Measure, cooldown_s: f64) -> Phases {
 fn constant_rate_releases_with_exact_offsets_and_phases() {
     // 4/s: every 250 ms. Warm-up [0, 1 s): 0, .25, .5, .75; window [1, 3 s): 1.0 … 2.75 (8);
     // cool-down [3, 3.5 s): 3.0, 3.25. Then nothing.
-    let s = step(0, Arrivals::Constant, 4.0, phases(1.0, Measure::DurationS(2.0), 0.5));
+    let s = step(
+        0,
+        Arrivals::Constant,
+        4.0,
+        phases(1.0, Measure::DurationS(2.0), 0.5),
+    );
     let schedule = OpenSchedule::new(&s, 9).unwrap();
     let w = schedule.window();
-    assert_eq!((w.start_ns, w.end_ns, w.load_end_ns), (1_000_000_000, 3_000_000_000, 3_500_000_000));
+    assert_eq!(
+        (w.start_ns, w.end_ns, w.load_end_ns),
+        (1_000_000_000, 3_000_000_000, 3_500_000_000)
+    );
     let releases: Vec<Release> = schedule.releases().collect();
     let offsets: Vec<u64> = releases.iter().map(|r| r.offset_ns).collect();
     let want: Vec<u64> = (0..14).map(|k| k * 250_000_000).collect();
@@ -52,7 +60,9 @@ fn constant_offsets_are_computed_from_the_index_not_summed() {
     let mut offsets = Offsets::new(Arrivals::Constant, 3.0, 0, 0);
     let first: Vec<u64> = offsets.by_ref().take(4).collect();
     assert_eq!(first, [0, 333_333_333, 666_666_667, 1_000_000_000]);
-    let far = Offsets::new(Arrivals::Constant, 3.0, 0, 0).nth(3_000_000).unwrap();
+    let far = Offsets::new(Arrivals::Constant, 3.0, 0, 0)
+        .nth(3_000_000)
+        .unwrap();
     assert_eq!(far, 1_000_000 * 1_000_000_000);
 }
 
@@ -60,11 +70,22 @@ fn constant_offsets_are_computed_from_the_index_not_summed() {
 fn a_count_window_ends_when_the_next_request_is_due() {
     // 2/s, warm-up 1 s: due 0, .5 (warm-up), then 1.0, 1.5, 2.0 measured (3 requests); the next
     // is due at 2.5 s, where the window ends; cool-down 1 s → load ends at 3.5 s.
-    let s = step(0, Arrivals::Constant, 2.0, phases(1.0, Measure::Requests(3), 1.0));
+    let s = step(
+        0,
+        Arrivals::Constant,
+        2.0,
+        phases(1.0, Measure::Requests(3), 1.0),
+    );
     let schedule = OpenSchedule::new(&s, 0).unwrap();
     let w = schedule.window();
-    assert_eq!((w.start_ns, w.end_ns, w.load_end_ns), (1_000_000_000, 2_500_000_000, 3_500_000_000));
-    let measured = schedule.releases().filter(|r| r.phase == Phase::Measured).count();
+    assert_eq!(
+        (w.start_ns, w.end_ns, w.load_end_ns),
+        (1_000_000_000, 2_500_000_000, 3_500_000_000)
+    );
+    let measured = schedule
+        .releases()
+        .filter(|r| r.phase == Phase::Measured)
+        .count();
     assert_eq!(measured, 3);
     assert_eq!(schedule.releases().count(), 7); // 0 … 3.0 s
 }
@@ -85,10 +106,14 @@ fn poisson_gaps_follow_the_documented_seeded_stream() {
         at += -(1.0 - u).ln() / rate;
         want.push((at * 1e9).round() as u64);
     }
-    let got: Vec<u64> = Offsets::new(Arrivals::Poisson, rate, 11, 2).take(4).collect();
+    let got: Vec<u64> = Offsets::new(Arrivals::Poisson, rate, 11, 2)
+        .take(4)
+        .collect();
     assert_eq!(got, want);
     // Another step index or seed is another stream.
-    let other: Vec<u64> = Offsets::new(Arrivals::Poisson, rate, 11, 3).take(4).collect();
+    let other: Vec<u64> = Offsets::new(Arrivals::Poisson, rate, 11, 3)
+        .take(4)
+        .collect();
     assert_ne!(got, other);
 }
 
@@ -96,8 +121,13 @@ fn poisson_gaps_follow_the_documented_seeded_stream() {
 fn poisson_gaps_have_the_mean_and_spread_of_an_exponential() {
     let n = 20_000usize;
     let rate = 8.0;
-    let offsets: Vec<u64> = Offsets::new(Arrivals::Poisson, rate, 3, 0).take(n + 1).collect();
-    let gaps: Vec<f64> = offsets.windows(2).map(|w| (w[1] - w[0]) as f64 / 1e9).collect();
+    let offsets: Vec<u64> = Offsets::new(Arrivals::Poisson, rate, 3, 0)
+        .take(n + 1)
+        .collect();
+    let gaps: Vec<f64> = offsets
+        .windows(2)
+        .map(|w| (w[1] - w[0]) as f64 / 1e9)
+        .collect();
     let mean = gaps.iter().sum::<f64>() / n as f64;
     let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
     // Exponential(8): mean = sd = 0.125 s. The sample mean's sd is 0.125/√20000 ≈ 0.00088;
@@ -105,7 +135,9 @@ fn poisson_gaps_have_the_mean_and_spread_of_an_exponential() {
     assert!((mean - 0.125).abs() < 0.0036, "{mean}");
     assert!((sd - 0.125).abs() < 0.005, "{sd}");
     // Deterministic: the same seed replays the same schedule.
-    let again: Vec<u64> = Offsets::new(Arrivals::Poisson, rate, 3, 0).take(n + 1).collect();
+    let again: Vec<u64> = Offsets::new(Arrivals::Poisson, rate, 3, 0)
+        .take(n + 1)
+        .collect();
     assert_eq!(offsets, again);
 }
 
@@ -120,9 +152,19 @@ fn closed_loop_has_no_schedule_and_its_count_window_waits_for_the_run() {
     // Sends (ns): two in warm-up, then 1.0 s and 1.2 s measured; the window ends at the third
     // send after warm-up, 1.7 s — unknown until it happened.
     let ms = 1_000_000;
-    assert_eq!(closed_window(&closed.phases, &[0, 300 * ms, 1000 * ms, 1200 * ms]), None);
-    let w = closed_window(&closed.phases, &[0, 300 * ms, 1000 * ms, 1200 * ms, 1700 * ms]).unwrap();
-    assert_eq!((w.start_ns, w.end_ns, w.load_end_ns), (1000 * ms, 1700 * ms, 2200 * ms));
+    assert_eq!(
+        closed_window(&closed.phases, &[0, 300 * ms, 1000 * ms, 1200 * ms]),
+        None
+    );
+    let w = closed_window(
+        &closed.phases,
+        &[0, 300 * ms, 1000 * ms, 1200 * ms, 1700 * ms],
+    )
+    .unwrap();
+    assert_eq!(
+        (w.start_ns, w.end_ns, w.load_end_ns),
+        (1000 * ms, 1700 * ms, 2200 * ms)
+    );
     assert_eq!(w.phase_of(999 * ms), Some(Phase::Warmup));
     assert_eq!(w.phase_of(1000 * ms), Some(Phase::Measured));
     assert_eq!(w.phase_of(1700 * ms), Some(Phase::Cooldown));

@@ -11,5 +11,6 @@
 //! is left to wire") owns time and the network.
 
 pub mod arrivals;
+pub mod metrics;
 pub mod rng;
 pub mod spec;

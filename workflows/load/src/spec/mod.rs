@@ -246,9 +246,7 @@ impl LengthDist {
             LengthDist::Uniform { min, max } | LengthDist::Normal { min, max, .. } => {
                 Some((*min, *max))
             }
-            LengthDist::List { values } => {
-                Some((*values.iter().min()?, *values.iter().max()?))
-            }
+            LengthDist::List { values } => Some((*values.iter().min()?, *values.iter().max()?)),
         }
     }
 }

@@ -74,7 +74,10 @@ workload:
     for line in expected {
         assert!(err.contains(line), "missing {line:?} in:\n{err}");
     }
-    assert!(err.starts_with("bad.yaml: load section has 14 problem(s)"), "{err}");
+    assert!(
+        err.starts_with("bad.yaml: load section has 14 problem(s)"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -106,11 +109,18 @@ workload:
 #[test]
 fn unknown_fields_and_models_are_parse_errors_naming_them() {
     let text = GOOD.replace("concurrency: 4", "concurency: 4");
-    let err = LoadSection::from_yaml(&text, "spec.yaml").unwrap_err().to_string();
-    assert!(err.starts_with("spec.yaml: load section is not valid:"), "{err}");
+    let err = LoadSection::from_yaml(&text, "spec.yaml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("spec.yaml: load section is not valid:"),
+        "{err}"
+    );
     assert!(err.contains("concurency"), "{err}");
     let text = GOOD.replace("model: poisson", "model: bursty");
-    let err = LoadSection::from_yaml(&text, "spec.yaml").unwrap_err().to_string();
+    let err = LoadSection::from_yaml(&text, "spec.yaml")
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("bursty"), "{err}");
 }
 

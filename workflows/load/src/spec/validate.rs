@@ -63,7 +63,12 @@ impl LoadSection {
                     }
                 }
                 LoadModel::Constant { rate_per_s } | LoadModel::Poisson { rate_per_s } => {
-                    rate_problems(&format!("{at}.rate_per_s"), *rate_per_s, &self.phases, &mut say);
+                    rate_problems(
+                        &format!("{at}.rate_per_s"),
+                        *rate_per_s,
+                        &self.phases,
+                        &mut say,
+                    );
                 }
             }
         }
@@ -106,7 +111,9 @@ impl LoadSection {
                     SLO_METRICS.join(", ")
                 ));
             } else if !(*bound > 0.0 && bound.is_finite()) {
-                say(format!("load.slo.{metric}: {bound} must be a positive number"));
+                say(format!(
+                    "load.slo.{metric}: {bound} must be a positive number"
+                ));
             }
         }
         for (field, value) in [
@@ -255,10 +262,14 @@ fn dist_problems(at: &str, dist: &LengthDist, say: &mut impl FnMut(String)) -> O
             LengthDist::Uniform { min, max } | LengthDist::Normal { min, max, .. }
                 if *min == 0 || min > max =>
             {
-                note(format!("{at}: min {min} and max {max} must satisfy 1 <= min <= max"));
+                note(format!(
+                    "{at}: min {min} and max {max} must satisfy 1 <= min <= max"
+                ));
             }
             LengthDist::List { values } if values.is_empty() || values.contains(&0) => {
-                note(format!("{at}.values: must be a non-empty list of lengths >= 1"));
+                note(format!(
+                    "{at}.values: must be a non-empty list of lengths >= 1"
+                ));
             }
             _ => {}
         }
