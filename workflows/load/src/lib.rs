@@ -14,3 +14,4 @@ pub mod arrivals;
 pub mod metrics;
 pub mod rng;
 pub mod spec;
+pub mod workload;
