@@ -356,6 +356,10 @@ fn the_saturation_search_ramps_then_bisects() {
     // If the bisection fails instead, the upper end moves down: 3 fails → (2 + 3)/2 = 2.5.
     let h = [(1.0, true), (2.0, true), (4.0, false), (3.0, false)];
     assert_eq!(next_rate(&search, &h), Some(2.5));
+    // Whatever the history holds (a resumed search), the lower end is the best sustained rate
+    // *below* the lowest failure: 1 and 4 → 2.5, not 8 (sustained above it) and 4 → 6.
+    let h = [(1.0, true), (4.0, false), (8.0, true)];
+    assert_eq!(next_rate(&search, &h), Some(2.5));
     // The very first step fails: nothing below it to bisect towards.
     assert_eq!(next_rate(&search, &[(1.0, false)]), None);
 }

@@ -134,7 +134,7 @@ fn phase_problems(phases: &Phases, say: &mut impl FnMut(String)) {
         ("warmup_s", phases.warmup_s),
         ("cooldown_s", phases.cooldown_s),
     ] {
-        if !(value >= 0.0 && value <= MAX_PHASE_S) {
+        if !(0.0..=MAX_PHASE_S).contains(&value) {
             say(format!(
                 "load.phases.{field}: {value} is outside 0..={MAX_PHASE_S}"
             ));
