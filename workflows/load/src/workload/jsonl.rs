@@ -11,6 +11,7 @@
 //! Other fields on a line are ignored (datasets carry ids and metadata). Blank lines are skipped.
 //! Every broken line is reported, each with its 1-based line number, all at once.
 
+use super::Prompt;
 use crate::spec::JsonlFormat;
 use openbench_common::tokenizer::count_tokens;
 use serde_json::Value;
@@ -29,6 +30,19 @@ pub struct FilePrompt {
     pub input_tokens: u64,
     /// o200k tokens of the reference reply (ShareGPT, when the conversation has one).
     pub reference_output_tokens: Option<u64>,
+}
+
+impl FilePrompt {
+    /// The request prompt of this line, asking for `max_output_tokens` (drawn with
+    /// [`super::output_tokens`]).
+    pub fn to_prompt(&self, max_output_tokens: u32) -> Prompt {
+        Prompt {
+            system: self.system.clone(),
+            user: self.user.clone(),
+            input_tokens: self.input_tokens,
+            max_output_tokens,
+        }
+    }
 }
 
 /// Why a prompt file was refused.
