@@ -45,6 +45,7 @@ pub fn coalesce(writes: Vec<Write>, min_gap_ms: f64) -> Vec<Write> {
             Some(mut p) => {
                 p.bytes.extend_from_slice(&write.bytes);
                 p.at_ms = write.at_ms;
+                p.tokens += write.tokens;
                 if write.label == Label::Answer {
                     p.label = Label::Answer;
                 }
@@ -75,6 +76,7 @@ mod tests {
             min_gap_ms: 0.0,
             bytes: text.as_bytes().to_vec(),
             label,
+            tokens: u32::from(matches!(label, Label::Reasoning | Label::Answer)),
         }
     }
 

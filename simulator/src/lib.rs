@@ -10,6 +10,7 @@
 //!   chunk, and records write times for exact-schedule requests.
 
 pub mod answer;
+pub mod capacity;
 pub mod coalesce;
 pub mod draft;
 pub mod hostile;

@@ -29,6 +29,8 @@ pub struct Write {
     pub bytes: Vec<u8>,
     /// What they carry.
     pub label: Label,
+    /// Output tokens in them (one per reasoning or answer chunk), for a shared token rate.
+    pub tokens: u32,
 }
 
 /// What the response looks like on the wire.
@@ -217,6 +219,7 @@ fn to_writes(draft: &Draft, events: &[Event]) -> Vec<Write> {
                 min_gap_ms: 0.0,
                 bytes: framing.comment(),
                 label: Label::Comment,
+                tokens: 0,
             });
         }
         previous = event.at_ms;
@@ -226,6 +229,7 @@ fn to_writes(draft: &Draft, events: &[Event]) -> Vec<Write> {
             min_gap_ms: 0.0,
             bytes: framing.event(name, &data),
             label,
+            tokens: u32::from(matches!(label, Label::Reasoning | Label::Answer)),
         });
     }
     if draft.has(Quirk::BatchedEvents) {
@@ -239,6 +243,7 @@ fn to_writes(draft: &Draft, events: &[Event]) -> Vec<Write> {
             min_gap_ms: if k == 0 { 0.0 } else { SPLIT_GAP_MS },
             bytes: vec![*b],
             label: Label::Fragment,
+            tokens: if k == 0 { w.tokens } else { 0 },
         });
         writes.splice(i..i, bytes);
     }
@@ -261,6 +266,7 @@ fn batch(writes: Vec<Write>, n: usize) -> Vec<Write> {
             } else {
                 Label::Batch
             },
+            tokens: group.iter().map(|w| w.tokens).sum(),
         })
         .collect()
 }
@@ -279,6 +285,7 @@ fn split_utf8(writes: &mut Vec<Write>) {
                     min_gap_ms: SPLIT_GAP_MS,
                     bytes: tail,
                     label,
+                    tokens: 0,
                 },
             );
             return;

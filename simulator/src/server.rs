@@ -1,6 +1,7 @@
 //! The HTTP side: routes, replaying a plan against the clock one flushed write at a time, the
 //! write log of exact-schedule requests, and graceful shutdown.
 
+use crate::capacity::{Admission, Capacities, Capacity, CapacitySpec, CapacityStats, Slot};
 use crate::coalesce::coalesce;
 use crate::hostile;
 use crate::render::{self, DRIP_EVERY_MS, HANG_MS, Replay, Shape, Write};
@@ -11,7 +12,7 @@ use crate::{SimConfig, SimError, profile};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
@@ -54,6 +55,8 @@ struct Shared {
     seen: Mutex<HashMap<(String, Vec<u8>), u64>>,
     /// Chat requests received (headers and body read), for tests that wait for one to arrive.
     received: AtomicU64,
+    /// The capacity of every (profile, parameters) route that asked for one.
+    capacities: Capacities,
 }
 
 impl Shared {
@@ -99,12 +102,25 @@ impl SimServer {
         format!("http://{}/v1", self.addr)
     }
 
-    /// `http://HOST:PORT/profiles/<profile>/v1/chat/completions`.
+    /// `http://HOST:PORT/profiles/<profile>/v1/chat/completions`; a capacity query after the
+    /// name (`plain?slots=2`, as a `sim://` endpoint may carry) goes after the path.
     pub fn profile_endpoint(&self, profile: &str) -> String {
+        let (name, query) = crate::capacity::split_profile(profile);
+        let query = if query.is_empty() {
+            String::new()
+        } else {
+            format!("?{query}")
+        };
         format!(
-            "http://{}/profiles/{profile}/v1/chat/completions",
+            "http://{}/profiles/{name}/v1/chat/completions{query}",
             self.addr
         )
+    }
+
+    /// What the capacity of `profile` with `query` (`slots=2&queue=8`) has seen; `None` until a
+    /// request used it.
+    pub fn capacity_stats(&self, profile: &str, query: &str) -> Option<CapacityStats> {
+        self.shared.capacities.stats(profile, query)
     }
 
     /// The writes recorded for a request that sent `x-sim-id: <request_key>`, in order.
@@ -159,6 +175,7 @@ pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimServer, Sim
         logs: Mutex::new(HashMap::new()),
         seen: Mutex::new(HashMap::new()),
         received: AtomicU64::new(0),
+        capacities: Capacities::default(),
     });
     let router = Router::new()
         .route(
@@ -192,20 +209,22 @@ pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimServer, Sim
 
 async fn default_profile(
     State(shared): State<Arc<Shared>>,
+    uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let name = shared.config.default_profile.clone();
-    respond(shared, &name, headers, body).await
+    respond(shared, &name, uri.query(), headers, body).await
 }
 
 async fn named_profile(
     State(shared): State<Arc<Shared>>,
     Path(name): Path<String>,
+    uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    respond(shared, &name, headers, body).await
+    respond(shared, &name, uri.query(), headers, body).await
 }
 
 async fn debug_writes(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
@@ -228,10 +247,11 @@ fn json_error(status: StatusCode, message: &str) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
-/// Plans and plays one response.
+/// Plans and plays one response; `query` selects a capacity (see [`crate::capacity`]).
 async fn respond(
     shared: Arc<Shared>,
     profile_name: &str,
+    query: Option<&str>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -253,6 +273,20 @@ async fn respond(
         let until = received + Duration::from_secs_f64(HANG_MS * shared.config.time_scale / 1000.0);
         return hostile::respond(quirk, bearer, until, shared.cancel.clone());
     }
+    let capacity = match CapacitySpec::parse_query(query.unwrap_or_default()) {
+        Ok(spec) => spec.and_then(|spec| shared.capacities.get(profile_name, spec)),
+        Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.to_string()),
+    };
+    // With a capacity, the drafted timeline starts when a slot is free: the wait adds to every
+    // latency. Without one, it starts at receipt, as it always has.
+    let (base, slot) = match &capacity {
+        None => (received, None),
+        Some(capacity) => match capacity.admit(&shared.cancel).await {
+            Admission::Served(slot) => (Instant::now(), Some(slot)),
+            Admission::Rejected { retry_after_s } => return over_capacity(retry_after_s),
+            Admission::ShutDown => return StatusCode::SERVICE_UNAVAILABLE.into_response(),
+        },
+    };
     let log_key = text("x-sim-id").map(str::to_string);
     let occurrence = shared.occurrence(profile_name, &body);
     let mut draws = Draws::for_occurrence(shared.config.seed, profile_name, &body, occurrence);
@@ -262,7 +296,7 @@ async fn respond(
     } else {
         shared.config.time_scale
     };
-    let at = |ms: f64| received + Duration::from_secs_f64((ms * scale).max(0.0) / 1000.0);
+    let at = |ms: f64| base + Duration::from_secs_f64((ms * scale).max(0.0) / 1000.0);
     let cancel = shared.cancel.clone();
     if !sleep_until(at(plan.headers_at_ms), &cancel).await {
         return StatusCode::SERVICE_UNAVAILABLE.into_response();
@@ -298,11 +332,14 @@ async fn respond(
                 shared: shared.clone(),
                 writes: writes.into_iter(),
                 received,
+                base,
                 scale,
                 last_write: None,
                 index: 0,
                 drip_until: drip.then(|| at(HANG_MS)),
                 log_key,
+                capacity,
+                _slot: slot,
             };
             let stream = futures_util::stream::unfold(player, Player::next);
             let mut response = Body::from_stream(stream).into_response();
@@ -322,6 +359,20 @@ async fn respond(
     response
 }
 
+/// The 429 of a full queue: `Retry-After` says when to come back.
+fn over_capacity(retry_after_s: u32) -> Response {
+    let body = serde_json::json!({"error": {
+        "message": "Rate limit reached: all slots busy and the queue is full (simulated)",
+        "type": "rate_limit_error",
+        "code": "rate_limit_exceeded",
+    }});
+    let mut response = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
+    response
+}
+
 /// Sleeps until `deadline`; false when the server shut down first.
 async fn sleep_until(deadline: Instant, cancel: &CancellationToken) -> bool {
     tokio::select! {
@@ -334,37 +385,54 @@ async fn sleep_until(deadline: Instant, cancel: &CancellationToken) -> bool {
 struct Player {
     shared: Arc<Shared>,
     writes: std::vec::IntoIter<Write>,
+    /// When the request was received: write stamps are offsets from it.
     received: Instant,
+    /// When the drafted timeline starts (receipt, or the slot's grant under a capacity).
+    base: Instant,
     scale: f64,
     last_write: Option<Instant>,
     index: usize,
     drip_until: Option<Instant>,
     log_key: Option<String>,
+    /// The capacity whose shared token rate paces output writes.
+    capacity: Option<Arc<Capacity>>,
+    /// The slot this response holds, released when the stream ends or is dropped.
+    _slot: Option<Slot>,
 }
 
 impl Player {
     async fn next(mut self) -> Option<(Result<Bytes, std::convert::Infallible>, Player)> {
         let cancel = self.shared.cancel.clone();
-        let (deadline, bytes, label) = match self.writes.next() {
+        let (deadline, bytes, label, tokens) = match self.writes.next() {
             Some(w) => {
-                let mut deadline = self.received
-                    + Duration::from_secs_f64((w.at_ms * self.scale).max(0.0) / 1000.0);
+                let mut deadline =
+                    self.base + Duration::from_secs_f64((w.at_ms * self.scale).max(0.0) / 1000.0);
                 if let Some(last) = self.last_write {
                     deadline = deadline.max(last + Duration::from_secs_f64(w.min_gap_ms / 1000.0));
                 }
-                (deadline, w.bytes, w.label)
+                (deadline, w.bytes, w.label, w.tokens)
             }
             None => {
                 let until = self.drip_until?;
                 let every = Duration::from_secs_f64(DRIP_EVERY_MS * self.scale / 1000.0);
-                let deadline = self.last_write.unwrap_or(self.received) + every;
+                let deadline = self.last_write.unwrap_or(self.base) + every;
                 if deadline > until {
                     return None;
                 }
-                (deadline, Framing::default().comment(), Label::Comment)
+                (deadline, Framing::default().comment(), Label::Comment, 0)
             }
         };
         if !sleep_until(deadline, &cancel).await {
+            return None;
+        }
+        // Under a shared token rate, an output write also waits for its turn, taken once due.
+        let turn = self
+            .capacity
+            .as_ref()
+            .and_then(|c| c.token_turn(Instant::now(), tokens, self.scale));
+        if let Some(turn) = turn
+            && !sleep_until(turn, &cancel).await
+        {
             return None;
         }
         let now = Instant::now();

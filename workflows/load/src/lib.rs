@@ -1,0 +1,17 @@
+//! The load workflow's pure parts: everything that does not need the runner's schedule seam.
+//!
+//! Read top-down:
+//! - [`spec`]: the `load:` section (load models, phases, SLO, workload) and its validation.
+//! - [`arrivals`]: open-loop release schedules (constant, seeded Poisson) and measured windows.
+//! - [`workload`]: prompts of exact o200k lengths, shared prefixes, and JSONL prompt files.
+//! - [`metrics`]: per-request timings → per-step aggregates, goodput, achieved rate, and the
+//!   saturation rule (docs/load.md holds every definition).
+//!
+//! Nothing here sleeps, sends or writes: the runner that will drive these (docs/load.md, "What
+//! is left to wire") owns time and the network.
+
+pub mod arrivals;
+pub mod metrics;
+pub mod rng;
+pub mod spec;
+pub mod workload;

@@ -1,0 +1,97 @@
+//! Load metrics (METHODOLOGY §9, docs/load.md): from one small record per request to a step's
+//! aggregates, per lane and pooled, and the saturation rule over steps.
+//!
+//! - [`request`]: one request's timings (TTFO, TTFA, E2E, TPOT, ITL gaps, send lag, the `_sched`
+//!   variants) and whether it meets the SLO.
+//! - [`step`]: a step's distributions, throughputs, achieved rate and goodput.
+//! - [`saturation`]: which steps were sustained, the saturation point, the search's next rate.
+//! - [`bootstrap`]: seeded percentile-bootstrap intervals over a step's requests.
+
+use openbench_common::record::{ErrorType, Outcome};
+use openbench_common::stats::nearest_rank;
+use serde::Serialize;
+
+pub mod bootstrap;
+pub mod request;
+pub mod saturation;
+pub mod step;
+#[cfg(test)]
+mod tests;
+
+pub use request::{RequestTimings, Slo, SloMetric};
+pub use step::{
+    FailureClass, Goodput, RateCheck, RateVerdict, StepMetrics, StepReport, StepSettings,
+};
+
+/// What the metrics need from one executed request. Send times are milliseconds from the
+/// step's start; every other time is milliseconds from the actual send (the record's clock zero).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestSample {
+    /// Lane label (`provider` or `provider@region`).
+    pub lane: String,
+    /// When the arrival process scheduled it (open loop only).
+    pub scheduled_ms: Option<f64>,
+    /// When it was actually handed to the HTTP client.
+    pub sent_ms: f64,
+    /// Time to first output (reasoning or answer), when there was output.
+    pub ttfo_ms: Option<f64>,
+    /// Arrival offsets of every answer-bearing chunk, ascending (METHODOLOGY §3 events with
+    /// non-empty visible answer text).
+    pub answer_chunks_ms: Vec<f64>,
+    /// When the request ended, whatever its outcome (stream end, failure, deadline).
+    pub finished_ms: f64,
+    /// o200k tokens of the prompt as sent.
+    pub input_tokens: u64,
+    /// o200k tokens of the whole reconstructed answer.
+    pub answer_tokens: u64,
+    /// Provider-reported prompt tokens, when returned.
+    pub usage_prompt_tokens: Option<u64>,
+    /// Provider-reported completion tokens, when returned (reasoning included, as providers
+    /// count them).
+    pub usage_completion_tokens: Option<u64>,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The finer reason of a failure.
+    pub error_type: Option<ErrorType>,
+    /// With task scoring on: whether the answer was exactly right; `None` when scoring is off.
+    pub correct: Option<bool>,
+}
+
+/// A nearest-rank summary of one population (METHODOLOGY §6). Percentile fields are `None` for
+/// an empty population.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Distribution {
+    /// Population size.
+    pub count: usize,
+    /// Arithmetic mean.
+    pub mean: Option<f64>,
+    /// 1st percentile (the tokens/s p99 floor).
+    pub p01: Option<f64>,
+    /// 5th percentile (the tokens/s p95 floor).
+    pub p05: Option<f64>,
+    /// Median.
+    pub p50: Option<f64>,
+    /// 90th percentile.
+    pub p90: Option<f64>,
+    /// 95th percentile.
+    pub p95: Option<f64>,
+    /// 99th percentile.
+    pub p99: Option<f64>,
+}
+
+impl Distribution {
+    /// Summarises `values` (NaN never enters: every value is a difference of finite times).
+    pub fn of(values: &[f64]) -> Distribution {
+        let at = |p| nearest_rank(values, p);
+        Distribution {
+            count: values.len(),
+            mean: (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64),
+            p01: at(0.01),
+            p05: at(0.05),
+            p50: at(0.50),
+            p90: at(0.90),
+            p95: at(0.95),
+            p99: at(0.99),
+        }
+    }
+}

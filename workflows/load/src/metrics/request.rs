@@ -1,0 +1,147 @@
+//! One request's load timings and its SLO check.
+
+use super::RequestSample;
+use openbench_common::record::Outcome;
+use std::collections::BTreeMap;
+
+/// The timings of one request (milliseconds), all `None` unless it completed with a non-empty
+/// answer (latency populations exclude failures, METHODOLOGY §6), except the send lag.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RequestTimings {
+    /// First reasoning or answer text, from the actual send.
+    pub ttfo_ms: Option<f64>,
+    /// First answer-bearing chunk, from the actual send.
+    pub ttfa_ms: Option<f64>,
+    /// Last answer-bearing chunk, from the actual send.
+    pub e2e_ms: Option<f64>,
+    /// (E2E − TTFA) / (answer tokens − 1), for answers of at least 2 tokens.
+    pub tpot_ms: Option<f64>,
+    /// Visible-answer tokens/s: (N − 1) / (E2E − TTFA) in seconds, when N ≥ 2 and E2E > TTFA.
+    pub tokens_per_s: Option<f64>,
+    /// Every gap between consecutive answer-bearing chunks.
+    pub itl_ms: Vec<f64>,
+    /// Actual − scheduled send (open loop only; for any outcome).
+    pub send_lag_ms: Option<f64>,
+}
+
+impl RequestTimings {
+    /// The timings of `sample`.
+    pub fn of(sample: &RequestSample) -> RequestTimings {
+        let send_lag_ms = sample.scheduled_ms.map(|s| sample.sent_ms - s);
+        let (Some(&first), Some(&last)) = (
+            sample.answer_chunks_ms.first(),
+            sample.answer_chunks_ms.last(),
+        ) else {
+            return RequestTimings {
+                send_lag_ms,
+                ..RequestTimings::default()
+            };
+        };
+        if sample.outcome != Outcome::Completed {
+            return RequestTimings {
+                send_lag_ms,
+                ..RequestTimings::default()
+            };
+        }
+        let n = sample.answer_tokens;
+        let span = last - first;
+        RequestTimings {
+            ttfo_ms: sample.ttfo_ms,
+            ttfa_ms: Some(first),
+            e2e_ms: Some(last),
+            tpot_ms: (n >= 2).then(|| span / (n - 1) as f64),
+            tokens_per_s: (n >= 2 && span > 0.0).then(|| (n - 1) as f64 / (span / 1000.0)),
+            itl_ms: sample
+                .answer_chunks_ms
+                .windows(2)
+                .map(|w| w[1] - w[0])
+                .collect(),
+            send_lag_ms,
+        }
+    }
+
+    /// A latency timed from the scheduled send: the actual-send latency plus the send lag. In a
+    /// closed-loop step (no schedule) it is the latency itself.
+    pub fn from_schedule(&self, latency_ms: Option<f64>) -> Option<f64> {
+        latency_ms.map(|l| l + self.send_lag_ms.unwrap_or(0.0))
+    }
+
+    /// The value an SLO on `metric` is checked against.
+    pub fn value(&self, metric: SloMetric) -> Option<f64> {
+        match metric {
+            SloMetric::TtfoMs => self.ttfo_ms,
+            SloMetric::TtfaMs => self.ttfa_ms,
+            SloMetric::E2eMs => self.e2e_ms,
+            SloMetric::TpotMs => self.tpot_ms,
+            SloMetric::TtfoSchedMs => self.from_schedule(self.ttfo_ms),
+            SloMetric::TtfaSchedMs => self.from_schedule(self.ttfa_ms),
+            SloMetric::E2eSchedMs => self.from_schedule(self.e2e_ms),
+        }
+    }
+}
+
+/// A metric an SLO may bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SloMetric {
+    /// `ttfo_ms`.
+    TtfoMs,
+    /// `ttfa_ms`.
+    TtfaMs,
+    /// `e2e_ms`.
+    E2eMs,
+    /// `tpot_ms`.
+    TpotMs,
+    /// `ttfo_sched_ms`.
+    TtfoSchedMs,
+    /// `ttfa_sched_ms`.
+    TtfaSchedMs,
+    /// `e2e_sched_ms`.
+    E2eSchedMs,
+}
+
+impl SloMetric {
+    /// The metric of a spec name (one of [`crate::spec::SLO_METRICS`]).
+    pub fn parse(name: &str) -> Option<SloMetric> {
+        Some(match name {
+            "ttfo_ms" => SloMetric::TtfoMs,
+            "ttfa_ms" => SloMetric::TtfaMs,
+            "e2e_ms" => SloMetric::E2eMs,
+            "tpot_ms" => SloMetric::TpotMs,
+            "ttfo_sched_ms" => SloMetric::TtfoSchedMs,
+            "ttfa_sched_ms" => SloMetric::TtfaSchedMs,
+            "e2e_sched_ms" => SloMetric::E2eSchedMs,
+            _ => return None,
+        })
+    }
+}
+
+/// The spec's SLO: upper bounds every good request meets.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Slo {
+    /// Metric → largest acceptable value (inclusive).
+    pub bounds: Vec<(SloMetric, f64)>,
+}
+
+impl Slo {
+    /// The SLO of a validated `load.slo` map; unknown names (refused by validation) are skipped.
+    pub fn from_spec(map: &BTreeMap<String, f64>) -> Slo {
+        Slo {
+            bounds: map
+                .iter()
+                .filter_map(|(name, bound)| SloMetric::parse(name).map(|m| (m, *bound)))
+                .collect(),
+        }
+    }
+
+    /// True when a completed request meets every bound. A TPOT bound is met by an answer too
+    /// short to have a TPOT (one token: no time per output token to exceed); any other bound
+    /// needs its value.
+    pub fn met_by(&self, timings: &RequestTimings) -> bool {
+        self.bounds
+            .iter()
+            .all(|&(metric, bound)| match timings.value(metric) {
+                Some(v) => v <= bound,
+                None => metric == SloMetric::TpotMs && timings.e2e_ms.is_some(),
+            })
+    }
+}

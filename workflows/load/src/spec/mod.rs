@@ -1,0 +1,276 @@
+//! The `load:` section of a spec: which load models to run (a list of steps or a saturation
+//! search), how long each step warms up, measures and cools down, the SLO that defines goodput,
+//! and the workload that builds the prompts.
+//!
+//! Parsing denies unknown fields; [`LoadSection::problems`] then lists every rule broken at once,
+//! each naming its field path (`load.steps[2].rate_per_s`) and value, the way the common spec
+//! does for its own sections.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+mod steps;
+#[cfg(test)]
+mod tests;
+mod validate;
+
+pub use steps::{Step, StepModel};
+pub use validate::{Limits, SLO_METRICS};
+
+/// A problem with a `load:` section.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadSpecError {
+    /// The YAML did not parse into the section's shape.
+    #[error("{origin}: load section is not valid: {source}")]
+    Parse {
+        /// Where the section came from (a spec path).
+        origin: String,
+        /// The parser's error (names the field and position), boxed: it is large.
+        source: Box<serde_saphyr::Error>,
+    },
+    /// The section parsed but breaks one or more rules; every problem is listed.
+    #[error("{origin}: load section has {} problem(s):\n  - {}", problems.len(), problems.join("\n  - "))]
+    Invalid {
+        /// Where the section came from.
+        origin: String,
+        /// One line per problem, each naming the field and value.
+        problems: Vec<String>,
+    },
+}
+
+/// The whole `load:` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadSection {
+    /// Seed of every random draw (Poisson gaps, prompt words, length draws).
+    pub seed: u64,
+    /// Warm-up, measured window and cool-down of every step.
+    pub phases: Phases,
+    /// A sweep: the steps in the order they run. Exactly one of `steps` and `saturation`.
+    #[serde(default)]
+    pub steps: Vec<LoadModel>,
+    /// A saturation search instead of a fixed list of steps.
+    #[serde(default)]
+    pub saturation: Option<SaturationSearch>,
+    /// Per-request service-level objectives: metric name → upper bound (`ttfa_ms: 500`).
+    /// Goodput counts completed requests that meet every one.
+    #[serde(default)]
+    pub slo: BTreeMap<String, f64>,
+    /// Smallest goodput fraction at which a step still counts as sustained (§9: default 0.9).
+    #[serde(default = "default_goodput_threshold")]
+    pub goodput_threshold: f64,
+    /// Smallest achieved ÷ target rate at which a step still counts as sustained (0.95).
+    #[serde(default = "default_sustain_fraction")]
+    pub sustain_fraction: f64,
+    /// What the requests ask.
+    pub workload: WorkloadSpec,
+}
+
+fn default_goodput_threshold() -> f64 {
+    0.9
+}
+
+fn default_sustain_fraction() -> f64 {
+    0.95
+}
+
+/// One load setting, as written in `steps:`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "model", rename_all = "snake_case", deny_unknown_fields)]
+pub enum LoadModel {
+    /// Closed loop: `concurrency` users, each sending its next request when the last one ends.
+    Closed {
+        /// Users per lane.
+        concurrency: u32,
+    },
+    /// Open loop, one request every 1/rate seconds.
+    Constant {
+        /// Requests per second per lane.
+        rate_per_s: f64,
+    },
+    /// Open loop, exponential gaps of mean 1/rate, drawn from the seed.
+    Poisson {
+        /// Mean requests per second per lane.
+        rate_per_s: f64,
+    },
+}
+
+/// How each step's time is split.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Phases {
+    /// Seconds of load before the measured window (its requests are not measured).
+    pub warmup_s: f64,
+    /// The measured window.
+    pub measure: Measure,
+    /// Seconds of load kept after the window, so measured requests finish under the same load.
+    pub cooldown_s: f64,
+}
+
+/// Length of the measured window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Measure {
+    /// A fixed number of seconds.
+    DurationS(f64),
+    /// A fixed number of requests per lane (the window ends at the send time of the next one).
+    Requests(u32),
+}
+
+/// Open-loop arrival process of a saturation search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrivals {
+    /// Even gaps.
+    Constant,
+    /// Seeded exponential gaps.
+    Poisson,
+}
+
+/// A saturation search: open-loop steps at rising rates until one is not sustained, then a few
+/// bisections between the last sustained rate and the first that was not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SaturationSearch {
+    /// Arrival process of every step.
+    pub arrivals: Arrivals,
+    /// Rate of the first step, requests per second per lane.
+    pub start_rate_per_s: f64,
+    /// Each ramp step multiplies the rate by this (> 1).
+    #[serde(default = "default_growth")]
+    pub growth: f64,
+    /// The ramp stops here even if every step was sustained.
+    pub max_rate_per_s: f64,
+    /// Bisections after the first step that was not sustained.
+    #[serde(default = "default_refine_steps")]
+    pub refine_steps: u32,
+}
+
+fn default_growth() -> f64 {
+    2.0
+}
+
+fn default_refine_steps() -> u32 {
+    2
+}
+
+/// Where prompts come from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WorkloadSpec {
+    /// Generated prompts of exact o200k lengths.
+    Synthetic {
+        /// Input (user prompt) length in tokens; with a shared prefix, the suffix length.
+        input_tokens: LengthDist,
+        /// Output length asked for (the request's completion ceiling).
+        output_tokens: LengthDist,
+        /// Shared prefixes, to expose prefix caching.
+        #[serde(default)]
+        shared_prefix: Option<SharedPrefix>,
+    },
+    /// Prompts read from a JSONL file.
+    Jsonl {
+        /// The file, relative to the spec unless absolute.
+        path: String,
+        /// The line shape.
+        format: JsonlFormat,
+        /// Output length asked for; without it, the contract's ceiling.
+        #[serde(default)]
+        output_tokens: Option<LengthDist>,
+    },
+    /// The micro-single-task items themselves, scored exactly as that workflow scores them.
+    Tasks,
+}
+
+/// The shape of each line of a prompt file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JsonlFormat {
+    /// `{"messages": [{"role": "system"|"user", "content": …}]}`.
+    OpenaiMessages,
+    /// `{"conversations": [{"from": "system"|"human"|"gpt", "value": …}]}`.
+    Sharegpt,
+}
+
+/// N prefixes × M suffixes: every prompt is one of N shared prefixes followed by its own suffix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedPrefix {
+    /// Distinct prefixes (N).
+    pub prefixes: u32,
+    /// Suffixes per prefix (M).
+    pub suffixes_per_prefix: u32,
+    /// Length of every prefix in tokens.
+    pub prefix_tokens: u32,
+}
+
+/// A distribution of lengths in o200k tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
+pub enum LengthDist {
+    /// Always this length.
+    Fixed {
+        /// Tokens.
+        tokens: u32,
+    },
+    /// Uniform over `min..=max`.
+    Uniform {
+        /// Smallest length.
+        min: u32,
+        /// Largest length.
+        max: u32,
+    },
+    /// Normal, rounded to the nearest integer and clamped to `min..=max`.
+    Normal {
+        /// Mean.
+        mean: f64,
+        /// Standard deviation.
+        sd: f64,
+        /// Smallest length after clamping.
+        min: u32,
+        /// Largest length after clamping.
+        max: u32,
+    },
+    /// One of these, uniformly.
+    List {
+        /// The lengths.
+        values: Vec<u32>,
+    },
+}
+
+impl LengthDist {
+    /// The smallest and largest length this distribution can give (`None` for an empty list).
+    pub fn bounds(&self) -> Option<(u32, u32)> {
+        match self {
+            LengthDist::Fixed { tokens } => Some((*tokens, *tokens)),
+            LengthDist::Uniform { min, max } | LengthDist::Normal { min, max, .. } => {
+                Some((*min, *max))
+            }
+            LengthDist::List { values } => Some((*values.iter().min()?, *values.iter().max()?)),
+        }
+    }
+}
+
+impl LoadSection {
+    /// Parses a `load:` section from YAML; `origin` names the file in errors. Parsing only:
+    /// call [`LoadSection::validate`] before using it.
+    pub fn from_yaml(text: &str, origin: &str) -> Result<LoadSection, LoadSpecError> {
+        serde_saphyr::from_str(text).map_err(|source| LoadSpecError::Parse {
+            origin: origin.to_string(),
+            source: Box::new(source),
+        })
+    }
+
+    /// Every rule the section breaks ([`LoadSection::problems`]) as one error, or `Ok`.
+    pub fn validate(&self, origin: &str, limits: &Limits) -> Result<(), LoadSpecError> {
+        let problems = self.problems(limits);
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(LoadSpecError::Invalid {
+                origin: origin.to_string(),
+                problems,
+            })
+        }
+    }
+}

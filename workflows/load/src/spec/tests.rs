@@ -1,0 +1,143 @@
+use super::*;
+
+const LIMITS: Limits = Limits {
+    max_output_tokens: 256,
+};
+
+const GOOD: &str = r#"
+seed: 7
+phases: {warmup_s: 5, measure: {duration_s: 30}, cooldown_s: 2}
+steps:
+  - {model: closed, concurrency: 4}
+  - {model: constant, rate_per_s: 2.5}
+  - {model: poisson, rate_per_s: 8}
+slo: {ttfa_ms: 500, tpot_ms: 50}
+workload:
+  kind: synthetic
+  input_tokens: {dist: uniform, min: 100, max: 200}
+  output_tokens: {dist: fixed, tokens: 128}
+  shared_prefix: {prefixes: 4, suffixes_per_prefix: 8, prefix_tokens: 1000}
+"#;
+
+#[test]
+fn a_good_section_parses_validates_and_expands_in_order() {
+    let load = LoadSection::from_yaml(GOOD, "spec.yaml").unwrap();
+    load.validate("spec.yaml", &LIMITS).unwrap();
+    assert_eq!(load.goodput_threshold, 0.9);
+    assert_eq!(load.sustain_fraction, 0.95);
+    let steps = load.sweep_steps();
+    let labels: Vec<String> = steps.iter().map(|s| s.model.label()).collect();
+    assert_eq!(labels, ["closed c=4", "constant 2.5/s", "poisson 8/s"]);
+    assert_eq!(steps[2].index, 2);
+    assert_eq!(steps[1].model.target_rate(), Some(2.5));
+    assert_eq!(steps[0].model.target_rate(), None);
+    assert_eq!(steps[0].phases.measure, Measure::DurationS(30.0));
+}
+
+#[test]
+fn every_problem_is_listed_at_once_naming_its_field() {
+    let text = r#"
+seed: 1
+phases: {warmup_s: -1, measure: {duration_s: 10}, cooldown_s: 0}
+steps:
+  - {model: closed, concurrency: 0}
+  - {model: constant, rate_per_s: 0}
+  - {model: poisson, rate_per_s: -3}
+  - {model: constant, rate_per_s: 1.0e9}
+  - {model: constant, rate_per_s: 0.05}
+saturation: {arrivals: poisson, start_rate_per_s: 4, max_rate_per_s: 2, growth: 1}
+slo: {ttft_ms: 500, e2e_ms: 0}
+goodput_threshold: 1.5
+workload:
+  kind: synthetic
+  input_tokens: {dist: list, values: []}
+  output_tokens: {dist: normal, mean: 300, sd: 50, min: 1, max: 400}
+"#;
+    let load = LoadSection::from_yaml(text, "bad.yaml").unwrap();
+    let err = load.validate("bad.yaml", &LIMITS).unwrap_err().to_string();
+    let expected = [
+        "load.phases.warmup_s: -1 is outside 0..=86400",
+        "load: give `steps` or `saturation`, not both",
+        "load.steps[0].concurrency: 0 is outside 1..=10000",
+        "load.steps[1].rate_per_s: 0 is outside (0, 10000]",
+        "load.steps[2].rate_per_s: -3 is outside (0, 10000]",
+        "load.steps[3].rate_per_s: 1000000000 is outside (0, 10000]",
+        "load.steps[4].rate_per_s: 0.05/s sends no request in a 10 s measured window",
+        "load.saturation.max_rate_per_s: 2 is below start_rate_per_s 4",
+        "load.saturation.growth: 1 is outside (1, 100]",
+        "load.slo.e2e_ms: 0 must be a positive number",
+        "load.slo.ttft_ms: unknown metric; known: ttfo_ms, ttfa_ms, e2e_ms, tpot_ms",
+        "load.goodput_threshold: 1.5 is outside (0, 1]",
+        "load.workload.input_tokens.values: must be a non-empty list of lengths >= 1",
+        "load.workload.output_tokens: lengths up to 400 tokens cannot fit the contract's ceiling request.max_output_tokens = 256",
+    ];
+    for line in expected {
+        assert!(err.contains(line), "missing {line:?} in:\n{err}");
+    }
+    assert!(
+        err.starts_with("bad.yaml: load section has 14 problem(s)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn shapes_and_absurd_sizes_are_refused() {
+    let text = r#"
+seed: 1
+phases: {warmup_s: 0, measure: {requests: 0}, cooldown_s: 0}
+workload:
+  kind: synthetic
+  input_tokens: {dist: uniform, min: 10, max: 5}
+  output_tokens: {dist: fixed, tokens: 0}
+  shared_prefix: {prefixes: 2000, suffixes_per_prefix: 1000, prefix_tokens: 0}
+"#;
+    let load = LoadSection::from_yaml(text, "s.yaml").unwrap();
+    let problems = load.problems(&LIMITS);
+    assert_eq!(
+        problems,
+        [
+            "load.phases.measure.requests: 0 is outside 1..=1000000",
+            "load: give either `steps` or `saturation`",
+            "load.workload.input_tokens: min 10 and max 5 must satisfy 1 <= min <= max",
+            "load.workload.output_tokens.tokens: must be at least 1",
+            "load.workload.shared_prefix.prefix_tokens: must be at least 1",
+            "load.workload.shared_prefix: 2000 × 1000 = 2000000 prompts, above 1000000",
+        ]
+    );
+}
+
+#[test]
+fn unknown_fields_and_models_are_parse_errors_naming_them() {
+    let text = GOOD.replace("concurrency: 4", "concurency: 4");
+    let err = LoadSection::from_yaml(&text, "spec.yaml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("spec.yaml: load section is not valid:"),
+        "{err}"
+    );
+    assert!(err.contains("concurency"), "{err}");
+    let text = GOOD.replace("model: poisson", "model: bursty");
+    let err = LoadSection::from_yaml(&text, "spec.yaml")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("bursty"), "{err}");
+}
+
+#[test]
+fn a_saturation_search_expands_one_step_at_a_time() {
+    let text = r#"
+seed: 1
+phases: {warmup_s: 1, measure: {duration_s: 10}, cooldown_s: 1}
+saturation: {arrivals: constant, start_rate_per_s: 1, max_rate_per_s: 64}
+workload: {kind: tasks}
+"#;
+    let load = LoadSection::from_yaml(text, "s.yaml").unwrap();
+    assert_eq!(load.problems(&LIMITS), Vec::<String>::new());
+    assert!(load.sweep_steps().is_empty());
+    let step = load.saturation_step(3, 8.0).unwrap();
+    assert_eq!(step.model.label(), "constant 8/s");
+    assert_eq!(step.index, 3);
+    let search = load.saturation.as_ref().unwrap();
+    assert_eq!((search.growth, search.refine_steps), (2.0, 2));
+}

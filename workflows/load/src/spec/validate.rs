@@ -1,0 +1,289 @@
+//! The rules of a `load:` section. Every broken rule is one line naming its field path and value;
+//! nothing stops at the first problem.
+
+use super::{LengthDist, LoadModel, LoadSection, Measure, Phases, WorkloadSpec};
+
+/// Metric names an SLO may bound (all in milliseconds, all per request). The `_sched` ones are
+/// timed from the scheduled send of an open-loop request; in a closed-loop step they equal the
+/// plain ones (there is no schedule).
+pub const SLO_METRICS: [&str; 7] = [
+    "ttfo_ms",
+    "ttfa_ms",
+    "e2e_ms",
+    "tpot_ms",
+    "ttfo_sched_ms",
+    "ttfa_sched_ms",
+    "e2e_sched_ms",
+];
+
+/// Largest rate a step may ask for, requests per second per lane. Above it the client, not the
+/// provider, is what a run would measure.
+pub const MAX_RATE_PER_S: f64 = 10_000.0;
+/// Largest closed-loop concurrency per lane.
+pub const MAX_CONCURRENCY: u32 = 10_000;
+/// Longest warm-up, measured window or cool-down: one day.
+pub const MAX_PHASE_S: f64 = 86_400.0;
+/// Most measured requests a count window may ask for.
+pub const MAX_MEASURED_REQUESTS: u32 = 1_000_000;
+/// Most requests one open-loop step may plan per lane (rate × all three phases).
+pub const MAX_STEP_REQUESTS: f64 = 10_000_000.0;
+/// Longest prompt a workload may ask for, in tokens.
+pub const MAX_INPUT_TOKENS: u32 = 1_000_000;
+/// Most distinct prompts a shared-prefix workload may build.
+pub const MAX_SHARED_PREFIX_PROMPTS: u64 = 1_000_000;
+/// Most bisections of a saturation search.
+pub const MAX_REFINE_STEPS: u32 = 20;
+
+/// What the rest of the spec fixes that the load section must fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The request contract's completion ceiling (`request.max_output_tokens`).
+    pub max_output_tokens: u32,
+}
+
+impl LoadSection {
+    /// Every rule this section breaks, one line each naming the field (empty when valid).
+    pub fn problems(&self, limits: &Limits) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut say = |line: String| problems.push(line);
+        phase_problems(&self.phases, &mut say);
+        match (self.steps.is_empty(), &self.saturation) {
+            (true, None) => say("load: give either `steps` or `saturation`".into()),
+            (false, Some(_)) => say("load: give `steps` or `saturation`, not both".into()),
+            _ => {}
+        }
+        for (i, step) in self.steps.iter().enumerate() {
+            let at = format!("load.steps[{i}]");
+            match step {
+                LoadModel::Closed { concurrency } => {
+                    if *concurrency == 0 || *concurrency > MAX_CONCURRENCY {
+                        say(format!(
+                            "{at}.concurrency: {concurrency} is outside 1..={MAX_CONCURRENCY}"
+                        ));
+                    }
+                }
+                LoadModel::Constant { rate_per_s } | LoadModel::Poisson { rate_per_s } => {
+                    rate_problems(
+                        &format!("{at}.rate_per_s"),
+                        *rate_per_s,
+                        &self.phases,
+                        &mut say,
+                    );
+                }
+            }
+        }
+        if let Some(s) = &self.saturation {
+            rate_problems(
+                "load.saturation.start_rate_per_s",
+                s.start_rate_per_s,
+                &self.phases,
+                &mut say,
+            );
+            rate_problems(
+                "load.saturation.max_rate_per_s",
+                s.max_rate_per_s,
+                &self.phases,
+                &mut say,
+            );
+            if s.max_rate_per_s < s.start_rate_per_s {
+                say(format!(
+                    "load.saturation.max_rate_per_s: {} is below start_rate_per_s {}",
+                    s.max_rate_per_s, s.start_rate_per_s
+                ));
+            }
+            if !(s.growth > 1.0 && s.growth <= 100.0) {
+                say(format!(
+                    "load.saturation.growth: {} is outside (1, 100]",
+                    s.growth
+                ));
+            }
+            if s.refine_steps > MAX_REFINE_STEPS {
+                say(format!(
+                    "load.saturation.refine_steps: {} is above {MAX_REFINE_STEPS}",
+                    s.refine_steps
+                ));
+            }
+        }
+        for (metric, bound) in &self.slo {
+            if !SLO_METRICS.contains(&metric.as_str()) {
+                say(format!(
+                    "load.slo.{metric}: unknown metric; known: {}",
+                    SLO_METRICS.join(", ")
+                ));
+            } else if !(*bound > 0.0 && bound.is_finite()) {
+                say(format!(
+                    "load.slo.{metric}: {bound} must be a positive number"
+                ));
+            }
+        }
+        for (field, value) in [
+            ("goodput_threshold", self.goodput_threshold),
+            ("sustain_fraction", self.sustain_fraction),
+        ] {
+            if !(value > 0.0 && value <= 1.0) {
+                say(format!("load.{field}: {value} is outside (0, 1]"));
+            }
+        }
+        workload_problems(&self.workload, limits, &mut say);
+        problems
+    }
+}
+
+fn phase_problems(phases: &Phases, say: &mut impl FnMut(String)) {
+    for (field, value) in [
+        ("warmup_s", phases.warmup_s),
+        ("cooldown_s", phases.cooldown_s),
+    ] {
+        if !(0.0..=MAX_PHASE_S).contains(&value) {
+            say(format!(
+                "load.phases.{field}: {value} is outside 0..={MAX_PHASE_S}"
+            ));
+        }
+    }
+    match phases.measure {
+        Measure::DurationS(d) => {
+            if !(d > 0.0 && d <= MAX_PHASE_S) {
+                say(format!(
+                    "load.phases.measure.duration_s: {d} is outside (0, {MAX_PHASE_S}]"
+                ));
+            }
+        }
+        Measure::Requests(n) => {
+            if n == 0 || n > MAX_MEASURED_REQUESTS {
+                say(format!(
+                    "load.phases.measure.requests: {n} is outside 1..={MAX_MEASURED_REQUESTS}"
+                ));
+            }
+        }
+    }
+}
+
+/// An open-loop rate: positive, not absurd, at least one request in a duration window, and a
+/// bounded number of requests over the whole step.
+fn rate_problems(at: &str, rate: f64, phases: &Phases, say: &mut impl FnMut(String)) {
+    if !(rate > 0.0 && rate <= MAX_RATE_PER_S) {
+        say(format!("{at}: {rate} is outside (0, {MAX_RATE_PER_S}]"));
+        return;
+    }
+    let sane = |s: f64| if s.is_finite() { s.max(0.0) } else { 0.0 };
+    if let Measure::DurationS(d) = phases.measure {
+        if d.is_finite() && d > 0.0 && rate * d < 1.0 {
+            say(format!(
+                "{at}: {rate}/s sends no request in a {d} s measured window"
+            ));
+        }
+        let planned = rate * (sane(phases.warmup_s) + sane(d) + sane(phases.cooldown_s));
+        if planned > MAX_STEP_REQUESTS {
+            say(format!(
+                "{at}: {rate}/s plans {planned:.0} requests per lane in one step, above {MAX_STEP_REQUESTS:.0}"
+            ));
+        }
+    }
+}
+
+fn workload_problems(workload: &WorkloadSpec, limits: &Limits, say: &mut impl FnMut(String)) {
+    match workload {
+        WorkloadSpec::Synthetic {
+            input_tokens,
+            output_tokens,
+            shared_prefix,
+        } => {
+            let prefix = shared_prefix.map_or(0, |p| p.prefix_tokens);
+            let input_at = "load.workload.input_tokens";
+            if let Some((_, max)) = dist_problems(input_at, input_tokens, say)
+                && u64::from(max) + u64::from(prefix) > u64::from(MAX_INPUT_TOKENS)
+            {
+                say(format!(
+                    "{input_at}: prompts of up to {} tokens exceed {MAX_INPUT_TOKENS}",
+                    u64::from(max) + u64::from(prefix)
+                ));
+            }
+            output_problems(output_tokens, limits, say);
+            if let Some(p) = shared_prefix {
+                let at = "load.workload.shared_prefix";
+                if p.prefixes == 0 {
+                    say(format!("{at}.prefixes: must be at least 1"));
+                }
+                if p.suffixes_per_prefix == 0 {
+                    say(format!("{at}.suffixes_per_prefix: must be at least 1"));
+                }
+                if p.prefix_tokens == 0 {
+                    say(format!("{at}.prefix_tokens: must be at least 1"));
+                }
+                let prompts = u64::from(p.prefixes) * u64::from(p.suffixes_per_prefix);
+                if prompts > MAX_SHARED_PREFIX_PROMPTS {
+                    say(format!(
+                        "{at}: {} × {} = {prompts} prompts, above {MAX_SHARED_PREFIX_PROMPTS}",
+                        p.prefixes, p.suffixes_per_prefix
+                    ));
+                }
+            }
+        }
+        WorkloadSpec::Jsonl {
+            path,
+            output_tokens,
+            ..
+        } => {
+            if path.trim().is_empty() {
+                say("load.workload.path: must name a file".into());
+            }
+            if let Some(dist) = output_tokens {
+                output_problems(dist, limits, say);
+            }
+        }
+        WorkloadSpec::Tasks => {}
+    }
+}
+
+fn output_problems(dist: &LengthDist, limits: &Limits, say: &mut impl FnMut(String)) {
+    let at = "load.workload.output_tokens";
+    if let Some((_, max)) = dist_problems(at, dist, say)
+        && max > limits.max_output_tokens
+    {
+        say(format!(
+            "{at}: lengths up to {max} tokens cannot fit the contract's ceiling request.max_output_tokens = {}",
+            limits.max_output_tokens
+        ));
+    }
+}
+
+/// The problems of one length distribution; its bounds when it has none.
+fn dist_problems(at: &str, dist: &LengthDist, say: &mut impl FnMut(String)) -> Option<(u32, u32)> {
+    let before = {
+        let mut count = 0;
+        let mut note = |line: String| {
+            count += 1;
+            say(line);
+        };
+        match dist {
+            LengthDist::Fixed { tokens } if *tokens == 0 => {
+                note(format!("{at}.tokens: must be at least 1"));
+            }
+            LengthDist::Uniform { min, max } | LengthDist::Normal { min, max, .. }
+                if *min == 0 || min > max =>
+            {
+                note(format!(
+                    "{at}: min {min} and max {max} must satisfy 1 <= min <= max"
+                ));
+            }
+            LengthDist::List { values } if values.is_empty() || values.contains(&0) => {
+                note(format!(
+                    "{at}.values: must be a non-empty list of lengths >= 1"
+                ));
+            }
+            _ => {}
+        }
+        if let LengthDist::Normal { mean, sd, .. } = dist
+            && !(mean.is_finite() && sd.is_finite() && *sd >= 0.0)
+        {
+            note(format!(
+                "{at}: mean {mean} and sd {sd} must be finite, sd >= 0"
+            ));
+        }
+        count
+    };
+    if before > 0 {
+        return None;
+    }
+    dist.bounds()
+}
