@@ -344,24 +344,22 @@ fn flatten(prefix: &str, value: &serde_json::Value, out: &mut BTreeMap<String, O
             format!("{prefix}.{key}")
         }
     };
-    match value {
-        serde_json::Value::Object(map) => {
-            for (key, v) in map {
-                match v {
-                    serde_json::Value::Number(n) => {
-                        out.insert(name(key), n.as_f64());
-                    }
-                    serde_json::Value::Bool(b) => {
-                        out.insert(name(key), Some(f64::from(u8::from(*b))));
-                    }
-                    serde_json::Value::Null => {
-                        out.insert(name(key), None);
-                    }
-                    serde_json::Value::Object(_) => flatten(&name(key), v, out),
-                    _ => {}
-                }
+    let serde_json::Value::Object(map) = value else {
+        return;
+    };
+    for (key, v) in map {
+        match v {
+            serde_json::Value::Number(n) => {
+                out.insert(name(key), n.as_f64());
             }
+            serde_json::Value::Bool(b) => {
+                out.insert(name(key), Some(f64::from(u8::from(*b))));
+            }
+            serde_json::Value::Null => {
+                out.insert(name(key), None);
+            }
+            serde_json::Value::Object(_) => flatten(&name(key), v, out),
+            _ => {}
         }
-        _ => {}
     }
 }
