@@ -343,6 +343,19 @@ fn three_runs_give_one_history_in_sqlite_and_postgres_and_the_planted_regression
         pg_md, md,
         "history.md differs between SQLite and PostgreSQL"
     );
+    // Every stored value reads back the same, bit for bit: the CSV exports (floats in their
+    // shortest round-trip form) of the two stores are identical.
+    for (store, out) in [(sqlite, "csv-sqlite"), (url.as_str(), "csv-postgres")] {
+        let o = store_cmd(cwd, store, &["export", "--format", "csv", "--out", out]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    for table in ["runs", "lanes", "requests", "metrics"] {
+        let read = |dir: &str| std::fs::read(cwd.join(dir).join(format!("{table}.csv"))).unwrap();
+        assert!(
+            read("csv-sqlite") == read("csv-postgres"),
+            "{table}.csv differs between SQLite and PostgreSQL"
+        );
+    }
     let o = store_cmd(
         cwd,
         &url,
