@@ -2,7 +2,8 @@
 # One-time machine setup for the tests and reports. The demo itself needs nothing beyond a Rust
 # toolchain.
 #   - Debian: chromium (HTML report screenshots), curl, python3, tmux (the watch TUI test)
-#   - PyPI: rotel, a Rust OpenTelemetry collector the OTLP trace test exports to
+#   - PyPI: rotel, a Rust OpenTelemetry collector the OTLP trace test exports to; duckdb, the
+#     independent reader the results-store test opens the CSV and Parquet exports with
 #   deploy/setup.sh        installs what is missing
 #   deploy/setup.sh --ci   the same
 set -euo pipefail
@@ -27,5 +28,10 @@ fi
 if ! python3 -c 'import rotel' 2>/dev/null; then
   echo "[setup] installing rotel $ROTEL_VERSION (OTLP collector for the trace test)"
   python3 -m pip install --quiet --disable-pip-version-check "rotel==$ROTEL_VERSION"
+fi
+DUCKDB_VERSION="${DUCKDB_VERSION:-2.0.1}"
+if ! python3 -c 'import duckdb' 2>/dev/null; then
+  echo "[setup] installing duckdb $DUCKDB_VERSION (reads the results store's exports in its test)"
+  python3 -m pip install --quiet --disable-pip-version-check "duckdb==$DUCKDB_VERSION"
 fi
 echo "[setup] done"

@@ -37,6 +37,12 @@ enum Command {
     Watch(cmd::watch::WatchArgs),
     /// Recompute every derived artifact and the reports of a run from its raw records.
     Report(cmd::report::ReportArgs),
+    /// Store a finished run in the results store (SQLite file or PostgreSQL).
+    Publish(cmd::store::PublishArgs),
+    /// Trends, changes and regressions across the stored runs: history.md and history.html.
+    History(cmd::store::HistoryArgs),
+    /// The store's tables as CSV or Parquet files.
+    Export(cmd::store::ExportArgs),
     /// Compare two runs of one workflow: writes compare.md and compare.html.
     Compare(cmd::compare::CompareArgs),
     /// Score answers offline against the dataset or self-contained gold.
@@ -88,6 +94,9 @@ fn main() -> ExitCode {
             Command::Watch(args) => cmd::watch::run(args).await,
             Command::Report(args) => cmd::report::run(args).await,
             Command::Compare(args) => cmd::compare::run(args).await,
+            Command::Publish(args) => cmd::store::publish(args).await,
+            Command::History(args) => cmd::store::history(args).await,
+            Command::Export(args) => cmd::store::export(args).await,
             Command::Score(args) => cmd::score::run(args).await,
             Command::Dataset(command) => cmd::dataset::run(command).await,
             Command::Probe(command) => cmd::probe::run(command).await,

@@ -4,7 +4,7 @@ Every container runs as a non-root user with CPU and memory limits and no privil
 every probe container has a gRPC readiness probe; a NetworkPolicy isolates the probe pods and
 admits only the coordinator (its pods, or an address block); every Secret and ConfigMap a pod
 refers to is part of the rendering; the coordinator, where present, is a Job writing to a
-PersistentVolumeClaim. Exits 1 naming the overlay, object and rule on the first failures.
+PersistentVolumeClaim, and a scheduled one (CronJob) never overlaps or retries. Exits 1 naming the overlay, object and rule on the first failures.
 """
 
 import sys
@@ -13,7 +13,8 @@ import yaml
 
 
 def containers(obj):
-    spec = obj["spec"]["template"]["spec"]
+    template = obj["spec"]["jobTemplate"]["spec"]["template"] if obj["kind"] == "CronJob" else obj["spec"]["template"]
+    spec = template["spec"]
     return spec, spec.get("containers", [])
 
 
@@ -22,7 +23,7 @@ def main(region, path):
         objects = [o for o in yaml.safe_load_all(f) if o]
     problems = []
     names = {(o["kind"], o["metadata"]["name"]) for o in objects}
-    workloads = [o for o in objects if o["kind"] in ("Deployment", "Job")]
+    workloads = [o for o in objects if o["kind"] in ("Deployment", "Job", "CronJob")]
     for obj in workloads:
         where = f'{obj["kind"]} {obj["metadata"]["name"]}'
         pod, cs = containers(obj)
@@ -39,6 +40,11 @@ def main(region, path):
             if obj["kind"] == "Deployment" and "grpc" not in c.get("readinessProbe", {}):
                 problems.append(f"{where}/{c['name']}: no gRPC readiness probe")
             refs = [("Secret", e["secretRef"]["name"]) for e in c.get("envFrom", []) if "secretRef" in e]
+            refs += [
+                ("Secret", e["valueFrom"]["secretKeyRef"]["name"])
+                for e in c.get("env", [])
+                if "secretKeyRef" in e.get("valueFrom", {})
+            ]
             refs += [
                 ("ConfigMap", e["valueFrom"]["configMapKeyRef"]["name"])
                 for e in c.get("env", [])
@@ -72,11 +78,16 @@ def main(region, path):
                 ) == "openbench-coordinator"
                 if not coordinator and "ipBlock" not in peer:
                     problems.append(f"NetworkPolicy {policy['metadata']['name']}: admits {peer or 'everyone'}")
-    jobs = [o for o in objects if o["kind"] == "Job"]
+    jobs = [o for o in objects if o["kind"] in ("Job", "CronJob")]
     for job in jobs:
         pod, _ = containers(job)
         if not any("persistentVolumeClaim" in v for v in pod.get("volumes", [])):
-            problems.append(f"Job {job['metadata']['name']}: writes to no PersistentVolumeClaim")
+            problems.append(f"{job['kind']} {job['metadata']['name']}: writes to no PersistentVolumeClaim")
+    for cron in (o for o in objects if o["kind"] == "CronJob"):
+        if cron["spec"].get("concurrencyPolicy") != "Forbid":
+            problems.append(f"CronJob {cron['metadata']['name']}: runs may overlap (concurrencyPolicy is not Forbid)")
+        if cron["spec"]["jobTemplate"]["spec"].get("backoffLimit") != 0:
+            problems.append(f"CronJob {cron['metadata']['name']}: a retry would start a second run (backoffLimit is not 0)")
     for p in problems:
         print(f"validate: {region}: {p}", file=sys.stderr)
     return 1 if problems else 0

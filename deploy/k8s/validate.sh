@@ -27,7 +27,11 @@ bash "$here/../certs.sh" "$scratch/pki" \
 for overlay in "$scratch"/k8s/overlays/*/; do
   region="$(basename "$overlay")"
   secrets="$overlay/secrets"
-  cp "$secrets/provider-keys.env.example" "$secrets/provider-keys.env"
+  for example in "$secrets"/*.example; do
+    cp "$example" "${example%.example}"
+  done
+  # An overlay built on another region's (us-east-scheduled) has no certificates of its own.
+  [[ -d "$scratch/pki/$region" ]] || continue
   echo "validate-only-token" > "$secrets/probe-token"
   cp "$scratch/pki/$region/probe.crt" "$scratch/pki/$region/probe.key" "$secrets/"
   cp "$scratch/pki/client-ca.crt" "$secrets/"
@@ -35,6 +39,12 @@ for overlay in "$scratch"/k8s/overlays/*/; do
 done
 
 status=0
+# The scheduled overlay's spec is the base spec plus the publishing switch, nothing else.
+if ! diff -u <(cat "$here/base/spec/three-regions.yaml"; printf '\n# Scheduled runs publish to the results store (OPENBENCH_STORE) when they end.\nresults:\n  publish: true\n') \
+    "$here/overlays/us-east-scheduled/spec-publishing.yaml" >&2; then
+  echo "validate: overlays/us-east-scheduled/spec-publishing.yaml drifted from base/spec/three-regions.yaml" >&2
+  status=1
+fi
 for overlay in "$scratch"/k8s/overlays/*/; do
   region="$(basename "$overlay")"
   rendered="$scratch/$region.yaml"

@@ -12,6 +12,7 @@ pub mod report;
 pub mod runs;
 pub mod score;
 pub mod sim;
+pub mod store;
 pub mod watch;
 
 use anyhow::Context;

@@ -222,14 +222,38 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         stay_down: std::time::Duration::from_secs(args.region_down_after_s),
         ..FaultPolicy::default()
     };
-    let outcome = full_run_session_with(&inputs, &run, &approval, faults).await?;
+    let outcome = full_run_session_with(&inputs, &run, &approval, faults).await;
     let resume = format!(
         "openbench-inference run --workflow {} --spec {} --run-dir {} --full --approve-full --approval-id {approval}",
         args.workflow,
         spec.display(),
         run.dir.display()
     );
-    Ok(finish_full(&inputs, &outcome, &resume).await)
+    let finished = match outcome {
+        Ok(outcome) => Ok(finish_full(&inputs, &outcome, &resume).await),
+        Err(e) => Err(e),
+    };
+    let dir = run.dir.clone();
+    // Publishing takes the run directory's writer lock: this session's must be released first.
+    drop(run);
+    let publishes = inputs.spec.spec.results.as_ref().is_some_and(|r| r.publish);
+    if !publishes {
+        return finished;
+    }
+    let location = std::env::var("OPENBENCH_STORE")
+        .unwrap_or_else(|_| super::store::DEFAULT_STORE.to_string());
+    let published = tokio::task::spawn_blocking(move || super::store::publish_to(&location, &dir))
+        .await
+        .map_err(anyhow::Error::from)
+        .and_then(|r| r);
+    match (finished, published) {
+        (finished, Ok(())) => finished,
+        (Ok(_), Err(e)) => Err(e.context("the run finished, but publishing it failed")),
+        (Err(run_error), Err(e)) => {
+            eprintln!("error: publishing the failed run: {e:#}");
+            Err(run_error)
+        }
+    }
 }
 
 /// Runs (or resumes) the full plan with a progress bar and Ctrl-C/SIGTERM handling; usable by

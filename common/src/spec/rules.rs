@@ -65,6 +65,23 @@ impl Spec {
                 ));
             }
         }
+        if let Some(results) = &self.results {
+            let rule = results.regression;
+            if !(rule.min_relative_change_pct.is_finite() && rule.min_relative_change_pct >= 0.0) {
+                problems.push(format!(
+                    "results.regression.min_relative_change_pct: {} must be a percentage >= 0",
+                    rule.min_relative_change_pct
+                ));
+            }
+            if !(rule.min_rate_change_points.is_finite()
+                && (0.0..=100.0).contains(&rule.min_rate_change_points))
+            {
+                problems.push(format!(
+                    "results.regression.min_rate_change_points: {} must be between 0 and 100",
+                    rule.min_rate_change_points
+                ));
+            }
+        }
         let mut regions = BTreeSet::new();
         for (i, region) in self.regions.iter().enumerate() {
             if region.name.is_empty() || !regions.insert(region.name.clone()) {

@@ -227,3 +227,40 @@ fn parse_and_utf8_errors_keep_their_source() {
     assert!(source.is::<std::str::Utf8Error>(), "{source:?}");
     assert!(err.to_string().contains("not UTF-8"), "{err}");
 }
+
+#[test]
+fn results_section_parses_defaults_and_names_bad_thresholds() {
+    let spec = Spec::parse(Path::new("s.yaml"), MINIMAL.as_bytes());
+    assert!(spec.is_ok_and(|s| s.results.is_none()));
+    let text = format!("{MINIMAL}results:\n  publish: true\n");
+    let spec = Spec::parse(Path::new("s.yaml"), text.as_bytes());
+    let Ok(Spec {
+        results: Some(results),
+        ..
+    }) = spec
+    else {
+        panic!("{spec:?}")
+    };
+    assert!(results.publish);
+    assert_eq!(results.regression.min_relative_change_pct, 10.0);
+    assert_eq!(results.regression.min_rate_change_points, 2.0);
+    let bad = format!(
+        "{MINIMAL}results:\n  regression:\n    min_relative_change_pct: -1\n    min_rate_change_points: 101\n"
+    );
+    let err = problems_of(&bad);
+    assert!(err.contains("2 problem(s)"), "{err}");
+    assert!(
+        err.contains("results.regression.min_relative_change_pct: -1 must be a percentage >= 0"),
+        "{err}"
+    );
+    assert!(
+        err.contains("results.regression.min_rate_change_points: 101 must be between 0 and 100"),
+        "{err}"
+    );
+    let unknown = format!("{MINIMAL}results:\n  publsh: true\n");
+    assert!(
+        problems_of(&unknown).contains("publsh"),
+        "{}",
+        problems_of(&unknown)
+    );
+}

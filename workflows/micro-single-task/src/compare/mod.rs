@@ -291,13 +291,12 @@ pub(crate) struct ScoredRun {
 }
 
 impl ScoredRun {
-    fn lane_index(&self, provider: &str, region: &str) -> Option<u32> {
-        self.computed
-            .lanes
-            .lanes
-            .iter()
-            .position(|l| l.provider == provider && l.region == region)
-            .map(|i| i as u32)
+    fn view(&self) -> ScoredView<'_> {
+        ScoredView {
+            observations: &self.computed.observations,
+            lanes: &self.computed.lanes,
+            metrics: &self.computed.metrics,
+        }
     }
 }
 
@@ -322,6 +321,12 @@ pub fn compare(
             })
     };
     let (scored_a, scored_b) = (score(a)?, score(b)?);
+    let lanes = compare_lanes(
+        &scored_a.view(),
+        &scored_b.view(),
+        &b.lock.families,
+        options,
+    );
     let key = |p: &crate::metrics::ProviderMetrics| format!("{}@{}", p.provider, p.region);
     let lanes_a = &scored_a.computed.metrics.providers;
     let lanes_b = &scored_b.computed.metrics.providers;
@@ -331,22 +336,69 @@ pub fn compare(
             .map(key)
             .collect::<Vec<_>>()
     };
-    let families: Vec<String> = b.lock.families.clone();
-    let resampler_a = bootstrap::Resampler::new(&scored_a.computed.observations, options, 0);
-    let resampler_b = bootstrap::Resampler::new(&scored_b.computed.observations, options, 1);
+    let mut differences = differences::between(a.lock, b.lock);
+    differences.extend(differences::of_runs(
+        &scored_a.computed.metrics,
+        &scored_b.computed.metrics,
+    ));
+    Ok(Comparison {
+        run_a: (a.lock.run_id.clone(), a.dir.to_path_buf()),
+        run_b: (b.lock.run_id.clone(), b.dir.to_path_buf()),
+        differences,
+        only_in_a: only(lanes_a, lanes_b),
+        only_in_b: only(lanes_b, lanes_a),
+        lanes,
+        options,
+    })
+}
+
+/// A scored run as the lane comparison reads it: observations in report order, their lane table
+/// and the report's metrics. `compare` builds it from a run directory, the results store's
+/// history from stored records.
+pub struct ScoredView<'a> {
+    /// Final records.
+    pub observations: &'a [Observation],
+    /// Lanes of the observations.
+    pub lanes: &'a crate::metrics::LaneTable,
+    /// The report's metrics of those observations.
+    pub metrics: &'a crate::metrics::RunMetrics,
+}
+
+impl ScoredView<'_> {
+    fn lane_index(&self, provider: &str, region: &str) -> Option<u32> {
+        self.lanes
+            .lanes
+            .iter()
+            .position(|l| l.provider == provider && l.region == region)
+            .map(|i| i as u32)
+    }
+}
+
+/// Every lane present in both runs (matched by provider and region), in run B's order, with the
+/// change of every metric from A to B in the pooled row and in each of `families`, and its
+/// bootstrap interval.
+pub fn compare_lanes(
+    a: &ScoredView<'_>,
+    b: &ScoredView<'_>,
+    families: &[String],
+    options: CompareOptions,
+) -> Vec<LaneComparison> {
+    let key = |p: &crate::metrics::ProviderMetrics| format!("{}@{}", p.provider, p.region);
+    let resampler_a = bootstrap::Resampler::new(a.observations, options, 0);
+    let resampler_b = bootstrap::Resampler::new(b.observations, options, 1);
     let mut lanes = Vec::new();
-    for pb in lanes_b {
-        let Some(pa) = lanes_a.iter().find(|p| key(p) == key(pb)) else {
+    for pb in &b.metrics.providers {
+        let Some(pa) = a.metrics.providers.iter().find(|p| key(p) == key(pb)) else {
             continue;
         };
         let (Some(ia), Some(ib)) = (
-            scored_a.lane_index(&pa.provider, &pa.region),
-            scored_b.lane_index(&pb.provider, &pb.region),
+            a.lane_index(&pa.provider, &pa.region),
+            b.lane_index(&pb.provider, &pb.region),
         ) else {
             continue;
         };
-        let reps_a = resampler_a.lane_replicates(ia, &families);
-        let reps_b = resampler_b.lane_replicates(ib, &families);
+        let reps_a = resampler_a.lane_replicates(ia, families);
+        let reps_b = resampler_b.lane_replicates(ib, families);
         let mut cells = Vec::new();
         let row = |p: &crate::metrics::ProviderMetrics, f: &str| {
             p.families.iter().find(|s| s.task_family == f).cloned()
@@ -386,20 +438,7 @@ pub fn compare(
             cells,
         });
     }
-    let mut differences = differences::between(a.lock, b.lock);
-    differences.extend(differences::of_runs(
-        &scored_a.computed.metrics,
-        &scored_b.computed.metrics,
-    ));
-    Ok(Comparison {
-        run_a: (a.lock.run_id.clone(), a.dir.to_path_buf()),
-        run_b: (b.lock.run_id.clone(), b.dir.to_path_buf()),
-        differences,
-        only_in_a: only(lanes_a, lanes_b),
-        only_in_b: only(lanes_b, lanes_a),
-        lanes,
-        options,
-    })
+    lanes
 }
 
 /// Writes `compare.md` and `compare.html` into `out_dir` (created if needed); returns the paths.

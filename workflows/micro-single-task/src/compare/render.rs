@@ -18,7 +18,7 @@ const HEADERS: [&str; 6] = [
 ];
 
 /// A value in the metric's unit.
-fn value(unit: Unit, v: Option<f64>) -> String {
+pub fn value(unit: Unit, v: Option<f64>) -> String {
     match unit {
         Unit::Rate => pct(v),
         _ => one(v),
@@ -26,7 +26,7 @@ fn value(unit: Unit, v: Option<f64>) -> String {
 }
 
 /// A signed change in the metric's unit (`+150.0 ms`, `-10.00 pp`).
-fn signed(unit: Unit, v: Option<f64>) -> String {
+pub fn signed(unit: Unit, v: Option<f64>) -> String {
     let Some(v) = v else {
         return MISSING.to_string();
     };
@@ -44,7 +44,8 @@ fn signed(unit: Unit, v: Option<f64>) -> String {
     format!("{sign}{text}{suffix}")
 }
 
-fn interval(c: &Change) -> String {
+/// A change's 95% interval (`+12.0 ms to +40.5 ms`), or the missing mark.
+pub fn interval(c: &Change) -> String {
     match (c.low, c.high) {
         (Some(_), Some(_)) => format!(
             "{} to {}",

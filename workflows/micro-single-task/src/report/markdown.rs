@@ -130,7 +130,8 @@ fn aligned(rows: &[[String; 8]]) -> String {
     out
 }
 
-pub(crate) fn table(out: &mut String, headers: &[&str], rows: &[Vec<String>]) {
+/// Appends a markdown table (first column left-aligned, the rest right-aligned; `|` escaped).
+pub fn table(out: &mut String, headers: &[&str], rows: &[Vec<String>]) {
     let _ = writeln!(out, "| {} |", headers.join(" | "));
     let sep: Vec<&str> = headers
         .iter()

@@ -1,0 +1,87 @@
+//! Cost and token reconciliation of one stored run, per lane: what a million output tokens and
+//! a correct answer cost at the spec's list prices and the provider-reported usage, and how far
+//! the provider's own token counts are from our o200k count of the same answers. The
+//! discrepancy is reported, never used in place of either count.
+
+use crate::load::StoredRun;
+
+/// One lane's cost and token figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CostRow {
+    /// Lane display name.
+    pub lane: String,
+    /// Completed responses that reported usage.
+    pub responses_with_usage: u64,
+    /// Completed responses.
+    pub completed: u64,
+    /// Provider-reported completion tokens over those responses.
+    pub completion_tokens: u64,
+    /// Provider-reported reasoning tokens over those responses.
+    pub reasoning_tokens: u64,
+    /// Our o200k count of the visible answers of those responses.
+    pub o200k_answer_tokens: u64,
+    /// (completion − reasoning) / o200k − 1: how much more (or fewer) visible tokens the provider
+    /// bills than o200k counts; `None` without usage or answer tokens.
+    pub answer_token_discrepancy: Option<f64>,
+    /// Cost of the responses with usage at the lock's prices (the report's `usage.cost_usd`).
+    pub cost_usd: Option<f64>,
+    /// cost_usd per million provider-reported completion tokens.
+    pub cost_per_million_output_tokens: Option<f64>,
+    /// Exactly right answers among the responses with usage.
+    pub correct_with_usage: u64,
+    /// cost_usd / correct_with_usage.
+    pub cost_per_correct_answer: Option<f64>,
+}
+
+/// Per lane of `run`, in the report's lane order.
+pub fn of_run(run: &StoredRun) -> Vec<CostRow> {
+    run.metrics
+        .providers
+        .iter()
+        .map(|p| {
+            let lane = run.lanes.lanes.iter().position(|l| l.lane == p.lane);
+            let mut row = CostRow {
+                lane: p.display_name.clone(),
+                responses_with_usage: 0,
+                completed: 0,
+                completion_tokens: 0,
+                reasoning_tokens: 0,
+                o200k_answer_tokens: 0,
+                answer_token_discrepancy: None,
+                cost_usd: p.pooled.usage.cost_usd,
+                cost_per_million_output_tokens: None,
+                correct_with_usage: 0,
+                cost_per_correct_answer: None,
+            };
+            let mine = run
+                .observations
+                .iter()
+                .zip(&run.answer_tokens)
+                .filter(|(o, _)| Some(o.lane as usize) == lane && o.completed);
+            for (o, tokens) in mine {
+                row.completed += 1;
+                let Some(usage) = o.usage.as_deref() else {
+                    continue;
+                };
+                row.responses_with_usage += 1;
+                row.completion_tokens += usage.completion_tokens.unwrap_or(0);
+                row.reasoning_tokens += usage.reasoning_tokens.unwrap_or(0);
+                row.o200k_answer_tokens += tokens.unwrap_or(0);
+                row.correct_with_usage += u64::from(o.correct());
+            }
+            let visible = row.completion_tokens.saturating_sub(row.reasoning_tokens);
+            row.answer_token_discrepancy = (row.o200k_answer_tokens > 0
+                && row.responses_with_usage > 0)
+                .then(|| visible as f64 / row.o200k_answer_tokens as f64 - 1.0);
+            row.cost_per_million_output_tokens = row
+                .cost_usd
+                .filter(|_| row.completion_tokens > 0)
+                .map(|c| c / row.completion_tokens as f64 * 1e6);
+            row.cost_per_correct_answer = row
+                .cost_usd
+                .filter(|_| row.correct_with_usage > 0)
+                .map(|c| c / row.correct_with_usage as f64);
+            row
+        })
+        .collect()
+}

@@ -1,0 +1,21 @@
+//! The results store: finished runs in a database — SQLite by default (one file, no server),
+//! PostgreSQL for a team — with the history of every lane across runs, the regressions among
+//! them, cost and token reconciliation, and exports (CSV, Parquet) any data tool reads.
+//!
+//! The store holds no derived truth of its own: publishing verifies a run directory as `report`
+//! does and stores its lock, the records that count (scored) and the report's figures; `history`
+//! rebuilds the workflow's observations from the stored rows and measures them with the
+//! workflow's own metrics and `compare`'s bootstrap. Method and schema: docs/results-store.md.
+
+pub mod backend;
+pub mod cost;
+mod error;
+pub mod export;
+pub mod history;
+pub mod labels;
+pub mod load;
+pub mod publish;
+pub mod schema;
+
+pub use backend::{Store, Value, describe};
+pub use error::StoreError;

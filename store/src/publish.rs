@@ -1,0 +1,365 @@
+//! `publish`: one finished (or failed part-way) run directory into the store.
+//!
+//! The run is verified exactly as `report` verifies it — the lock read, the dataset's release
+//! hash checked against it, every record admitted by the plan and the lock, one committed record
+//! per request — and scored by the report's own code; anything `report` refuses is refused here,
+//! before the store is touched. Everything is written in one transaction.
+//!
+//! Idempotent: a run is keyed by its id and a content hash (lock, manifest status and records);
+//! publishing the same content again changes nothing. A run stored as failed, interrupted or
+//! incomplete is replaced when its content changed (it was resumed); a run stored as complete
+//! with other content is refused.
+
+use crate::backend::{Store, Value};
+use crate::schema::{self, LANES, METRICS, REQUESTS, RUNS, TABLES};
+use crate::{StoreError, labels};
+use openbench_common::hash;
+use openbench_common::record::TerminalRecord;
+use openbench_common::rundir::{self, RunLock, RunManifest, RunStatus, WriterLock};
+use openbench_micro_single_task::metrics::{LaneTable, Observation, RunMetrics};
+use openbench_micro_single_task::report::{self, Computed};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// What publishing did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Published {
+    /// The run was new to the store.
+    Added,
+    /// The store already held this exact content: nothing changed.
+    Unchanged,
+    /// An earlier, unfinished publication of the run was replaced by its newer content.
+    Replaced,
+}
+
+/// The outcome of [`publish`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishOutcome {
+    /// The run.
+    pub run_id: String,
+    /// The status stored.
+    pub status: String,
+    /// What happened.
+    pub published: Published,
+    /// Request rows of the run.
+    pub requests: usize,
+}
+
+/// A verified, scored run, ready to store.
+struct Verified {
+    lock: RunLock,
+    lock_bytes: Vec<u8>,
+    manifest: RunManifest,
+    computed: Computed,
+    records: BTreeMap<String, TerminalRecord>,
+    content_sha256: String,
+}
+
+fn unverified(run_dir: &Path, detail: impl std::fmt::Display) -> StoreError {
+    StoreError::Unverified {
+        run_dir: run_dir.to_path_buf(),
+        detail: detail.to_string(),
+    }
+}
+
+fn verify(run_dir: &Path) -> Result<Verified, StoreError> {
+    let fail = |e: &dyn std::fmt::Display| unverified(run_dir, e);
+    let lock_path = rundir::path(run_dir, rundir::RUN_LOCK);
+    let lock_bytes = std::fs::read(&lock_path)
+        .map_err(|e| unverified(run_dir, format!("{}: {e}", lock_path.display())))?;
+    let lock = report::read_lock(run_dir).map_err(|e| fail(&e))?;
+    let manifest = RunManifest::load(run_dir).map_err(|e| fail(&e))?;
+    if manifest.run_id != lock.run_id {
+        return Err(unverified(
+            run_dir,
+            format!(
+                "the manifest's run id {:?} differs from the lock's {:?}",
+                manifest.run_id, lock.run_id
+            ),
+        ));
+    }
+    let gold = openbench_micro_single_task::gold_table(&lock).map_err(|e| fail(&e))?;
+    let computed = report::compute(run_dir, &lock, &gold).map_err(|e| fail(&e))?;
+    let names = report::reported_files(run_dir).map_err(|e| fail(&e))?;
+    let records_path = rundir::path(run_dir, &names.results);
+    let records = rundir::counting_records(&records_path).map_err(|e| fail(&e))?;
+    if let Some(r) = records.values().find(|r| r.run_id != lock.run_id) {
+        return Err(unverified(
+            run_dir,
+            format!(
+                "{}: record {} belongs to run {:?}, not {:?}",
+                records_path.display(),
+                r.request_id,
+                r.run_id,
+                lock.run_id
+            ),
+        ));
+    }
+    let records_bytes = std::fs::read(&records_path)
+        .map_err(|e| unverified(run_dir, format!("{}: {e}", records_path.display())))?;
+    let mut hash = Sha256::new();
+    for part in [
+        &lock_bytes[..],
+        stored_status(&manifest).as_bytes(),
+        &records_bytes[..],
+    ] {
+        hash.update((part.len() as u64).to_le_bytes());
+        hash.update(part);
+    }
+    Ok(Verified {
+        lock,
+        lock_bytes,
+        manifest,
+        computed,
+        records,
+        content_sha256: hash::hex(&hash.finalize()),
+    })
+}
+
+/// The status a run is stored with: the manifest's, except that a run no process is writing any
+/// more (its writer lock was free) but whose manifest still says `running` or `initialized` died
+/// part-way, and is stored as `failed`.
+fn stored_status(manifest: &RunManifest) -> &'static str {
+    if manifest.status.is_live() {
+        RunStatus::Failed.as_str()
+    } else {
+        manifest.status.as_str()
+    }
+}
+
+/// Verifies the run in `run_dir` and stores it (see the module docs). Takes the run directory's
+/// writer lock while reading, so a run still being written is refused, naming its process.
+pub fn publish(store: &mut Store, run_dir: &Path) -> Result<PublishOutcome, StoreError> {
+    let _writer = WriterLock::acquire(run_dir, "publish").map_err(|e| unverified(run_dir, e))?;
+    let run = verify(run_dir)?;
+    let run_id = run.lock.run_id.clone();
+    let status = stored_status(&run.manifest).to_string();
+    let requests = run.computed.observations.len();
+    let published = store.transaction(|s| {
+        let stored = s.query(
+            "SELECT content_sha256, status FROM runs WHERE run_id = $1",
+            &[Value::from(run_id.as_str())],
+        )?;
+        let mut published = Published::Added;
+        if let Some(row) = stored.first() {
+            let hash = row.first().and_then(Value::text).unwrap_or_default();
+            if hash == run.content_sha256 {
+                return Ok(Published::Unchanged);
+            }
+            if row.get(1).and_then(Value::text) == Some(RunStatus::Complete.as_str()) {
+                return Err(StoreError::Conflict {
+                    run_id: run_id.clone(),
+                    stored: hash.to_string(),
+                    now: run.content_sha256.clone(),
+                });
+            }
+            for table in TABLES.iter().rev() {
+                s.execute_many(
+                    &format!("DELETE FROM {} WHERE run_id = $1", table.name),
+                    &[vec![Value::from(run_id.as_str())]],
+                )?;
+            }
+            published = Published::Replaced;
+        }
+        insert_run(s, &run, &status)?;
+        Ok(published)
+    })?;
+    Ok(PublishOutcome {
+        run_id,
+        status,
+        published,
+        requests,
+    })
+}
+
+fn insert_run(s: &mut Store, run: &Verified, status: &str) -> Result<(), StoreError> {
+    let lock = &run.lock;
+    let id = || Value::from(lock.run_id.as_str());
+    let probes: BTreeMap<String, Vec<String>> = run
+        .manifest
+        .session_probes
+        .iter()
+        .flat_map(|session| session.probes.iter())
+        .fold(BTreeMap::new(), |mut acc, (region, probe)| {
+            let ids: &mut Vec<String> = acc.entry(region.clone()).or_default();
+            if !ids.contains(&probe.probe_id) {
+                ids.push(probe.probe_id.clone());
+            }
+            acc
+        });
+    let lock_sha256 = hash::sha256_hex(&run.lock_bytes);
+    let lock_json = String::from_utf8_lossy(&run.lock_bytes).into_owned();
+    let row = vec![
+        id(),
+        Value::from(lock.workflow.as_str()),
+        Value::from(labels::label(&run.manifest.mode)),
+        Value::from(status),
+        Value::from(run.content_sha256.as_str()),
+        Value::from(lock_sha256),
+        Value::from(lock.spec_sha256.as_str()),
+        Value::from(lock.dataset_release_hash.as_str()),
+        Value::from(lock.adapters_sha256.as_str()),
+        Value::from(lock.tokenizer.as_str()),
+        Value::from(lock.code_sha256.as_str()),
+        Value::from(lock.program_version.as_str()),
+        Value::from(lock.model_label.as_str()),
+        Value::from(json(&lock.families)),
+        Value::from(json(&lock.regions)),
+        Value::from(json(&probes)),
+        Value::from(lock.simulator_time_scale),
+        Value::from(lock.created_at.as_str()),
+        Value::from(run.manifest.period_start.clone()),
+        Value::from(run.manifest.period_end.clone()),
+        Value::from(run.computed.metrics.rounds),
+        Value::from(run.computed.observations.len() as u64),
+        Value::from(lock_json),
+    ];
+    s.execute_many(&schema::insert(&RUNS), &[row])?;
+    s.execute_many(
+        &schema::insert(&LANES),
+        &lane_rows(lock, &run.computed.lanes),
+    )?;
+    let requests: Vec<Vec<Value>> = run
+        .computed
+        .observations
+        .iter()
+        .map(|o| request_row(&lock.run_id, o, run.records.get(&o.request_id)))
+        .collect();
+    s.execute_many(&schema::insert(&REQUESTS), &requests)?;
+    s.execute_many(
+        &schema::insert(&METRICS),
+        &metric_rows(&lock.run_id, &run.computed.metrics),
+    )
+}
+
+/// A value as compact JSON (lists of names, the probe map); these never fail to serialize.
+fn json(value: &impl serde::Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+fn lane_rows(lock: &RunLock, lanes: &LaneTable) -> Vec<Vec<Value>> {
+    let several_regions = lanes.lanes.iter().any(|l| l.lane != l.provider);
+    lanes
+        .lanes
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let locked = lock.providers.iter().find(|p| p.key == l.provider);
+            let name = locked.map_or(l.provider.clone(), |p| p.display_name.clone());
+            let display = if several_regions {
+                format!("{name} ({})", l.region)
+            } else {
+                name
+            };
+            vec![
+                Value::from(lock.run_id.as_str()),
+                Value::from(i as u64),
+                Value::from(l.lane.as_str()),
+                Value::from(l.provider.as_str()),
+                Value::from(l.region.as_str()),
+                Value::from(display),
+                Value::from(locked.map(|p| p.model.clone()).unwrap_or_default()),
+                Value::from(locked.and_then(|p| p.input_price_per_mtok)),
+                Value::from(locked.and_then(|p| p.output_price_per_mtok)),
+            ]
+        })
+        .collect()
+}
+
+fn request_row(run_id: &str, o: &Observation, record: Option<&TerminalRecord>) -> Vec<Value> {
+    let usage = o.usage.as_deref();
+    let u = |f: fn(&openbench_common::record::Usage) -> Option<u64>| Value::from(usage.and_then(f));
+    let failure = o.failure.as_deref();
+    vec![
+        Value::from(run_id),
+        Value::from(o.request_id.as_str()),
+        Value::from(o.round_index),
+        Value::from(u64::from(o.lane)),
+        Value::from(o.item_id.as_str()),
+        Value::from(o.family.as_str()),
+        Value::from(record.map(|r| r.started_at.clone()).unwrap_or_default()),
+        Value::from(record.and_then(|r| r.probe_id.clone())),
+        Value::from(labels::label(&o.outcome)),
+        Value::from(labels::label(&o.class)),
+        Value::from(o.error_type.map(|e| labels::label(&e))),
+        Value::from(
+            failure
+                .and_then(|f| f.error_type)
+                .map(|e| labels::label(&e)),
+        ),
+        Value::from(failure.and_then(|f| f.http_status).map(u64::from)),
+        Value::from(o.correct()),
+        Value::from(o.schema_valid),
+        Value::from(u64::from(o.field_bits)),
+        Value::from(o.ttfo_ms),
+        Value::from(o.ttfa_ms),
+        Value::from(o.e2e_ms),
+        Value::from(o.tokens_per_second),
+        Value::from(record.and_then(|r| r.answer_tokens)),
+        Value::from(o.reasoning_tokens_before_answer),
+        Value::from(o.reasoning_emitted),
+        Value::from(o.truncated_by_length),
+        Value::from(o.completed),
+        Value::from(o.model_mismatch.clone()),
+        Value::from(o.out_of_round),
+        u(|u| u.prompt_tokens),
+        u(|u| u.completion_tokens),
+        u(|u| u.total_tokens),
+        u(|u| u.cached_tokens),
+        u(|u| u.reasoning_tokens),
+        Value::from(usage.is_some()),
+    ]
+}
+
+/// Every numeric figure of every summary row (pooled and per family), named by its path in
+/// `metrics.json` (`e2e_latency_p50`, `usage.cost_usd`, `failure_breakdown.http_429`, …).
+fn metric_rows(run_id: &str, metrics: &RunMetrics) -> Vec<Vec<Value>> {
+    let mut rows = Vec::new();
+    for p in &metrics.providers {
+        for summary in std::iter::once(&p.pooled).chain(&p.families) {
+            let mut figures = BTreeMap::new();
+            if let Ok(value) = serde_json::to_value(summary) {
+                flatten("", &value, &mut figures);
+            }
+            for (name, value) in figures {
+                rows.push(vec![
+                    Value::from(run_id),
+                    Value::from(p.lane.as_str()),
+                    Value::from(summary.task_family.as_str()),
+                    Value::from(name),
+                    Value::from(value),
+                ]);
+            }
+        }
+    }
+    rows
+}
+
+fn flatten(prefix: &str, value: &serde_json::Value, out: &mut BTreeMap<String, Option<f64>>) {
+    let name = |key: &str| {
+        if prefix.is_empty() {
+            key.to_string()
+        } else {
+            format!("{prefix}.{key}")
+        }
+    };
+    let serde_json::Value::Object(map) = value else {
+        return;
+    };
+    for (key, v) in map {
+        match v {
+            serde_json::Value::Number(n) => {
+                out.insert(name(key), n.as_f64());
+            }
+            serde_json::Value::Bool(b) => {
+                out.insert(name(key), Some(f64::from(u8::from(*b))));
+            }
+            serde_json::Value::Null => {
+                out.insert(name(key), None);
+            }
+            serde_json::Value::Object(_) => flatten(&name(key), v, out),
+            _ => {}
+        }
+    }
+}

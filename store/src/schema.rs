@@ -1,0 +1,357 @@
+//! The store's tables, described once in Rust: the migrations' DDL, the publish statements and
+//! the exports (CSV headers, Parquet schemas) are all made from [`TABLES`].
+//!
+//! Versioned migrations: `schema_migrations` lists every version applied; opening a store applies
+//! the missing ones in order, each in its own transaction, and refuses a store that is newer than
+//! this build. A later version appends to [`MIGRATIONS`]; it never edits an applied one.
+
+use crate::StoreError;
+use crate::backend::{Store, Value};
+
+/// A column's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// 64-bit integer (booleans are 0/1).
+    Int,
+    /// 64-bit float.
+    Real,
+    /// UTF-8 text.
+    Text,
+}
+
+/// One column.
+#[derive(Debug, Clone, Copy)]
+pub struct Column {
+    /// Column name.
+    pub name: &'static str,
+    /// Type.
+    pub kind: Kind,
+    /// May be NULL.
+    pub nullable: bool,
+}
+
+/// One table: columns in order, and the primary key (also the export's row order).
+#[derive(Debug, Clone, Copy)]
+pub struct Table {
+    /// Table name.
+    pub name: &'static str,
+    /// Columns in order.
+    pub columns: &'static [Column],
+    /// Primary-key columns.
+    pub key: &'static [&'static str],
+}
+
+const fn col(name: &'static str, kind: Kind) -> Column {
+    Column {
+        name,
+        kind,
+        nullable: false,
+    }
+}
+
+const fn opt(name: &'static str, kind: Kind) -> Column {
+    Column {
+        name,
+        kind,
+        nullable: true,
+    }
+}
+
+use Kind::{Int, Real, Text};
+
+/// One row per published run: its identity, status, input hashes and placement.
+pub const RUNS: Table = Table {
+    name: "runs",
+    columns: &[
+        col("run_id", Text),
+        col("workflow", Text),
+        col("mode", Text),
+        col("status", Text),
+        col("content_sha256", Text),
+        col("lock_sha256", Text),
+        col("spec_sha256", Text),
+        col("dataset_release_hash", Text),
+        col("adapters_sha256", Text),
+        col("tokenizer", Text),
+        col("code_sha256", Text),
+        col("program_version", Text),
+        col("model_label", Text),
+        col("families", Text),
+        col("regions", Text),
+        col("probes", Text),
+        opt("simulator_time_scale", Real),
+        col("locked_at", Text),
+        opt("started_at", Text),
+        opt("finished_at", Text),
+        col("rounds", Int),
+        col("requests", Int),
+        col("lock_json", Text),
+    ],
+    key: &["run_id"],
+};
+
+/// One row per lane of a run (provider × region), with the lock's prices.
+pub const LANES: Table = Table {
+    name: "lanes",
+    columns: &[
+        col("run_id", Text),
+        col("lane_index", Int),
+        col("lane", Text),
+        col("provider", Text),
+        col("region", Text),
+        col("display_name", Text),
+        col("model", Text),
+        opt("input_price_per_mtok", Real),
+        opt("output_price_per_mtok", Real),
+    ],
+    key: &["run_id", "lane_index"],
+};
+
+/// One row per request that counts (its final record), scored.
+pub const REQUESTS: Table = Table {
+    name: "requests",
+    columns: &[
+        col("run_id", Text),
+        col("request_id", Text),
+        col("round_index", Int),
+        col("lane_index", Int),
+        col("item_id", Text),
+        col("family", Text),
+        col("started_at", Text),
+        opt("probe_id", Text),
+        col("outcome", Text),
+        col("class", Text),
+        opt("error_type", Text),
+        opt("failure_error_type", Text),
+        opt("http_status", Int),
+        col("correct", Int),
+        col("schema_valid", Int),
+        col("field_bits", Int),
+        opt("ttfo_ms", Real),
+        opt("ttfa_ms", Real),
+        opt("e2e_ms", Real),
+        opt("tokens_per_second", Real),
+        opt("answer_tokens", Int),
+        opt("reasoning_tokens_before_answer", Int),
+        col("reasoning_emitted", Int),
+        col("truncated_by_length", Int),
+        col("completed", Int),
+        opt("model_mismatch", Text),
+        col("out_of_round", Int),
+        opt("usage_prompt_tokens", Int),
+        opt("usage_completion_tokens", Int),
+        opt("usage_total_tokens", Int),
+        opt("usage_cached_tokens", Int),
+        opt("usage_reasoning_tokens", Int),
+        col("has_usage", Int),
+    ],
+    key: &["run_id", "request_id"],
+};
+
+/// The report's figures, long form: one row per (run, lane, family or `pooled`, metric).
+pub const METRICS: Table = Table {
+    name: "metrics",
+    columns: &[
+        col("run_id", Text),
+        col("lane", Text),
+        col("family", Text),
+        col("metric", Text),
+        opt("value", Real),
+    ],
+    key: &["run_id", "lane", "family", "metric"],
+};
+
+/// Every data table, parents first (publish inserts in this order, deletes in reverse).
+pub const TABLES: [Table; 4] = [RUNS, LANES, REQUESTS, METRICS];
+
+/// One schema version.
+pub struct Migration {
+    /// Version number (1, 2, …).
+    pub version: i64,
+    /// What it adds.
+    pub name: &'static str,
+    /// Its DDL.
+    pub ddl: fn() -> String,
+}
+
+/// Every migration, oldest first.
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "runs, lanes, requests, metrics",
+    ddl: initial_schema,
+}];
+
+fn sql_type(kind: Kind) -> &'static str {
+    match kind {
+        Int => "BIGINT",
+        Real => "DOUBLE PRECISION",
+        Text => "TEXT",
+    }
+}
+
+/// `CREATE TABLE` for one table; child tables reference `runs` and go with it.
+pub fn create_table(table: &Table) -> String {
+    let mut parts: Vec<String> = table
+        .columns
+        .iter()
+        .map(|c| {
+            let null = if c.nullable { "" } else { " NOT NULL" };
+            format!("{} {}{null}", c.name, sql_type(c.kind))
+        })
+        .collect();
+    parts.push(format!("PRIMARY KEY ({})", table.key.join(", ")));
+    if table.name != RUNS.name {
+        parts.push("FOREIGN KEY (run_id) REFERENCES runs (run_id) ON DELETE CASCADE".into());
+    }
+    format!(
+        "CREATE TABLE {} (\n  {}\n)",
+        table.name,
+        parts.join(",\n  ")
+    )
+}
+
+fn initial_schema() -> String {
+    let mut ddl: Vec<String> = TABLES.iter().map(create_table).collect();
+    ddl.push("CREATE INDEX requests_by_lane ON requests (run_id, lane_index, round_index)".into());
+    ddl.push("CREATE INDEX runs_by_start ON runs (started_at, run_id)".into());
+    ddl.join(";\n")
+}
+
+/// `INSERT` of every column of `table`, with `$n` placeholders.
+pub fn insert(table: &Table) -> String {
+    let names: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
+    let marks: Vec<String> = (1..=names.len()).map(|i| format!("${i}")).collect();
+    format!(
+        "INSERT INTO {} ({}) VALUES ({})",
+        table.name,
+        names.join(", "),
+        marks.join(", ")
+    )
+}
+
+/// `SELECT` of every column of `table` in key order, optionally for one run.
+pub fn select(table: &Table, one_run: bool) -> String {
+    let names: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
+    let filter = if one_run { " WHERE run_id = $1" } else { "" };
+    format!(
+        "SELECT {} FROM {}{filter} ORDER BY {}",
+        names.join(", "),
+        table.name,
+        table.key.join(", ")
+    )
+}
+
+/// The newest schema version this build knows.
+pub fn latest_version() -> i64 {
+    MIGRATIONS.last().map_or(0, |m| m.version)
+}
+
+/// Brings the store to [`latest_version`]; refuses a newer store.
+pub fn migrate(store: &mut Store) -> Result<(), StoreError> {
+    store.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (\
+         version BIGINT NOT NULL PRIMARY KEY, name TEXT NOT NULL)",
+    )?;
+    let current = applied_version(store)?;
+    if current > latest_version() {
+        return Err(StoreError::NewerSchema {
+            store: store.name().to_string(),
+            found: current,
+            known: latest_version(),
+        });
+    }
+    for m in MIGRATIONS.iter().filter(|m| m.version > current) {
+        store.transaction(|s| {
+            // Two processes opening a fresh store at once: the loser's check inside the
+            // transaction sees the winner's row and skips.
+            if applied_version(s)? >= m.version {
+                return Ok(());
+            }
+            s.execute_batch(&(m.ddl)())?;
+            s.execute_many(
+                "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+                &[vec![Value::Int(m.version), Value::from(m.name)]],
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// The highest applied version (0 for a new store).
+pub fn applied_version(store: &mut Store) -> Result<i64, StoreError> {
+    let rows = store.query(
+        "SELECT version FROM schema_migrations ORDER BY version",
+        &[],
+    )?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| r.first().and_then(Value::int))
+        .max()
+        .unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_store_is_migrated_once_and_a_newer_one_is_refused() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("s.sqlite");
+        let location = path.to_string_lossy().into_owned();
+        let mut store = Store::open(&location).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(applied_version(&mut store).ok(), Some(1));
+        let tables = store
+            .query(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+                &[],
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        let names: Vec<&str> = tables.iter().filter_map(|r| r[0].text()).collect();
+        assert_eq!(
+            names,
+            ["lanes", "metrics", "requests", "runs", "schema_migrations"]
+        );
+        drop(store);
+        // Opening again applies nothing (one row per version).
+        let mut store = Store::open(&location).unwrap_or_else(|e| panic!("{e}"));
+        let rows = store
+            .query("SELECT version FROM schema_migrations", &[])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(rows, vec![vec![Value::Int(1)]]);
+        store
+            .execute_batch("INSERT INTO schema_migrations (version, name) VALUES (2, 'future')")
+            .unwrap_or_else(|e| panic!("{e}"));
+        drop(store);
+        match Store::open(&location) {
+            Err(StoreError::NewerSchema { found, known, .. }) => assert_eq!((found, known), (2, 1)),
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("a store newer than the build was opened"),
+        }
+    }
+
+    #[test]
+    fn statements_are_generated_from_the_table_description() {
+        assert_eq!(
+            insert(&METRICS),
+            "INSERT INTO metrics (run_id, lane, family, metric, value) VALUES ($1, $2, $3, $4, $5)"
+        );
+        assert_eq!(
+            select(&LANES, true),
+            "SELECT run_id, lane_index, lane, provider, region, display_name, model, \
+             input_price_per_mtok, output_price_per_mtok FROM lanes WHERE run_id = $1 \
+             ORDER BY run_id, lane_index"
+        );
+        assert!(create_table(&METRICS).contains("value DOUBLE PRECISION,"));
+        assert!(create_table(&METRICS).contains("metric TEXT NOT NULL,"));
+    }
+
+    #[test]
+    fn a_postgres_url_is_named_without_its_credentials() {
+        assert_eq!(
+            crate::describe("postgres://bench:s3cret@db.example:5432/results?sslmode=disable"),
+            "postgres://db.example:5432/results"
+        );
+        assert_eq!(crate::describe("results.sqlite"), "results.sqlite");
+    }
+}
