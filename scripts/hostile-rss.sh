@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Peak resident memory and timing of `smoke` and `run` through the coordinator against each
-# hostile upstream of the simulator's catalogue (issue 11's done-when: under 100 MB resident, each
+# hostile upstream of the simulator's catalogue (the bound we hold: under 100 MB resident, each
 # request ending within its deadline plus one second). Prints one markdown table row per case.
 #
 #   scripts/hostile-rss.sh [--bin PATH] [--timeout-ms N]

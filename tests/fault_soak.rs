@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! Fault soak (issue 11, item 6): a full run against a simulator process whose lanes between them
+//! Fault soak: a full run against a simulator process whose lanes between them
 //! send every fault of the catalogue (one lane per fault quirk, plus stochastic profiles), through
 //! a remote `probe serve`. The coordinator is SIGKILLed at seeded random moments and resumed, and
 //! the probe is killed and restarted on its port in the middle of a session. Afterwards every

@@ -2,7 +2,7 @@
 //! `openbench-inference report` from the command line on a real run: a duplicate committed
 //! record and a record outside the plan are refused with a non-zero exit that names them, and the
 //! report already written stays as it was; `--accept-duplicates` / `--accept-unplanned` count them
-//! and the report's header says so (issue 11, part 2).
+//! and the report's header says so.
 
 mod coordinator_support;
 

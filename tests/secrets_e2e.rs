@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! A sentinel key end to end (issue 11, item 4): upstreams that echo the key — split across two
+//! A sentinel key end to end: upstreams that echo the key — split across two
 //! answer events (`echo-key-split`), base64-encoded inside the echoed `Authorization` header and
 //! split too (`echo-key-base64`), quoted in a 401 error (`echo-key-error`) — are driven through
 //! `probe once`, `smoke`, `run`, a smoke through a remote `probe serve`, and an OTLP/gRPC export

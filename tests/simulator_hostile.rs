@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The hostile entries of the simulator's catalogue, each driven through the real probe executor
-//! over loopback (issue 11): every one ends as its own outcome and error type well before the
+//! over loopback: every one ends as its own outcome and error type well before the
 //! deadline, keeping what was read up to the limit and no secret. The rest of the catalogue is in
 //! `simulator_catalogue.rs`.
 

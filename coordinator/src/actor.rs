@@ -4,19 +4,19 @@
 //! is parked at the gate, then opens the gate: the launcher starts every lane's call in the
 //! rotated launch order, back to back, and drives them all. Each lane calls its region's probe over
 //! gRPC and casts the execution back; the actor hands it to the writer thread
-//! ([`crate::durable`], group commit per round) and starts the next round only when every lane is
+//! ([`crate::writer_thread`], group commit per round) and starts the next round only when every lane is
 //! terminal. A probe that does not answer within deadline + grace yields a
 //! harness record, never a provider failure; a region whose health monitor ([`crate::health`])
 //! declares it down fails its lanes at once (`region_unreachable`), the other regions' lanes go
 //! on, and at the end of the plan the failed lanes are re-run out of their rounds
 //! ([`crate::faults`]).
 
-use crate::call::{LaneCall, LaneSession, encode, execute, harness_wait};
-use crate::durable::DurableWriter;
 use crate::faults::FaultBook;
 use crate::health::{FaultPolicy, LinkEvent, RegionState};
-use crate::lazy::RoundRef;
+use crate::lane_call::{LaneCall, LaneSession, encode, execute, harness_wait};
+use crate::round_jobs::RoundRef;
 use crate::session_open::ProbeSession;
+use crate::writer_thread::DurableWriter;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use openbench_common::record::{ErrorType, Execution};
 use openbench_common::request::PlannedRequest;
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Barrier, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
-pub use crate::lazy::RoundJob;
+pub use crate::round_jobs::RoundJob;
 pub use crate::session_report::{Progress, ProgressFn, SessionReport, SessionStatus};
 
 /// Messages the coordinator actor handles.
@@ -217,7 +217,8 @@ fn finish(myself: &ActorRef<CoordMsg>, state: &mut CoordState, status: SessionSt
 struct Prepared {
     job: RoundJob,
     launch_order: Vec<String>,
-    ready: Arc<Barrier>,
+    /// Met by the launcher once it is parked, so the gate never opens before it is.
+    launcher_parked: Arc<Barrier>,
     gate: oneshot::Sender<tracing::Span>,
     launcher: JoinHandle<()>,
 }
@@ -234,14 +235,14 @@ struct PreparedLane {
     wait: Duration,
 }
 
-/// Spawns the round's launcher: one task that parks at the ready barrier, waits for the gate,
+/// Spawns the round's launcher: one task that signals it is parked, waits for the gate,
 /// then starts every lane's call in launch order and drives them all to their records.
 ///
 /// One task rather than one per lane: released lane tasks would be spread over the runtime's
 /// workers, and a lane taken by a worker that is not running at that moment (the other core
 /// busy with an upstream or the writer) was dispatched late, which set the round's launch skew.
 /// In one task the lanes are dispatched back to back, each up to its first wait for the probe.
-/// The actor opens the gate only once the launcher is parked at the barrier, so a release never
+/// The actor opens the gate only once the launcher has signalled it is parked, so a release never
 /// waits for a task that has not started yet.
 fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prepared {
     let requests = job.requests();
@@ -262,9 +263,9 @@ fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prep
             }
         })
         .collect();
-    let ready = Arc::new(Barrier::new(2));
+    let launcher_parked = Arc::new(Barrier::new(2));
     let (gate, gate_rx) = oneshot::channel::<tracing::Span>();
-    let parked = ready.clone();
+    let parked = launcher_parked.clone();
     let me = myself.clone();
     let round_index = job.round.round_index;
     let out_of_round = job.out_of_round;
@@ -290,7 +291,7 @@ fn prepare(myself: &ActorRef<CoordMsg>, args: &CoordArgs, job: RoundJob) -> Prep
     Prepared {
         job,
         launch_order,
-        ready,
+        launcher_parked,
         gate,
         launcher,
     }
@@ -367,7 +368,7 @@ async fn next_round(myself: &ActorRef<CoordMsg>, state: &mut CoordState) {
         }
     };
     let n = prepared.launch_order.len();
-    prepared.ready.wait().await;
+    prepared.launcher_parked.wait().await;
     let released = Instant::now();
     let released_wall = openbench_common::clock::now_rfc3339();
     let round_span = crate::spans::round_span(&state.run_span, &prepared.job.round);

@@ -243,7 +243,7 @@ mod tests {
                 round(5, vec![lane("west", "req-4")]),
             ],
         };
-        crate::lazy::jobs(
+        crate::round_jobs::jobs(
             Arc::new(plan),
             Arc::new(NoPrompts),
             "run",

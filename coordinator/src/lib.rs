@@ -3,32 +3,32 @@
 //! gRPC, crash-safe and resumable. It names no workflow: planning, selection and the smoke
 //! criterion come through `openbench_common::workflow::Workflow`.
 //!
-//! Read top-down: [`session`] loads inputs and opens or creates a locked run directory ([`lock`]; every file
+//! Read top-down: [`run_dir`] loads inputs and opens or creates a locked run directory ([`lock`]; every file
 //! goes through `openbench_common::rundir`); [`runner`] runs a full plan or a smoke, driving the
-//! [`actor`] with gRPC clients from [`infra`] (what serves the probes and any `sim://` endpoint
+//! [`actor`] with gRPC clients from [`probe_links`] (what serves the probes and any `sim://` endpoint
 //! is the binary's [`TargetHost`]; [`session_open`] checks each probe and opens the run's
 //! session on it). The live view of a run is the `openbench-watch` crate.
 
 pub mod actor;
-pub mod call;
-pub mod durable;
 pub mod error;
 pub mod faults;
 pub mod health;
-pub mod infra;
-pub mod lazy;
+pub mod lane_call;
 pub mod load;
 pub mod lock;
+pub mod probe_links;
+pub mod round_jobs;
+pub mod run_dir;
 pub mod runner;
-pub mod session;
 pub mod session_open;
 pub mod session_report;
 pub mod spans;
+pub mod writer_thread;
 
 pub use actor::{Progress, ProgressFn, SessionReport, SessionStatus};
 pub use error::CoordinatorError;
 pub use health::{FaultPolicy, LinkSettings, RegionDownPolicy};
-pub use infra::{BoxFuture, RemoteProbes, TargetHost, Targets};
 pub use openbench_common::rundir::{RunManifest, RunStatus};
+pub use probe_links::{BoxFuture, RemoteProbes, TargetHost, Targets};
+pub use run_dir::{RunDir, RunInputs, locked_spec_path, prepare_inputs};
 pub use runner::{FullOutcome, RunOptions, SmokeOutcome, StopRequest, run_full, run_smoke};
-pub use session::{RunDir, RunInputs, locked_spec_path, prepare_inputs};

@@ -12,15 +12,15 @@
 //! ones at their planned offsets from the resumed phase's start (docs/architecture.md).
 
 use crate::actor::{Progress, SessionReport, SessionStatus};
-use crate::call::{LaneCall, LaneSession, encode, execute, harness_wait};
-use crate::durable::DurableWriter;
 use crate::error::CoordinatorError;
 use crate::faults::FaultBook;
 use crate::health::RegionState;
-use crate::infra::Infra;
+use crate::lane_call::{LaneCall, LaneSession, encode, execute, harness_wait};
+use crate::probe_links::Infra;
+use crate::run_dir::RunInputs;
 use crate::runner::{RunOptions, StopRequest, next_stop, start_monitors};
-use crate::session::RunInputs;
 use crate::session_open::ProbeSession;
+use crate::writer_thread::DurableWriter;
 use futures_util::FutureExt;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use openbench_common::record::Execution;

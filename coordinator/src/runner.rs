@@ -9,12 +9,12 @@
 use crate::actor::{
     CoordArgs, CoordMsg, Coordinator, Progress, ProgressFn, RoundJob, SessionReport, SessionStatus,
 };
-use crate::durable::DurableWriter;
 use crate::error::CoordinatorError;
 use crate::health::{FaultPolicy, Monitors, RegionSession};
-use crate::infra::{Infra, RemoteProbes, TargetHost};
-use crate::lazy::jobs;
-use crate::session::{RunDir, RunInputs};
+use crate::probe_links::{Infra, RemoteProbes, TargetHost};
+use crate::round_jobs::jobs;
+use crate::run_dir::{RunDir, RunInputs};
+use crate::writer_thread::DurableWriter;
 use openbench_common::record::TerminalRecord;
 use openbench_common::rundir::{
     RunFiles, RunManifest, RunMode, RunStatus, RunWriter, SessionProbes, SmokeAttempt,

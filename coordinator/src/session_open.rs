@@ -9,7 +9,7 @@
 
 use crate::error::CoordinatorError;
 use crate::lock::{lock_sha256, short};
-use crate::session::{RunDir, RunInputs};
+use crate::run_dir::{RunDir, RunInputs};
 use openbench_common::probe_session::SessionOpen;
 use openbench_common::rundir::SessionProbe;
 use openbench_proto::link::{ProbeChannel, open_session};

@@ -1,5 +1,5 @@
 //! Hostile upstreams: the catalogue entries that attack the client rather than imitate a
-//! provider (issue 11). Each is a lazily generated body, so the simulator itself holds almost
+//! provider. Each is a lazily generated body, so the simulator itself holds almost
 //! nothing however much it sends; endless bodies stop at the hang limit, on shutdown, or when the
 //! client goes away.
 

@@ -1,4 +1,4 @@
-//! The lanes of one planned round, in launch order, with their request ids (issue 12: a plan's
+//! The lanes of one planned round, in launch order, with their request ids (a plan's
 //! memory flat in the number of rounds).
 //!
 //! A plan file lists every lane of every round; a plan the coordinator builds holds none of

@@ -18,7 +18,7 @@ use anyhow::Context;
 use openbench_common::credentials::Credentials;
 use openbench_common::request::PlannedRequest;
 use openbench_common::spec::{ProviderAdapter, RequestContract};
-use openbench_coordinator::lazy::RoundJob;
+use openbench_coordinator::round_jobs::RoundJob;
 use openbench_probe::Executor;
 use openbench_probe::body::{build_body, build_headers};
 use reqwest::header::HeaderMap;

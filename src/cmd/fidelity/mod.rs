@@ -216,7 +216,7 @@ pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
         let start = Instant::now();
         let inputs = super::runs::load_inputs("micro-single-task", &spec)?;
         let run = RunDir::create(&inputs, Some("fidelity"), "bench")?;
-        let planned = openbench_coordinator::lazy::plan_full(&inputs, &run)?;
+        let planned = openbench_coordinator::round_jobs::plan_full(&inputs, &run)?;
         let figures = PlanFigures {
             mode: "plan",
             lanes: args.lanes,
@@ -425,7 +425,7 @@ fn layer_work(
     run: &RunDir,
 ) -> anyhow::Result<layers::LayerWork> {
     let spec = &inputs.spec.spec;
-    let planned = openbench_coordinator::lazy::plan_full(inputs, run)?;
+    let planned = openbench_coordinator::round_jobs::plan_full(inputs, run)?;
     Ok(layers::LayerWork {
         jobs: planned.jobs.into_iter().collect(),
         adapters: spec

@@ -6,6 +6,7 @@
 
 pub mod canned;
 pub mod cli;
+mod contract_gold;
 pub mod extract;
 pub mod generate;
 mod load;

@@ -3,7 +3,7 @@
 //! the paired rounds built from it ([`rounds`]) and the smoke criterion (every lane × family
 //! returned a 2xx, non-empty, schema-valid answer).
 
-pub mod mt;
+pub mod cpython_random;
 pub mod rounds;
 pub mod selection;
 

@@ -2,7 +2,7 @@
 //! CPython's `random.Random(seed).shuffle`, seed = big-endian sha256(slug \0 release \0 family \0
 //! schedule version); the first `n` are taken. Written as `artifacts/selection.json`.
 
-use super::mt::{Mt19937, be_bytes_to_decimal};
+use super::cpython_random::{Mt19937, be_bytes_to_decimal};
 use openbench_common::workflow::{DatasetRelease, WorkItem};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

@@ -1,4 +1,4 @@
-//! Durable writes off the async runtime (issue 12): one thread owns the run writer, so no
+//! Durable writes off the async runtime: one thread owns the run writer, so no
 //! `fdatasync` blocks the two worker threads that also poll the in-process probes' sockets.
 //!
 //! The actor hands over each terminal execution as it arrives (appended at once, not fsynced)

@@ -5,7 +5,7 @@
 //! ([`crate::session_open`]) before the session's first round.
 
 use crate::error::CoordinatorError;
-use crate::session::{RunDir, RunInputs};
+use crate::run_dir::{RunDir, RunInputs};
 use crate::session_open::{ProbeSession, SessionOpener};
 use openbench_common::spec::ProbeLocation;
 use openbench_proto::link::{self, ClientSecurity, ProbeChannel};

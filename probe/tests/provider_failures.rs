@@ -1,0 +1,282 @@
+//! The executor against a raw HTTP/1.1 server on loopback, when the provider fails: HTTP errors
+//! with their headers and body snippets, redirects, invalid and truncated streams, errors inside
+//! a stream, refused connections and echoed secrets. Same method and timing bounds as
+//! `loopback.rs`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use openbench_common::record::{ErrorType, Outcome};
+use openbench_probe::Executor;
+use support::*;
+
+fn error_reply(status: &str, headers: &[(&str, &str)], body: &str) -> Vec<Step> {
+    vec![head(status, headers), chunk(body), Step::End]
+}
+
+#[tokio::test]
+async fn http_429_captures_retry_after_and_rate_limit_headers() {
+    let steps = error_reply(
+        "429 Too Many Requests",
+        &[
+            ("Content-Type", "application/json"),
+            ("Retry-After", "7"),
+            ("X-RateLimit-Remaining-Requests", "0"),
+            ("x-request-id", "rq-429"),
+        ],
+        r#"{"error":{"message":"Rate limit reached","type":"rate_limit"}}"#,
+    );
+    let (e, _s) = run(steps, 5_000).await;
+    let r = &e.record;
+    assert_eq!(
+        (r.outcome, r.error_type),
+        (Outcome::HttpError, Some(ErrorType::Http429))
+    );
+    assert_eq!(r.http_status, Some(429));
+    assert_eq!(
+        r.rate_limit_headers.get("retry-after").map(String::as_str),
+        Some("7")
+    );
+    assert_eq!(
+        r.rate_limit_headers
+            .get("x-ratelimit-remaining-requests")
+            .map(String::as_str),
+        Some("0")
+    );
+    assert_eq!(r.provider_request_id.as_deref(), Some("rq-429"));
+    assert_eq!(
+        r.error_message.as_deref(),
+        Some(r#"HTTP 429: {"error":{"message":"Rate limit reached","type":"rate_limit"}}"#)
+    );
+    assert_eq!((r.ttfa_ms, r.e2e_ms, r.answer_tokens), (None, None, None));
+}
+
+#[tokio::test]
+async fn http_500_and_400_keep_a_body_snippet() {
+    let (e, _s) = run(
+        error_reply("500 Internal Server Error", &[], "upstream exploded"),
+        5_000,
+    )
+    .await;
+    assert_eq!(
+        (
+            e.record.outcome,
+            e.record.error_type,
+            e.record.error_message.as_deref()
+        ),
+        (
+            Outcome::HttpError,
+            Some(ErrorType::Http5xx),
+            Some("HTTP 500: upstream exploded")
+        )
+    );
+    let body = format!(
+        r#"{{"error":{{"message":"invalid request: {}","code":"bad"}}}}"#,
+        "x".repeat(2000)
+    );
+    let (e, _s) = run(error_reply("400 Bad Request", &[], &body), 5_000).await;
+    let r = &e.record;
+    assert_eq!(
+        (r.outcome, r.error_type),
+        (Outcome::HttpError, Some(ErrorType::OtherHttp4xx))
+    );
+    let message = r.error_message.clone().unwrap();
+    assert!(message.starts_with(r#"HTTP 400: {"error":{"message":"invalid request: xxx"#));
+    // "HTTP 400: " + 512 characters + "…".
+    assert_eq!(message.chars().count(), 10 + 512 + 1);
+}
+
+#[tokio::test]
+async fn a_redirect_is_not_followed() {
+    let steps = error_reply(
+        "302 Found",
+        &[("Location", "http://127.0.0.1:9/elsewhere")],
+        "",
+    );
+    let (e, server) = run(steps, 5_000).await;
+    let r = &e.record;
+    assert_eq!(
+        (r.outcome, r.error_type),
+        (Outcome::HttpError, Some(ErrorType::OtherHttpStatus))
+    );
+    assert_eq!(
+        r.error_message.as_deref(),
+        Some("HTTP 302 (redirects are not followed)")
+    );
+    assert_eq!(server.received().len(), 1);
+}
+
+#[tokio::test]
+async fn non_json_data_is_invalid_sse() {
+    let steps = vec![
+        sse_head(),
+        data(r#"{"choices":[{"delta":{"content":"ok"}}]}"#),
+        chunk("data: this is not json\n\n"),
+        data(r#"{"choices":[{"delta":{"content":"never seen"}}]}"#),
+        Step::End,
+    ];
+    let (e, _s) = run(steps, 5_000).await;
+    let r = &e.record;
+    assert_eq!(
+        (r.outcome, r.error_type),
+        (Outcome::TransportError, Some(ErrorType::InvalidSse))
+    );
+    assert_eq!(r.answer_text, "ok");
+    assert!(
+        r.error_message
+            .as_deref()
+            .unwrap_or("")
+            .contains("this is not json")
+    );
+}
+
+#[tokio::test]
+async fn a_stream_without_done_or_finish_is_truncated() {
+    let steps = vec![
+        sse_head(),
+        data(r#"{"choices":[{"delta":{"content":"{\"cut"}}]}"#),
+        Step::End,
+    ];
+    let (e, _s) = run(steps, 5_000).await;
+    let r = &e.record;
+    assert_eq!(
+        (r.outcome, r.error_type),
+        (Outcome::TransportError, Some(ErrorType::TruncatedStream))
+    );
+    assert_eq!(r.answer_text, "{\"cut");
+    assert_eq!(r.e2e_ms, None);
+    // A connection dropped mid-body is a transport error too.
+    let steps = vec![
+        sse_head(),
+        data(r#"{"choices":[{"delta":{"content":"x"}}]}"#),
+        Step::Close,
+    ];
+    let (e, _s) = run(steps, 5_000).await;
+    assert_eq!(e.record.outcome, Outcome::TransportError);
+    assert_eq!(e.record.error_type, Some(ErrorType::Transport));
+}
+
+#[tokio::test]
+async fn finish_reason_without_done_completes_and_length_is_flagged() {
+    let steps = vec![
+        sse_head(),
+        data(r#"{"choices":[{"delta":{"content":"{\"a\": 1"}}]}"#),
+        Step::Sleep(30),
+        data(r#"{"choices":[{"delta":{"content":", \"b\""},"finish_reason":"length"}]}"#),
+        Step::End,
+    ];
+    let (e, _s) = run(steps, 5_000).await;
+    let r = &e.record;
+    assert_eq!(r.outcome, Outcome::Completed);
+    assert!(r.truncated_by_length);
+    assert_eq!(r.finish_reason.as_deref(), Some("length"));
+    // o200k: {"|a|":| |1|,| "|b|" — 9 tokens; the rate spans the 30 ms between the pieces.
+    assert_eq!(r.answer_tokens, Some(9));
+    let (ttfa, e2e) = (r.ttfa_ms.unwrap(), r.e2e_ms.unwrap());
+    assert!(e2e - ttfa >= 30.0, "{ttfa} {e2e}");
+    assert_eq!(
+        r.output_tokens_per_second,
+        Some(8.0 / ((e2e - ttfa) / 1000.0))
+    );
+}
+
+#[tokio::test]
+async fn mid_stream_error_object_and_event_error_are_stream_errors() {
+    let steps = vec![
+        sse_head(),
+        data(r#"{"choices":[{"delta":{"content":"{\"a\""}}]}"#),
+        data(r#"{"error":{"message":"model overloaded","type":"server_error"}}"#),
+        chunk("data: [DONE]\n\n"),
+        Step::End,
+    ];
+    let (e, _s) = run(steps, 5_000).await;
+    let r = &e.record;
+    assert_eq!(
+        (r.outcome, r.error_type),
+        (Outcome::StreamError, Some(ErrorType::StreamError))
+    );
+    assert_eq!(r.error_message.as_deref(), Some("model overloaded"));
+    assert_eq!(r.answer_text, "{\"a\"");
+    assert_eq!(r.e2e_ms, None);
+
+    let steps = vec![
+        sse_head(),
+        data(r#"{"choices":[{"delta":{"content":"x"}}]}"#),
+        chunk("event: error\ndata: {\"message\":\"internal failure\"}\n\n"),
+        Step::End,
+    ];
+    let (e, _s) = run(steps, 5_000).await;
+    let r = &e.record;
+    assert_eq!(r.outcome, Outcome::StreamError);
+    assert_eq!(
+        r.error_message.as_deref(),
+        Some("event: error: internal failure")
+    );
+    assert_eq!(e.events.last().unwrap().event.as_deref(), Some("error"));
+
+    let steps = vec![
+        sse_head(),
+        data(r#"{"object":"error","message":"bad gateway upstream","code":502}"#),
+        Step::End,
+    ];
+    let (e, _s) = run(steps, 5_000).await;
+    assert_eq!(e.record.outcome, Outcome::StreamError);
+}
+
+#[tokio::test]
+async fn connect_refused_is_a_connect_error() {
+    // A socket bound but not listening holds the port for this test: connections are refused
+    // (no other process can take the port meanwhile).
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = socket.local_addr().unwrap();
+    let endpoint = format!("http://{addr}/v1/chat/completions?key={SECRET}");
+    let exec = Executor::new(adapter("together", &endpoint), contract(20_000), &creds()).unwrap();
+    let e = exec.execute(&planned("together", 2_000)).await;
+    let r = &e.record;
+    assert_eq!(
+        (r.outcome, r.error_type),
+        (Outcome::TransportError, Some(ErrorType::Connect))
+    );
+    let message = r.error_message.clone().unwrap();
+    assert!(
+        !message.contains(SECRET) && !message.contains("key="),
+        "{message}"
+    );
+    // Refused at once: the 2 s deadline was not waited for.
+    assert!(
+        within(r.stream_end_ms, 0.0, 2_000.0),
+        "{:?}",
+        r.stream_end_ms
+    );
+    drop(socket);
+}
+
+#[tokio::test]
+async fn secrets_echoed_by_a_provider_are_redacted_everywhere() {
+    let echo = format!(r#"{{"error":{{"message":"invalid key {SECRET}"}}}}"#);
+    let (e, _s) = run(
+        error_reply("401 Unauthorized", &[("x-request-id", SECRET)], &echo),
+        5_000,
+    )
+    .await;
+    let json = serde_json::to_string(&e).unwrap();
+    assert!(!json.contains(SECRET), "{json}");
+    assert_eq!(
+        e.record.error_message.as_deref(),
+        Some(r#"HTTP 401: {"error":{"message":"invalid key [redacted]"}}"#)
+    );
+    assert_eq!(e.record.provider_request_id.as_deref(), Some("[redacted]"));
+
+    let steps = vec![
+        sse_head(),
+        data(&format!(
+            r#"{{"choices":[{{"delta":{{"content":"key is {SECRET}"}},"finish_reason":"stop"}}]}}"#
+        )),
+        Step::End,
+    ];
+    let (e, _s) = run(steps, 5_000).await;
+    let json = serde_json::to_string(&e).unwrap();
+    assert!(!json.contains(SECRET), "{json}");
+    assert_eq!(e.record.answer_text, "key is [redacted]");
+}
