@@ -119,6 +119,8 @@ async fn a_smoke_completes_while_strangers_hold_more_connections_than_the_cap() 
     let (cap, per_source) = (CAP.to_string(), (CAP / 2).to_string());
     let handshake = HANDSHAKE_S.to_string();
 
+    // The key may go to the simulator's zai route and nowhere else (deny by default).
+    let allowed = format!("{KEY_VAR}={}", sim.profile_endpoint("zai"));
     let mut command = Command::new(bin());
     command
         .current_dir(tmp.path())
@@ -146,6 +148,7 @@ async fn a_smoke_completes_while_strangers_hold_more_connections_than_the_cap() 
             &cap,
         ])
         .args(["--max-unauthenticated-per-source", &per_source])
+        .args(["--allow-endpoint", &allowed])
         .env(KEY_VAR, SECRET);
     let mut probe = LoggedChild::spawn("probe", command, &tmp.path().join("probe.log")).unwrap();
     let addr: SocketAddr = probe

@@ -55,21 +55,25 @@ fn limits(
     }
 }
 
-/// A probe of region `eu-west` with the token, TLS from `pki` when given, and `connections`.
-async fn probe(pki: Option<&Pki>, connections: ConnectionLimits) -> ProbeServerHandle {
+/// Where a probe whose tests open no session lets its key go: nowhere that exists.
+const NO_UPSTREAM: &str = "https://unused.invalid/";
+
+/// A probe of region `eu-west` with the token, TLS from `pki` when given, and `connections`,
+/// whose key may go to `upstream` only.
+async fn probe(
+    pki: Option<&Pki>,
+    connections: ConnectionLimits,
+    upstream: &str,
+) -> ProbeServerHandle {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let security = ProbeSecurity {
         tls: pki.map(|pki| pki.server(false).load().unwrap()),
         token: Some(ProbeToken::new(TOKEN, "test").unwrap()),
         connections,
     };
-    serve_secured(
-        listener,
-        probe_config("eu-west", "http://127.0.0.1"),
-        security,
-    )
-    .await
-    .unwrap()
+    serve_secured(listener, probe_config("eu-west", upstream), security)
+        .await
+        .unwrap()
 }
 
 /// A stranger's connection to `addr` from loopback address `127.0.0.<host>`, having sent
@@ -159,8 +163,8 @@ async fn connections_that_never_finish_a_handshake_are_closed_at_the_deadline() 
     let deadline = Duration::from_secs(1);
     let limits = limits(deadline, Duration::from_secs(30), 64, 16);
     let pki = Pki::generate();
-    let tls = probe(Some(&pki), limits).await;
-    let plain = probe(None, limits).await;
+    let tls = probe(Some(&pki), limits, NO_UPSTREAM).await;
+    let plain = probe(None, limits, NO_UPSTREAM).await;
     let cases: [(&str, SocketAddr, &[u8]); 5] = [
         ("TLS, no byte", tls.addr(), b""),
         ("TLS, half a ClientHello", tls.addr(), HALF_CLIENT_HELLO),
@@ -206,6 +210,7 @@ async fn a_connection_calling_without_the_token_is_closed_at_the_unauthenticated
     let handle = probe(
         Some(&pki),
         limits(Duration::from_secs(1), unauthenticated, 64, 16),
+        NO_UPSTREAM,
     )
     .await;
     let through = relay(handle.addr()).await;
@@ -239,7 +244,7 @@ async fn a_connection_calling_without_the_token_is_closed_at_the_unauthenticated
 async fn past_the_cap_the_oldest_goes_first_from_the_address_holding_the_most() {
     // Deadlines far away: every close here is the cap's.
     let long = Duration::from_secs(60);
-    let handle = probe(None, limits(long, long, 6, 3)).await;
+    let handle = probe(None, limits(long, long, 6, 3), NO_UPSTREAM).await;
     let addr = handle.addr();
     let from = |host: u8| stranger(addr, host, b"");
     let (mut a0, mut a1, mut a2) = (from(2).await.0, from(2).await.0, from(2).await.0);
@@ -317,6 +322,7 @@ async fn the_coordinators_connection_keeps_its_place_while_strangers_hold_the_ca
     let handle = probe(
         Some(&pki),
         limits(handshake, unauthenticated, cap, per_source),
+        &upstream.endpoint(),
     )
     .await;
     let through = relay(handle.addr()).await;
