@@ -330,6 +330,14 @@ pub struct TerminalRecord {
     /// (METHODOLOGY §9); latencies from the scheduled send add it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_lag_ms: Option<f64>,
+    /// Open loop only: the planned send offset from the phase's start, ms (what `scheduled_at`
+    /// says, as an offset, so reports need no clock arithmetic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_offset_ms: Option<f64>,
+    /// Load phases only: the actual send (the dispatch) as an offset from the phase's start, ms;
+    /// a closed loop's measured window is judged on it (METHODOLOGY §9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_offset_ms: Option<f64>,
 }
 
 impl TerminalRecord {
@@ -390,6 +398,8 @@ impl TerminalRecord {
             sequence: None,
             scheduled_at: None,
             send_lag_ms: None,
+            scheduled_offset_ms: None,
+            sent_offset_ms: None,
             usage: None,
             provider_request_id: None,
             rate_limit_headers: BTreeMap::new(),

@@ -424,7 +424,10 @@ async fn call(
     )
     .await;
     execution.record.probe_id = session.map(|s| s.probe.probe_id);
+    let sent = dispatched.saturating_duration_since(shared.start);
+    execution.record.sent_offset_ms = Some(sent.as_secs_f64() * 1000.0);
     if let Some(due) = due {
+        execution.record.scheduled_offset_ms = Some(due.offset.as_secs_f64() * 1000.0);
         let scheduled = shared.start_wall + due.offset;
         execution.record.scheduled_at = Some(openbench_common::clock::rfc3339_utc(scheduled));
         let lag = dispatched.saturating_duration_since(due.instant);
