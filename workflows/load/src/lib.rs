@@ -12,6 +12,7 @@
 
 pub mod arrivals;
 pub mod metrics;
+pub mod report;
 pub mod rng;
 pub mod spec;
 pub mod workload;

@@ -1,0 +1,96 @@
+//! The load run's reports: from the steps and their request samples to `report.md`,
+//! `report.html` and `load-metrics.json`, and the comparison of two load runs.
+//!
+//! The workflow's glue (reading a run directory: lock, spec, records, events) builds a
+//! [`LoadResults`]; everything here is a function of it, so a report is recomputed byte for byte
+//! from the raw records.
+
+use crate::arrivals::Window;
+use crate::metrics::{RequestSample, Slo};
+use crate::spec::StepModel;
+use openbench_common::workflow::{CompareSettings, ReportOutcome, WorkflowError};
+use std::path::{Path, PathBuf};
+
+/// Everything a load report is computed from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadResults {
+    /// The run id.
+    pub run_id: String,
+    /// The steps that ran, in order (a saturation search's steps as they were chosen).
+    pub steps: Vec<StepResults>,
+    /// Settings of the rules (SLO, sustain fraction, goodput threshold, bootstrap seed).
+    pub settings: ReportSettings,
+    /// True when answers were scored (the `tasks` workload): goodput also needs a right answer.
+    pub scored: bool,
+    /// Lines the report states in its header (e.g. providers whose output length could not be
+    /// held with `ignore_eos`, harness failures set apart), in order.
+    pub notes: Vec<String>,
+}
+
+/// The rules' settings, from the spec's `load:` section.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportSettings {
+    /// Goodput's service-level objectives.
+    pub slo: Slo,
+    /// Smallest achieved ÷ target rate that counts as keeping up.
+    pub sustain_fraction: f64,
+    /// Smallest goodput fraction of a sustained step.
+    pub goodput_threshold: f64,
+    /// Seed of the bootstrap intervals.
+    pub seed: u64,
+}
+
+/// One step as it ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepResults {
+    /// 0-based step index (also the schedule's phase index of the full run).
+    pub index: usize,
+    /// The step's load per provider, as written in the spec (split across regions per lane).
+    pub model: StepModel,
+    /// The measured window (for a closed loop with a count window: computed from the sends).
+    pub window: Window,
+    /// Every lane's share of the load, in base order.
+    pub lanes: Vec<LaneLoad>,
+    /// Every request of the step (all phases; harness failures excluded and counted in
+    /// `harness_failures`).
+    pub samples: Vec<RequestSample>,
+    /// Requests that ended in a harness failure (set apart, never counted as the provider's).
+    pub harness_failures: u64,
+}
+
+/// One lane's share of a step's load.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaneLoad {
+    /// Lane label (`provider` or `provider@region`).
+    pub lane: String,
+    /// Provider key.
+    pub provider: String,
+    /// Region name.
+    pub region: String,
+    /// Open loop: this lane's target rate per second.
+    pub target_rate_per_s: Option<f64>,
+    /// Closed loop: this lane's users.
+    pub concurrency: Option<u32>,
+}
+
+/// Writes the run's load reports into `run_dir` and returns the summary table and paths.
+pub fn write_reports(
+    run_dir: &Path,
+    results: &LoadResults,
+) -> Result<ReportOutcome, WorkflowError> {
+    let _ = (run_dir, results);
+    Err(WorkflowError("the load report is not written yet".into()))
+}
+
+/// Compares run B against run A, writing the comparison into `out_dir`.
+pub fn compare_runs(
+    a: &LoadResults,
+    b: &LoadResults,
+    out_dir: &Path,
+    settings: CompareSettings,
+) -> Result<Vec<PathBuf>, WorkflowError> {
+    let _ = (a, b, out_dir, settings);
+    Err(WorkflowError(
+        "comparing load runs is not written yet".into(),
+    ))
+}
