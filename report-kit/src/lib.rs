@@ -7,6 +7,7 @@
 //!   details, the record labels — and the [`observe::LaneRecord`] view admission reads;
 //! - [`plan_view`]: the slice of a plan a report reads;
 //! - [`format`]: the deterministic number formatting of report tables;
+//! - [`table`]: markdown tables and their plain-text (terminal) twin;
 //! - [`html`]: the self-contained page shell and the `plotters` chart primitives;
 //! - [`bootstrap`]: the stratified round resampling and percentile interval of comparisons.
 //!
@@ -19,3 +20,4 @@ pub mod format;
 pub mod html;
 pub mod observe;
 pub mod plan_view;
+pub mod table;

@@ -5,6 +5,7 @@
 //! input, byte-identical output).
 
 pub mod charts;
+pub mod curves;
 pub mod plot;
 
 /// Escapes text for HTML element content and quoted attribute values.
@@ -38,6 +39,20 @@ pub fn page_start(out: &mut String, title: &str, subtitle: &str, extra_css: &str
         escape(title),
         escape(subtitle)
     ));
+}
+
+/// A colour legend: a swatch and an escaped name per entry, in order.
+pub fn legend<'a>(entries: impl IntoIterator<Item = (&'a str, plot::Rgb)>) -> String {
+    let mut out = String::from("<ul class=\"legend\">");
+    for (name, color) in entries {
+        out.push_str(&format!(
+            "<li><span class=\"swatch\" style=\"background:{}\"></span>{}</li>",
+            color.hex(),
+            escape(name)
+        ));
+    }
+    out.push_str("</ul>\n");
+    out
 }
 
 /// Closes a page opened by [`page_start`].

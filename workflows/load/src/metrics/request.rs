@@ -100,6 +100,19 @@ pub enum SloMetric {
 }
 
 impl SloMetric {
+    /// The spec name (the inverse of [`SloMetric::parse`]).
+    pub fn name(self) -> &'static str {
+        match self {
+            SloMetric::TtfoMs => "ttfo_ms",
+            SloMetric::TtfaMs => "ttfa_ms",
+            SloMetric::E2eMs => "e2e_ms",
+            SloMetric::TpotMs => "tpot_ms",
+            SloMetric::TtfoSchedMs => "ttfo_sched_ms",
+            SloMetric::TtfaSchedMs => "ttfa_sched_ms",
+            SloMetric::E2eSchedMs => "e2e_sched_ms",
+        }
+    }
+
     /// The metric of a spec name (one of [`crate::spec::SLO_METRICS`]).
     pub fn parse(name: &str) -> Option<SloMetric> {
         Some(match name {

@@ -8,8 +8,21 @@
 use crate::arrivals::Window;
 use crate::metrics::{RequestSample, Slo};
 use crate::spec::StepModel;
+use openbench_common::rundir::{layout, write_atomic};
 use openbench_common::workflow::{CompareSettings, ReportOutcome, WorkflowError};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+pub mod compute;
+#[cfg(test)]
+mod fixture;
+pub mod html;
+pub mod markdown;
+mod retry_after;
+#[cfg(test)]
+mod tests;
+
+pub use retry_after::retry_after_s;
 
 /// Everything a load report is computed from.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,6 +69,9 @@ pub struct StepResults {
     pub samples: Vec<RequestSample>,
     /// Requests that ended in a harness failure (set apart, never counted as the provider's).
     pub harness_failures: u64,
+    /// `Retry-After` of rate-limited samples: index in `samples` → seconds
+    /// ([`retry_after_s`] of the record's `rate_limit_headers`).
+    pub retry_after_s: BTreeMap<usize, f64>,
 }
 
 /// One lane's share of a step's load.
@@ -73,13 +89,39 @@ pub struct LaneLoad {
     pub concurrency: Option<u32>,
 }
 
-/// Writes the run's load reports into `run_dir` and returns the summary table and paths.
+/// Name of the metrics file at the run directory's top level.
+pub const LOAD_METRICS_JSON: &str = "load-metrics.json";
+
+/// Writes the run's load reports into `run_dir` (`report.md`, `report.html`,
+/// `load-metrics.json`, each replaced atomically) and returns the summary table and paths.
 pub fn write_reports(
     run_dir: &Path,
     results: &LoadResults,
 ) -> Result<ReportOutcome, WorkflowError> {
-    let _ = (run_dir, results);
-    Err(WorkflowError("the load report is not written yet".into()))
+    let metrics = compute::compute(results);
+    let files = [
+        (layout::REPORT_MD, markdown::render(&metrics)),
+        (layout::REPORT_HTML, html::render(&metrics)),
+        (LOAD_METRICS_JSON, metrics_json(&metrics)?),
+    ];
+    let mut written = Vec::new();
+    for (name, text) in files {
+        let path = run_dir.join(name);
+        write_atomic(&path, text.as_bytes()).map_err(|e| WorkflowError(Box::new(e)))?;
+        written.push(path);
+    }
+    Ok(ReportOutcome {
+        summary_table: markdown::summary_text(&metrics),
+        written,
+    })
+}
+
+/// `load-metrics.json`'s text: pretty JSON and a final newline.
+pub fn metrics_json(metrics: &compute::LoadMetrics) -> Result<String, WorkflowError> {
+    let mut text = serde_json::to_string_pretty(metrics)
+        .map_err(|e| WorkflowError(format!("{LOAD_METRICS_JSON}: {e}").into()))?;
+    text.push('\n');
+    Ok(text)
 }
 
 /// Compares run B against run A, writing the comparison into `out_dir`.

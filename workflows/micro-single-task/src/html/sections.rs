@@ -110,17 +110,12 @@ fn summary_notes(out: &mut String, providers: &[&ProviderReport]) {
 
 /// The colour legend shared by the per-provider charts.
 pub(super) fn legend(providers: &[&ProviderReport], palette: &[Rgb]) -> String {
-    let mut out = String::from("<ul class=\"legend\">");
-    for (p, c) in providers.iter().zip(palette) {
-        let _ = write!(
-            out,
-            "<li><span class=\"swatch\" style=\"background:{}\"></span>{}</li>",
-            c.hex(),
-            escape(&p.display_name)
-        );
-    }
-    out.push_str("</ul>\n");
-    out
+    openbench_report_kit::html::legend(
+        providers
+            .iter()
+            .zip(palette)
+            .map(|(p, c)| (p.display_name.as_str(), *c)),
+    )
 }
 
 /// Share of shared rounds in which `a` had the lower E2E (ties count half), and the round count.

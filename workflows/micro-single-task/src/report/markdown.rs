@@ -1,6 +1,6 @@
 //! `report.md` and the terminal summary table, rendered from the metrics alone.
 
-use super::format::{MISSING, cell, one, pct, usd};
+use super::format::{MISSING, one, pct, usd};
 use crate::metrics::{ProviderMetrics, RunMetrics};
 use crate::paired::PairedComparisons;
 use crate::scoring::gold::CONTRACT_FIELDS;
@@ -99,52 +99,11 @@ pub fn summary_text(metrics: &RunMetrics, time_scale: Option<f64>) -> String {
 }
 
 fn aligned(rows: &[[String; 8]]) -> String {
-    let mut widths: Vec<usize> = SUMMARY_HEADERS.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let line = |cells: Vec<&str>| {
-        let parts: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (c, w))| {
-                let pad = w - c.chars().count();
-                if i == 0 {
-                    format!("{c}{}", " ".repeat(pad))
-                } else {
-                    format!("{}{c}", " ".repeat(pad))
-                }
-            })
-            .collect();
-        parts.join("  ").trim_end().to_string()
-    };
-    let mut out = line(SUMMARY_HEADERS.to_vec());
-    out.push('\n');
-    for row in rows {
-        out.push_str(&line(row.iter().map(String::as_str).collect()));
-        out.push('\n');
-    }
-    out
+    openbench_report_kit::table::aligned(&SUMMARY_HEADERS, rows)
 }
 
-/// Appends a markdown table (first column left-aligned, the rest right-aligned; `|` escaped).
-pub fn table(out: &mut String, headers: &[&str], rows: &[Vec<String>]) {
-    let _ = writeln!(out, "| {} |", headers.join(" | "));
-    let sep: Vec<&str> = headers
-        .iter()
-        .enumerate()
-        .map(|(i, _)| if i == 0 { "---" } else { "---:" })
-        .collect();
-    let _ = writeln!(out, "|{}|", sep.join("|"));
-    for row in rows {
-        let cells: Vec<String> = row.iter().map(|c| cell(c)).collect();
-        let _ = writeln!(out, "| {} |", cells.join(" | "));
-    }
-    out.push('\n');
-}
+/// Appends a markdown table (the report kit's).
+pub use openbench_report_kit::table::markdown as table;
 
 /// Renders `report.md`.
 pub fn render(ctx: &ReportContext<'_>) -> String {

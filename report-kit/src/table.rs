@@ -1,0 +1,81 @@
+//! Tables of report text: a markdown table and the same cells aligned as plain text for the
+//! terminal. The first column is a name (left-aligned), the rest figures (right-aligned).
+
+use crate::format::cell;
+use std::fmt::Write;
+
+/// Appends a markdown table (first column left-aligned, the rest right-aligned; `|` escaped),
+/// followed by a blank line.
+pub fn markdown(out: &mut String, headers: &[&str], rows: &[Vec<String>]) {
+    let _ = writeln!(out, "| {} |", headers.join(" | "));
+    let sep: Vec<&str> = headers
+        .iter()
+        .enumerate()
+        .map(|(i, _)| if i == 0 { "---" } else { "---:" })
+        .collect();
+    let _ = writeln!(out, "|{}|", sep.join("|"));
+    for row in rows {
+        let cells: Vec<String> = row.iter().map(|c| cell(c)).collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    out.push('\n');
+}
+
+/// The header and rows as plain text, columns two spaces apart and padded to their widest cell
+/// (in characters), trailing spaces trimmed, one line each.
+pub fn aligned<R: AsRef<[String]>>(headers: &[&str], rows: &[R]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, c) in widths.iter_mut().zip(row.as_ref()) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let parts: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (c, w))| {
+                let pad = " ".repeat(w - c.chars().count());
+                if i == 0 {
+                    format!("{c}{pad}")
+                } else {
+                    format!("{pad}{c}")
+                }
+            })
+            .collect();
+        parts.join("  ").trim_end().to_string()
+    };
+    let mut out = line(headers.to_vec());
+    out.push('\n');
+    for row in rows {
+        out.push_str(&line(row.as_ref().iter().map(String::as_str).collect()));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_markdown_table_aligns_figures_right_and_escapes_pipes() {
+        let mut out = String::new();
+        markdown(
+            &mut out,
+            &["lane", "p50"],
+            &[vec!["a|b".into(), "1.0".into()]],
+        );
+        assert_eq!(out, "| lane | p50 |\n|---|---:|\n| a\\|b | 1.0 |\n\n");
+    }
+
+    #[test]
+    fn plain_text_pads_names_left_and_figures_right() {
+        let rows = vec![vec!["acme".to_string(), "12.5".to_string()]];
+        assert_eq!(
+            aligned(&["lane", "TTFA p50"], &rows),
+            "lane  TTFA p50\nacme      12.5\n"
+        );
+    }
+}

@@ -1,0 +1,424 @@
+//! `report.md` and the terminal's summary table, from [`LoadMetrics`]. Every figure is printed by
+//! the report kit's formatters, so the same metrics give the same bytes.
+
+use super::compute::{ITL_EDGES_MS, LoadMetrics, Row, SaturationPoint, StepView};
+use crate::metrics::{Distribution, FailureClass, RateVerdict};
+use openbench_report_kit::format::{MISSING, grouped, one, pct};
+use openbench_report_kit::table::{aligned, markdown as table};
+use std::fmt::Write;
+
+/// Every failure class, in table order.
+pub const FAILURE_CLASSES: [FailureClass; 7] = [
+    FailureClass::RateLimited,
+    FailureClass::Http4xx,
+    FailureClass::Http5xx,
+    FailureClass::Timeout,
+    FailureClass::TransportError,
+    FailureClass::StreamLimitExceeded,
+    FailureClass::StreamError,
+];
+
+/// A failure class's name as in `load-metrics.json`.
+pub fn class_name(class: FailureClass) -> &'static str {
+    match class {
+        FailureClass::RateLimited => "rate_limited",
+        FailureClass::Http4xx => "http_4xx",
+        FailureClass::Http5xx => "http_5xx",
+        FailureClass::Timeout => "timeout",
+        FailureClass::TransportError => "transport_error",
+        FailureClass::StreamLimitExceeded => "stream_limit_exceeded",
+        FailureClass::StreamError => "stream_error",
+    }
+}
+
+/// A rate verdict's name as in `load-metrics.json`.
+pub fn verdict_name(verdict: RateVerdict) -> &'static str {
+    match verdict {
+        RateVerdict::NoTarget => "no_target",
+        RateVerdict::Sustained => "sustained",
+        RateVerdict::ClientBehind => "client_behind",
+        RateVerdict::ServerBehind => "server_behind",
+    }
+}
+
+/// A rate per second with two decimals, or the em dash.
+pub fn rate(x: Option<f64>) -> String {
+    x.map_or(MISSING.to_string(), |v| grouped(v, 2))
+}
+
+/// A row's load as read in tables: `4 users` or `2.5/s`.
+pub fn load_text(step: &StepView, row: &Row) -> String {
+    if step.model == "closed" {
+        format!("{} users", row.load)
+    } else {
+        format!("{}/s", row.load)
+    }
+}
+
+/// A step's rows in table order: lanes, providers pooled over their regions, then all pooled.
+pub fn rows(step: &StepView) -> impl Iterator<Item = &Row> {
+    step.lanes
+        .iter()
+        .chain(&step.providers)
+        .chain(std::iter::once(&step.pooled))
+}
+
+const SUMMARY_HEADERS: [&str; 10] = [
+    "Step",
+    "Lane",
+    "Load",
+    "Achieved/s",
+    "TTFA p50",
+    "TTFA p99",
+    "ITL p99",
+    "E2E p99",
+    "Goodput",
+    "Sustained",
+];
+
+fn summary_cells(step: &StepView, row: &Row) -> Vec<String> {
+    let m = &row.metrics;
+    vec![
+        format!("{} {}", step.index, step.label),
+        row.name.clone(),
+        load_text(step, row),
+        rate(Some(m.rate.achieved_per_s)),
+        one(m.ttfa_ms.p50),
+        one(m.ttfa_ms.p99),
+        one(m.itl_ms.p99),
+        one(m.e2e_ms.p99),
+        pct(Some(m.goodput.fraction)),
+        if row.sustained { "yes" } else { "no" }.to_string(),
+    ]
+}
+
+/// The summary table as aligned plain text (one line per step × row), then the saturation points.
+pub fn summary_text(metrics: &LoadMetrics) -> String {
+    let rows: Vec<Vec<String>> = metrics
+        .steps
+        .iter()
+        .flat_map(|s| rows(s).map(move |r| summary_cells(s, r)))
+        .collect();
+    let mut out = aligned(&SUMMARY_HEADERS, &rows);
+    for s in &metrics.saturation {
+        let _ = writeln!(
+            out,
+            "saturation point of {}: closed loop {}; open loop {}",
+            s.name,
+            point_text(s.closed.as_ref()),
+            point_text(s.open.as_ref())
+        );
+    }
+    out
+}
+
+fn point_text(point: Option<&SaturationPoint>) -> String {
+    point.map_or("none sustained".to_string(), |p| {
+        format!(
+            "step {} ({}), achieved {}/s",
+            p.step,
+            p.label,
+            grouped(p.achieved_per_s, 2)
+        )
+    })
+}
+
+/// Renders `report.md`.
+pub fn render(metrics: &LoadMetrics) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Load report: {}\n", metrics.run_id);
+    header(&mut out, metrics);
+    section(
+        &mut out,
+        "Summary",
+        SUMMARY_HEADERS.as_slice(),
+        metrics,
+        summary_cells,
+    );
+    sched_section(&mut out, metrics);
+    goodput_section(&mut out, metrics);
+    saturation_section(&mut out, metrics);
+    failures_section(&mut out, metrics);
+    itl_section(&mut out, metrics);
+    tokens_section(&mut out, metrics);
+    out.push_str(
+        "Definitions: docs/load.md, \"Reports\". Percentiles are nearest rank; latencies in ms.\n",
+    );
+    out
+}
+
+fn header(out: &mut String, m: &LoadMetrics) {
+    let slo: Vec<String> = m
+        .settings
+        .slo
+        .iter()
+        .map(|(k, v)| format!("{k} ≤ {v}"))
+        .collect();
+    let slo = if slo.is_empty() {
+        "none (every completed request is good)".to_string()
+    } else {
+        slo.join(", ")
+    };
+    let _ = writeln!(
+        out,
+        "- SLO: {slo}{}.",
+        if m.scored {
+            "; a good request also needs an exactly right answer"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "- Sustained: achieved ≥ {} of the target rate (open loop) and goodput ≥ {} of measured requests.",
+        pct(Some(m.settings.sustain_fraction)),
+        pct(Some(m.settings.goodput_threshold))
+    );
+    let harness: u64 = m.steps.iter().map(|s| s.harness_failures).sum();
+    let _ = writeln!(
+        out,
+        "- Steps: {}; harness failures set apart: {harness}.",
+        m.steps.len()
+    );
+    for note in &m.notes {
+        let _ = writeln!(out, "- Note: {note}");
+    }
+    out.push('\n');
+}
+
+/// One `## title` table with a line per step × row.
+fn section(
+    out: &mut String,
+    title: &str,
+    headers: &[&str],
+    m: &LoadMetrics,
+    cells: impl Fn(&StepView, &Row) -> Vec<String>,
+) {
+    let _ = writeln!(out, "## {title}\n");
+    let rows: Vec<Vec<String>> = m
+        .steps
+        .iter()
+        .flat_map(|s| rows(s).map(|r| cells(s, r)).collect::<Vec<_>>())
+        .collect();
+    if rows.is_empty() {
+        out.push_str("No steps ran.\n\n");
+    } else {
+        table(out, headers, &rows);
+    }
+}
+
+fn sched_section(out: &mut String, m: &LoadMetrics) {
+    let open: Vec<&StepView> = m.steps.iter().filter(|s| s.model != "closed").collect();
+    out.push_str("## Timed from the scheduled send (open-loop steps)\n\n");
+    if open.is_empty() {
+        out.push_str("No open-loop step ran.\n\n");
+        return;
+    }
+    let p = |d: &Option<Distribution>, at: fn(&Distribution) -> Option<f64>| {
+        one(d.as_ref().and_then(at))
+    };
+    let rows: Vec<Vec<String>> = open
+        .iter()
+        .flat_map(|s| {
+            rows(s).map(move |r| {
+                let x = &r.metrics;
+                vec![
+                    format!("{} {}", s.index, s.label),
+                    r.name.clone(),
+                    one(x.ttfa_ms.p50),
+                    p(&x.ttfa_sched_ms, |d| d.p50),
+                    one(x.ttfa_ms.p99),
+                    p(&x.ttfa_sched_ms, |d| d.p99),
+                    one(x.e2e_ms.p99),
+                    p(&x.e2e_sched_ms, |d| d.p99),
+                    p(&x.send_lag_ms, |d| d.p50),
+                    p(&x.send_lag_ms, |d| d.p99),
+                    one(r.send_lag_max_ms),
+                ]
+            })
+        })
+        .collect();
+    table(
+        out,
+        &[
+            "Step",
+            "Lane",
+            "TTFA p50",
+            "TTFA_sched p50",
+            "TTFA p99",
+            "TTFA_sched p99",
+            "E2E p99",
+            "E2E_sched p99",
+            "Send lag p50",
+            "Send lag p99",
+            "Send lag max",
+        ],
+        &rows,
+    );
+}
+
+fn goodput_section(out: &mut String, m: &LoadMetrics) {
+    let headers = [
+        "Step",
+        "Lane",
+        "Target/s",
+        "Achieved/s",
+        "Completed/s",
+        "Rate",
+        "Measured",
+        "Good",
+        "Goodput/s",
+        "Goodput",
+    ];
+    section(out, "Goodput per step", &headers, m, |s, r| {
+        let x = &r.metrics;
+        vec![
+            format!("{} {}", s.index, s.label),
+            r.name.clone(),
+            rate(x.rate.target_per_s),
+            rate(Some(x.rate.achieved_per_s)),
+            rate(Some(x.rate.completed_per_s)),
+            verdict_name(x.rate.verdict).to_string(),
+            x.measured.to_string(),
+            x.goodput.good.to_string(),
+            rate(x.goodput.per_s),
+            pct(Some(x.goodput.fraction)),
+        ]
+    });
+}
+
+fn saturation_section(out: &mut String, m: &LoadMetrics) {
+    out.push_str("## Saturation point\n\n");
+    out.push_str(
+        "The sustained step with the highest load, per lane (and per provider pooled over its \
+         regions), among closed-loop and among open-loop steps.\n\n",
+    );
+    let rows: Vec<Vec<String>> = m
+        .saturation
+        .iter()
+        .map(|s| {
+            vec![
+                s.name.clone(),
+                point_text(s.closed.as_ref()),
+                point_text(s.open.as_ref()),
+            ]
+        })
+        .collect();
+    table(out, &["Lane", "Closed loop", "Open loop"], &rows);
+}
+
+fn failures_section(out: &mut String, m: &LoadMetrics) {
+    let mut headers = vec!["Step", "Lane", "Measured", "Completed"];
+    headers.extend(FAILURE_CLASSES.iter().map(|c| class_name(*c)));
+    headers.extend(["Retry-After given", "Retry-After min/p50/max s"]);
+    section(out, "Failures by step", &headers, m, |s, r| {
+        let x = &r.metrics;
+        let mut cells = vec![
+            format!("{} {}", s.index, s.label),
+            r.name.clone(),
+            x.measured.to_string(),
+            x.completed.to_string(),
+        ];
+        cells.extend(
+            FAILURE_CLASSES
+                .iter()
+                .map(|c| x.failures.get(c).copied().unwrap_or(0).to_string()),
+        );
+        let ra = &r.retry_after;
+        cells.push(format!("{}/{}", ra.with_header, ra.rate_limited));
+        cells.push(if ra.with_header == 0 {
+            MISSING.to_string()
+        } else {
+            format!("{}/{}/{}", rate(ra.min_s), rate(ra.p50_s), rate(ra.max_s))
+        });
+        cells
+    });
+    let harness: Vec<String> = m
+        .steps
+        .iter()
+        .filter(|s| s.harness_failures > 0)
+        .map(|s| format!("step {}: {}", s.index, s.harness_failures))
+        .collect();
+    if !harness.is_empty() {
+        let _ = writeln!(
+            out,
+            "Harness failures (not the providers'): {}.\n",
+            harness.join(", ")
+        );
+    }
+}
+
+/// The ITL histogram's bucket labels: `<1`, `1–2`, …, `≥1000` (ms).
+pub fn itl_bucket_labels() -> Vec<String> {
+    let mut labels = vec![format!("<{}", ITL_EDGES_MS[0])];
+    labels.extend(
+        ITL_EDGES_MS
+            .windows(2)
+            .map(|w| format!("{}–{}", w[0], w[1])),
+    );
+    labels.push(format!("≥{}", ITL_EDGES_MS[ITL_EDGES_MS.len() - 1]));
+    labels
+}
+
+fn itl_section(out: &mut String, m: &LoadMetrics) {
+    let labels = itl_bucket_labels();
+    let mut headers = vec![
+        "Step", "Lane", "Gaps", "Mean", "p50", "p90", "p99", "TPOT p50",
+    ];
+    headers.extend(labels.iter().map(String::as_str));
+    section(
+        out,
+        "Inter-token latency (ms; gaps per bucket)",
+        &headers,
+        m,
+        |s, r| {
+            let d = &r.metrics.itl_ms;
+            let mut cells = vec![
+                format!("{} {}", s.index, s.label),
+                r.name.clone(),
+                d.count.to_string(),
+                one(d.mean),
+                one(d.p50),
+                one(d.p90),
+                one(d.p99),
+                one(r.metrics.tpot_ms.p50),
+            ];
+            cells.extend(r.itl_histogram.iter().map(u64::to_string));
+            cells
+        },
+    );
+}
+
+fn tokens_section(out: &mut String, m: &LoadMetrics) {
+    let headers = [
+        "Step",
+        "Lane",
+        "Requests/s",
+        "Input tok/s",
+        "Output tok/s",
+        "With usage",
+        "Usage input tok/s",
+        "Usage output tok/s",
+        "Usage − o200k",
+    ];
+    section(
+        out,
+        "Throughput (o200k and provider usage)",
+        &headers,
+        m,
+        |s, r| {
+            let x = &r.metrics;
+            vec![
+                format!("{} {}", s.index, s.label),
+                r.name.clone(),
+                rate(x.request_throughput_per_s),
+                one(x.input_tokens_per_s),
+                one(x.output_tokens_per_s),
+                x.usage.requests.to_string(),
+                one(x.usage.input_per_s),
+                one(x.usage.output_per_s),
+                pct(x.usage.output_discrepancy),
+            ]
+        },
+    );
+}

@@ -1,0 +1,244 @@
+//! The report's figures against hand-computed values from [`super::fixture`].
+
+use super::compute::{ITL_EDGES_MS, LoadMetrics, Row, compute, itl_histogram};
+use super::fixture::results;
+use super::{markdown, write_reports};
+use crate::metrics::{FailureClass, RateVerdict};
+
+fn metrics() -> LoadMetrics {
+    compute(&results())
+}
+
+fn row<'a>(m: &'a LoadMetrics, step: usize, name: &str) -> &'a Row {
+    let s = &m.steps[step];
+    if name == "pooled" {
+        return &s.pooled;
+    }
+    s.lanes.iter().find(|r| r.name == name).unwrap()
+}
+
+#[test]
+fn a_lanes_latencies_are_nearest_rank_from_actual_and_scheduled_sends() {
+    let m = metrics();
+    let a = &row(&m, 0, "a").metrics;
+    // Measured: the four due in [0, 2000) ms; the one due at 2000 is cool-down.
+    assert_eq!((a.measured, a.completed), (4, 3));
+    // TTFA of the completed: 100, 200, 300 → p50 rank 2, p99 rank 3.
+    assert_eq!((a.ttfa_ms.p50, a.ttfa_ms.p99), (Some(200.0), Some(300.0)));
+    assert_eq!((a.e2e_ms.p50, a.e2e_ms.p99), (Some(260.0), Some(700.0)));
+    // From the schedule: + send lag (10, 0, 0) → 110, 200, 300; E2E 160, 260, 700.
+    let sched = a.ttfa_sched_ms.as_ref().unwrap();
+    assert_eq!((sched.p50, sched.p99), (Some(200.0), Some(300.0)));
+    assert_eq!(sched.p01, Some(110.0));
+    assert_eq!(a.e2e_sched_ms.as_ref().unwrap().p01, Some(160.0));
+    // Send lag of every measured request, 429 included: 10, 0, 30, 0.
+    let lag = a.send_lag_ms.as_ref().unwrap();
+    assert_eq!((lag.count, lag.p50, lag.p99), (4, Some(0.0), Some(30.0)));
+    assert_eq!(row(&m, 0, "a").send_lag_max_ms, Some(30.0));
+    // TPOT: 50/2, 60/3, 400/1.
+    assert_eq!(a.tpot_ms.p50, Some(25.0));
+}
+
+#[test]
+fn itl_pools_every_gap_between_answer_chunks() {
+    let m = metrics();
+    let a = row(&m, 0, "a");
+    // Gaps 20, 30 | 10, 20, 30 | 400.
+    let itl = &a.metrics.itl_ms;
+    assert_eq!(itl.count, 6);
+    assert_eq!(itl.mean, Some(85.0));
+    assert_eq!(
+        (itl.p50, itl.p90, itl.p99),
+        (Some(20.0), Some(400.0), Some(400.0))
+    );
+    assert_eq!(a.itl_histogram, vec![0, 0, 0, 0, 1, 4, 0, 0, 1, 0, 0]);
+    // Pooled with lane b's four 10 ms gaps: 10×5, 20×2, 30×2, 400.
+    let pooled = row(&m, 0, "pooled");
+    let itl = &pooled.metrics.itl_ms;
+    assert_eq!(
+        (itl.p50, itl.p90, itl.p99),
+        (Some(10.0), Some(30.0), Some(400.0))
+    );
+    assert_eq!(pooled.itl_histogram, vec![0, 0, 0, 0, 5, 4, 0, 0, 1, 0, 0]);
+}
+
+#[test]
+fn the_histogram_buckets_are_closed_below_and_open_above() {
+    let gaps = [0.5, 1.0, 1.999, 999.0, 1000.0, 5000.0];
+    assert_eq!(ITL_EDGES_MS.len(), 10);
+    assert_eq!(
+        itl_histogram(gaps.into_iter()),
+        vec![1, 2, 0, 0, 0, 0, 0, 0, 0, 1, 2]
+    );
+}
+
+#[test]
+fn throughput_goodput_and_achieved_rate_follow_the_definitions() {
+    let m = metrics();
+    let a = &row(&m, 0, "a").metrics;
+    // D: window start 0 to the last measured end, 1500 + 700 ms = 2.2 s.
+    assert_eq!(a.duration_s, Some(2.2));
+    assert_eq!(a.request_throughput_per_s, Some(3.0 / 2.2));
+    assert_eq!(a.output_tokens_per_s, Some(9.0 / 2.2));
+    assert_eq!(a.input_tokens_per_s, Some(30.0 / 2.2));
+    // Usage on one request: 4 against 3 o200k tokens.
+    assert_eq!(a.usage.requests, 1);
+    assert_eq!(a.usage.output_per_s, Some(4.0 / 2.2));
+    assert_eq!(a.usage.output_discrepancy, Some(1.0 / 3.0));
+    // Four sent in a 2 s window at a target of 2/s; three completed (1.5/s < 95% of 2).
+    assert_eq!(a.rate.target_per_s, Some(2.0));
+    assert_eq!((a.rate.achieved_per_s, a.rate.completed_per_s), (2.0, 1.5));
+    assert_eq!(a.rate.verdict, RateVerdict::ServerBehind);
+    // TTFA ≤ 250: 100 and 200 → 2 good of 4 measured.
+    assert_eq!(a.goodput.good, 2);
+    assert_eq!(a.goodput.fraction, 0.5);
+    assert_eq!(a.goodput.per_s, Some(2.0 / 2.2));
+    assert!(!row(&m, 0, "a").sustained);
+    assert!(row(&m, 0, "b").sustained);
+    // Pooled: targets summed (4/s), eight sent, six good.
+    let p = &row(&m, 0, "pooled").metrics;
+    assert_eq!(p.rate.target_per_s, Some(4.0));
+    assert_eq!((p.rate.achieved_per_s, p.rate.completed_per_s), (4.0, 3.5));
+    assert_eq!(p.goodput.fraction, 0.75);
+    assert_eq!((p.ttfa_ms.p50, p.ttfa_ms.p99), (Some(50.0), Some(300.0)));
+    assert_eq!(m.steps[0].harness_failures, 1);
+}
+
+#[test]
+fn rate_limited_requests_keep_their_retry_after() {
+    let m = metrics();
+    let a0 = row(&m, 0, "a");
+    assert_eq!(
+        a0.metrics.failures.get(&FailureClass::RateLimited),
+        Some(&1)
+    );
+    assert_eq!(
+        (a0.retry_after.rate_limited, a0.retry_after.with_header),
+        (1, 1)
+    );
+    assert_eq!(a0.retry_after.max_s, Some(2.0));
+    let a1 = row(&m, 1, "a");
+    assert_eq!(
+        a1.metrics.failures.get(&FailureClass::RateLimited),
+        Some(&4)
+    );
+    let ra = &a1.retry_after;
+    assert_eq!((ra.rate_limited, ra.with_header), (4, 2));
+    assert_eq!(
+        (ra.min_s, ra.p50_s, ra.max_s),
+        (Some(1.0), Some(1.0), Some(3.0))
+    );
+    // Lane b has no 429 and no wait.
+    assert_eq!(row(&m, 1, "b").retry_after.with_header, 0);
+}
+
+#[test]
+fn the_saturation_point_is_the_highest_sustained_step_per_kind() {
+    let m = metrics();
+    let names: Vec<&str> = m.saturation.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, vec!["a", "b"]);
+    let (a, b) = (&m.saturation[0], &m.saturation[1]);
+    // a: no open-loop step sustained; the closed step (2 users, all good) was.
+    assert_eq!(a.open, None);
+    let closed = a.closed.as_ref().unwrap();
+    assert_eq!(
+        (closed.step, closed.load, closed.achieved_per_s),
+        (2, 2.0, 4.0)
+    );
+    // b: both open steps sustained; the 4/s one is the highest. Its closed step had no requests.
+    let open = b.open.as_ref().unwrap();
+    assert_eq!(
+        (open.step, open.label.as_str(), open.load),
+        (1, "constant 4/s", 4.0)
+    );
+    assert_eq!(b.closed, None);
+}
+
+#[test]
+fn report_md_has_its_sections_in_order_and_the_summary_rows() {
+    let md = markdown::render(&metrics());
+    let headings: Vec<&str> = md.lines().filter(|l| l.starts_with('#')).collect();
+    assert_eq!(
+        headings,
+        vec![
+            "# Load report: run-load-1",
+            "## Summary",
+            "## Timed from the scheduled send (open-loop steps)",
+            "## Goodput per step",
+            "## Saturation point",
+            "## Failures by step",
+            "## Inter-token latency (ms; gaps per bucket)",
+            "## Throughput (o200k and provider usage)",
+        ]
+    );
+    assert!(md.contains("- SLO: ttfa_ms ≤ 250.\n"));
+    assert!(md.contains("- Note: provider b does not honour ignore_eos\n"));
+    assert!(md.contains(
+        "| 0 constant 2/s | a | 2/s | 2.00 | 200.0 | 300.0 | 400.0 | 700.0 | 50.00% | no |\n"
+    ));
+    assert!(md.contains(
+        "| 2 closed c=2 | a | 2 users | 4.00 | 100.0 | 100.0 | 50.0 | 150.0 | 100.00% | yes |\n"
+    ));
+    assert!(md.contains(
+        "| 0 constant 2/s | a | 200.0 | 200.0 | 300.0 | 300.0 | 700.0 | 700.0 | 0.0 | 30.0 | 30.0 |\n"
+    ));
+    assert!(md.contains("| b | none sustained | step 1 (constant 4/s), achieved 4.00/s |\n"));
+    assert!(md.contains(
+        "| 1 constant 4/s | a | 4 | 0 | 4 | 0 | 0 | 0 | 0 | 0 | 0 | 2/4 | 1.00/1.00/3.00 |\n"
+    ));
+    assert!(md.contains("Harness failures (not the providers'): step 0: 1.\n"));
+}
+
+#[test]
+fn write_reports_writes_three_files_with_the_same_bytes_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = write_reports(dir.path(), &results()).unwrap();
+    let names: Vec<String> = outcome
+        .written
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec!["report.md", "report.html", "load-metrics.json"]);
+    let first: Vec<Vec<u8>> = outcome
+        .written
+        .iter()
+        .map(|p| std::fs::read(p).unwrap())
+        .collect();
+    write_reports(dir.path(), &results()).unwrap();
+    let second: Vec<Vec<u8>> = outcome
+        .written
+        .iter()
+        .map(|p| std::fs::read(p).unwrap())
+        .collect();
+    assert_eq!(first, second);
+    let json: serde_json::Value = serde_json::from_slice(&first[2]).unwrap();
+    assert_eq!(
+        json["steps"][0]["lanes"][0]["metrics"]["ttfa_ms"]["p50"],
+        200.0
+    );
+    assert_eq!(
+        json["steps"][1]["lanes"][0]["metrics"]["failures"]["rate_limited"],
+        4
+    );
+    assert_eq!(json["saturation"][1]["open"]["step"], 1);
+    assert!(outcome.summary_table.starts_with("Step"));
+    assert!(outcome
+        .summary_table
+        .contains("saturation point of b: closed loop none sustained; open loop step 1 (constant 4/s), achieved 4.00/s\n"));
+}
+
+#[test]
+fn report_html_is_self_contained_with_curves_and_the_saturation_ring() {
+    let html = super::html::render(&metrics());
+    for heading in [
+        "<h2>Latency against achieved load</h2>",
+        "<h2>Inter-token latency by step</h2>",
+        "<h2>Goodput per step</h2>",
+        "<h2>Failures by step</h2>",
+    ] {
+        assert!(html.contains(heading), "{heading}");
+    }
+    assert!(!html.contains("http://") && !html.contains("https://") && !html.contains("<script"));
+    // Ringed saturation points: b's open step and a's closed step, on TTFA and on ITL.
+    assert_eq!(html.matches("r=\"8\"").count(), 4);
+}
