@@ -13,6 +13,10 @@ use openbench_common::workflow::{CompareSettings, ReportOutcome, WorkflowError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub mod compare;
+pub mod compare_md;
+#[cfg(test)]
+mod compare_tests;
 pub mod compute;
 #[cfg(test)]
 mod fixture;
@@ -124,15 +128,32 @@ pub fn metrics_json(metrics: &compute::LoadMetrics) -> Result<String, WorkflowEr
     Ok(text)
 }
 
-/// Compares run B against run A, writing the comparison into `out_dir`.
+/// Name of the comparison's markdown.
+pub const COMPARE_MD: &str = "compare.md";
+/// Name of the comparison's figures.
+pub const COMPARE_JSON: &str = "compare.json";
+
+/// Compares run B against run A, writing `compare.md` and `compare.json` into `out_dir` (created
+/// if needed); returns their paths.
 pub fn compare_runs(
     a: &LoadResults,
     b: &LoadResults,
     out_dir: &Path,
     settings: CompareSettings,
 ) -> Result<Vec<PathBuf>, WorkflowError> {
-    let _ = (a, b, out_dir, settings);
-    Err(WorkflowError(
-        "comparing load runs is not written yet".into(),
-    ))
+    let comparison = compare::comparison(a, b, settings.replicates, settings.seed);
+    let mut json = serde_json::to_string_pretty(&comparison)
+        .map_err(|e| WorkflowError(format!("{COMPARE_JSON}: {e}").into()))?;
+    json.push('\n');
+    let files = [
+        (COMPARE_MD, compare_md::render(&comparison)),
+        (COMPARE_JSON, json),
+    ];
+    let mut written = Vec::new();
+    for (name, text) in files {
+        let path = out_dir.join(name);
+        write_atomic(&path, text.as_bytes()).map_err(|e| WorkflowError(Box::new(e)))?;
+        written.push(path);
+    }
+    Ok(written)
 }

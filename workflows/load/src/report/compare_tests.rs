@@ -1,0 +1,153 @@
+//! `compare_runs` against hand-computed changes.
+
+use super::compare::{Figure, comparison};
+use super::fixture::{done, results};
+use super::{LaneLoad, LoadResults, StepResults, compare_runs};
+use crate::arrivals::Window;
+use crate::spec::{Arrivals, StepModel};
+use openbench_common::workflow::CompareSettings;
+use std::collections::BTreeMap;
+
+/// One open-loop step of 40 requests of lane `x`, every one with TTFA `ttfa` and one 10 ms gap,
+/// and, for each index in `mixed`, TTFA `ttfa + 100` instead.
+fn forty(run_id: &str, ttfa: f64, mixed: &[usize]) -> LoadResults {
+    let mut run = results();
+    run.run_id = run_id.into();
+    let samples = (0..40)
+        .map(|k| {
+            let t = k as f64 * 100.0;
+            let first = if mixed.contains(&k) {
+                ttfa + 100.0
+            } else {
+                ttfa
+            };
+            done("x", Some(t), t, &[first, first + 10.0], first + 10.0, 2)
+        })
+        .collect();
+    run.steps = vec![StepResults {
+        index: 0,
+        model: StepModel::Open {
+            arrivals: Arrivals::Constant,
+            rate_per_s: 10.0,
+        },
+        window: Window {
+            start_ns: 0,
+            end_ns: 4_000_000_000,
+            load_end_ns: 4_000_000_000,
+        },
+        lanes: vec![LaneLoad {
+            lane: "x".into(),
+            provider: "x".into(),
+            region: "local".into(),
+            target_rate_per_s: Some(10.0),
+            concurrency: None,
+        }],
+        samples,
+        harness_failures: 0,
+        retry_after_s: BTreeMap::new(),
+    }];
+    run
+}
+
+#[test]
+fn constant_populations_give_exact_changes_and_degenerate_intervals() {
+    // SLO ttfa ≤ 250: A (100 ms) is all good, B (300 ms) none.
+    let c = comparison(&forty("A", 100.0, &[]), &forty("B", 300.0, &[]), 200, 9);
+    assert_eq!(c.steps.len(), 1);
+    let lane = &c.steps[0].rows[0];
+    assert_eq!(lane.name, "x");
+    assert_eq!(lane.measured, (40, 40));
+    let of = |f: Figure| lane.changes.iter().find(|ch| ch.figure == f).unwrap();
+    let ttfa = of(Figure::TtfaP50);
+    assert_eq!(
+        (ttfa.a, ttfa.b, ttfa.delta),
+        (Some(100.0), Some(300.0), Some(200.0))
+    );
+    assert_eq!(
+        (ttfa.low, ttfa.high, ttfa.replicates),
+        (Some(200.0), Some(200.0), 200)
+    );
+    assert_eq!(ttfa.verdict(), "worse");
+    let good = of(Figure::GoodputFraction);
+    assert_eq!(
+        (good.delta, good.low, good.high),
+        (Some(-1.0), Some(-1.0), Some(-1.0))
+    );
+    assert_eq!(good.verdict(), "worse");
+    let itl = of(Figure::ItlP99);
+    assert_eq!(
+        (itl.delta, itl.low, itl.high),
+        (Some(0.0), Some(0.0), Some(0.0))
+    );
+    assert_eq!(itl.verdict(), "—");
+    assert_eq!(c.steps[0].rows[1].name, "pooled");
+}
+
+#[test]
+fn intervals_are_seeded_and_bracket_the_change() {
+    // B has 20 of its 40 TTFAs 100 ms slower (200 ms): its p50 is 100 or 200 in a resample.
+    let slow: Vec<usize> = (0..20).collect();
+    let (a, b) = (forty("A", 100.0, &[]), forty("B", 100.0, &slow));
+    let first = comparison(&a, &b, 300, 5);
+    assert_eq!(first, comparison(&a, &b, 300, 5));
+    let ttfa = &first.steps[0].rows[0].changes[0];
+    assert_eq!(ttfa.figure, Figure::TtfaP50);
+    // 20 of 40 at 100 → the 20th value (rank ceil(.5·40)) is 100.
+    assert_eq!(ttfa.delta, Some(0.0));
+    let (low, high) = (ttfa.low.unwrap(), ttfa.high.unwrap());
+    assert_eq!((low, high), (0.0, 100.0));
+}
+
+#[test]
+fn small_rows_get_no_interval_and_steps_match_by_load() {
+    let a = results();
+    let mut b = results();
+    b.run_id = "run-load-2".into();
+    b.steps.remove(2);
+    let c = comparison(&a, &b, 100, 1);
+    assert_eq!(c.unmatched_steps, vec!["A: closed c=2".to_string()]);
+    let labels: Vec<&str> = c.steps.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(labels, vec!["constant 2/s", "constant 4/s"]);
+    let names: Vec<&str> = c.steps[0].rows.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, vec!["a", "b", "pooled"]);
+    for change in &c.steps[0].rows[0].changes {
+        assert_eq!(
+            (change.low, change.high, change.replicates),
+            (None, None, 0)
+        );
+    }
+    let ttfa = &c.steps[0].rows[0].changes[0];
+    assert_eq!((ttfa.a, ttfa.delta), (Some(200.0), Some(0.0)));
+}
+
+#[test]
+fn compare_runs_writes_markdown_and_json_deterministically() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cmp");
+    let settings = CompareSettings {
+        replicates: 100,
+        seed: 3,
+    };
+    let (a, b) = (forty("A", 100.0, &[]), forty("B", 300.0, &[]));
+    let paths = compare_runs(&a, &b, &out, settings).unwrap();
+    assert_eq!(
+        paths,
+        vec![out.join("compare.md"), out.join("compare.json")]
+    );
+    let md = std::fs::read_to_string(&paths[0]).unwrap();
+    let json = std::fs::read(&paths[1]).unwrap();
+    compare_runs(&a, &b, &out, settings).unwrap();
+    assert_eq!(std::fs::read_to_string(&paths[0]).unwrap(), md);
+    assert_eq!(std::fs::read(&paths[1]).unwrap(), json);
+    assert!(md.starts_with("# Load comparison: B (B) against A (A)\n"));
+    assert!(md.contains("100 replicates per run, seed 3"));
+    assert!(md.contains("## constant 10/s (step 0 in A, 0 in B)\n"));
+    assert!(md.contains("| x | TTFA p50 | 100.0 | 300.0 | +200.0 | [+200.0, +200.0] | worse |\n"));
+    assert!(md.contains(
+        "| x | goodput | 100.00% | 0.00% | -100.00 pp | [-100.00 pp, -100.00 pp] | worse |\n"
+    ));
+    assert!(md.contains("| x | measured / achieved/s | 40 / 10.00 | 40 / 10.00 | — | — | — |\n"));
+    let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(v["steps"][0]["rows"][0]["changes"][0]["figure"], "ttfa_p50");
+    assert_eq!(v["replicates"], 100);
+}
