@@ -69,11 +69,12 @@ fn lane_names(m: &LoadMetrics) -> Vec<String> {
 /// (x, y) points of a curve.
 type Points = Vec<(f64, f64)>;
 
-/// A lane's (achieved rate, value) points, ordered by achieved rate then step, and the points of
+/// A lane's (achieved rate, value) points over its closed-loop (or open-loop) steps, ordered by achieved rate then step, and the points of
 /// its saturation steps.
 fn lane_points(
     m: &LoadMetrics,
     lane: &str,
+    closed: bool,
     value: impl Fn(&Row) -> Option<f64>,
 ) -> (Points, Points) {
     let saturation = m.saturation.iter().find(|s| s.name == lane);
@@ -87,6 +88,7 @@ fn lane_points(
     let mut points: Vec<(f64, usize, f64, bool)> = m
         .steps
         .iter()
+        .filter(|s| (s.model == "closed") == closed)
         .filter_map(|s| {
             let row = s.lanes.iter().find(|r| r.name == lane)?;
             Some((
@@ -108,9 +110,13 @@ fn curves_for(
     dist: impl Fn(&Row) -> &Distribution,
 ) -> Vec<Curve> {
     let mut curves = Vec::new();
-    for (i, lane) in names.iter().enumerate() {
-        let (p50, marked) = lane_points(m, lane, |r| dist(r).p50);
-        let (p99, _) = lane_points(m, lane, |r| dist(r).p99);
+    let kinds = names
+        .iter()
+        .enumerate()
+        .flat_map(|l| [(l, false), (l, true)]);
+    for ((i, lane), closed) in kinds {
+        let (p50, marked) = lane_points(m, lane, closed, |r| dist(r).p50);
+        let (p99, _) = lane_points(m, lane, closed, |r| dist(r).p99);
         curves.push(Curve {
             color: color(i),
             dashed: false,
@@ -133,8 +139,8 @@ fn curves_section(out: &mut String, m: &LoadMetrics) {
     out.push_str(
         "<p class=\"note\">One point per step: x is the lane's achieved rate (measured requests \
          sent in the window ÷ its length), y the step's p50 (solid) and p99 (dashed), log scale. \
-         The ringed point is the lane's saturation point: the sustained step with the highest \
-         load.</p>\n",
+         Open-loop and closed-loop steps are separate lines. A ringed point is a saturation \
+         point: the lane's sustained step with the highest load.</p>\n",
     );
     out.push_str(&legend(
         names
@@ -169,14 +175,14 @@ fn itl_section(out: &mut String, m: &LoadMetrics) {
     out.push_str("<section><h2>Inter-token latency by step</h2>\n");
     out.push_str(
         "<p class=\"note\">Every gap between consecutive answer-bearing chunks of the step's \
-         completed measured requests: bar to p50, whisker to p99 (ms, log scale), and the gaps \
+         completed measured requests: bar to p50, whisker to p99 (ms, log scale); below, the gaps \
          per bucket.</p>\n",
     );
     if m.steps.is_empty() {
         out.push_str("<p class=\"empty\">No steps ran.</p>\n");
     }
     let names = lane_names(m);
-    let labels = itl_bucket_labels();
+    out.push_str("<div class=\"grid three\">\n");
     for step in &m.steps {
         let chart_rows: Vec<(String, Rgb, Option<f64>, Option<f64>)> = step
             .lanes
@@ -195,29 +201,35 @@ fn itl_section(out: &mut String, m: &LoadMetrics) {
         let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
             (lo.min(v), hi.max(v))
         });
-        let _ = writeln!(out, "<h3>{}</h3>", step_title(step));
-        if hi > 0.0 {
+        let chart = if hi > 0.0 {
             let lo = (lo / 2.0).max(0.01);
-            let hi = (hi * 2.0).max(lo * 10.0);
-            out.push_str(&bar_whisker_chart(
+            bar_whisker_chart(
                 &format!("ITL of step {}", step.index),
-                "ITL, ms (log scale): bar p50, whisker p99",
+                "ITL ms: bar p50, whisker p99",
                 &chart_rows,
                 lo,
-                hi,
-            ));
+                (hi * 2.0).max(lo * 10.0),
+            )
         } else {
-            out.push_str("<p class=\"empty\">No inter-token gaps.</p>\n");
-        }
-        out.push_str("<table class=\"compact\"><thead><tr><th>Lane</th><th>Gaps</th>");
-        for label in &labels {
-            let _ = write!(out, "<th>{} ms</th>", escape(label));
-        }
-        out.push_str("</tr></thead><tbody>\n");
+            "<p class=\"empty\">No inter-token gaps.</p>\n".to_string()
+        };
+        let _ = writeln!(
+            out,
+            "<figure><figcaption>{}</figcaption>{chart}</figure>",
+            step_title(step)
+        );
+    }
+    out.push_str("</div>\n<div class=\"scroll\"><table class=\"compact\"><thead><tr><th>Step</th><th>Lane</th><th>Gaps</th>");
+    for label in itl_bucket_labels() {
+        let _ = write!(out, "<th>{} ms</th>", escape(&label));
+    }
+    out.push_str("</tr></thead><tbody>\n");
+    for step in &m.steps {
         for row in rows(step) {
             let _ = write!(
                 out,
-                "<tr><th>{}</th><td>{}</td>",
+                "<tr><th>{}</th><th>{}</th><td>{}</td>",
+                step_title(step),
                 escape(&row.name),
                 row.metrics.itl_ms.count
             );
@@ -226,9 +238,8 @@ fn itl_section(out: &mut String, m: &LoadMetrics) {
             }
             out.push_str("</tr>\n");
         }
-        out.push_str("</tbody></table>\n");
     }
-    out.push_str("</section>\n");
+    out.push_str("</tbody></table></div>\n</section>\n");
 }
 
 fn goodput_section(out: &mut String, m: &LoadMetrics) {
@@ -268,7 +279,7 @@ fn goodput_section(out: &mut String, m: &LoadMetrics) {
 fn failures_section(out: &mut String, m: &LoadMetrics) {
     out.push_str("<section><h2>Failures by step</h2>\n");
     out.push_str(
-        "<table class=\"summary\"><thead><tr><th>Step</th><th>Lane</th><th>Measured</th>\
+        "<div class=\"scroll\"><table class=\"compact\"><thead><tr><th>Step</th><th>Lane</th><th>Measured</th>\
          <th>Achieved/s</th>",
     );
     for class in FAILURE_CLASSES {
@@ -301,6 +312,6 @@ fn failures_section(out: &mut String, m: &LoadMetrics) {
             );
         }
     }
-    out.push_str("</tbody></table>\n");
+    out.push_str("</tbody></table></div>\n");
     out.push_str("</section>\n");
 }

@@ -193,6 +193,9 @@ fn report_md_has_its_sections_in_order_and_the_summary_rows() {
 fn write_reports_writes_three_files_with_the_same_bytes_twice() {
     let dir = tempfile::tempdir().unwrap();
     let outcome = write_reports(dir.path(), &results()).unwrap();
+    let _ = std::fs::copy(dir.path().join("report.md"), "/tmp/lr-report.md");
+    let _ = std::fs::copy(dir.path().join("report.html"), "/tmp/lr-report.html");
+    eprintln!("{}", outcome.summary_table);
     let names: Vec<String> = outcome
         .written
         .iter()
