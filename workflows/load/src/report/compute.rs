@@ -85,6 +85,9 @@ pub struct Row {
     pub retry_after: RetryAfter,
     /// Whether the row sustained the step (the saturation rule's test).
     pub sustained: bool,
+    /// Task success under load (scored runs only): exactly right answers ÷ measured requests
+    /// (a failed request is not a right answer).
+    pub task_success: Option<f64>,
 }
 
 /// What rate-limited requests were told to wait.
@@ -243,6 +246,12 @@ fn group_row(
         .filter(|_| target.is_some());
     let gaps = timings.iter().flat_map(|t| t.itl_ms.iter().copied());
     let load = target.unwrap_or(f64::from(users));
+    let right = measured
+        .iter()
+        .filter(|(_, s)| s.outcome == Outcome::Completed && s.correct == Some(true))
+        .count();
+    let task_success =
+        (results.scored && !measured.is_empty()).then(|| right as f64 / measured.len() as f64);
     let sustained = StepResult::of(load, &metrics)
         .is_sustained(settings.sustain_fraction, settings.goodput_threshold);
     Row {
@@ -252,6 +261,7 @@ fn group_row(
         itl_histogram: itl_histogram(gaps),
         retry_after: retry_after(&measured, &step.retry_after_s),
         sustained,
+        task_success,
         metrics,
     }
 }

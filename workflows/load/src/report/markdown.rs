@@ -135,6 +135,7 @@ pub fn render(metrics: &LoadMetrics) -> String {
         metrics,
         summary_cells,
     );
+    latency_section(&mut out, metrics);
     sched_section(&mut out, metrics);
     goodput_section(&mut out, metrics);
     saturation_section(&mut out, metrics);
@@ -207,6 +208,50 @@ fn section(
     }
 }
 
+fn latency_section(out: &mut String, m: &LoadMetrics) {
+    let headers = [
+        "Step",
+        "Lane",
+        "Completed",
+        "TTFO p50",
+        "TTFO p99",
+        "TTFA p50",
+        "TTFA p90",
+        "TTFA p99",
+        "E2E p50",
+        "E2E p90",
+        "E2E p99",
+        "TPOT p50",
+        "TPOT p99",
+        "tokens/s p50",
+    ];
+    section(
+        out,
+        "Latency from the actual send (ms)",
+        &headers,
+        m,
+        |s, r| {
+            let x = &r.metrics;
+            vec![
+                format!("{} {}", s.index, s.label),
+                r.name.clone(),
+                x.completed.to_string(),
+                one(x.ttfo_ms.p50),
+                one(x.ttfo_ms.p99),
+                one(x.ttfa_ms.p50),
+                one(x.ttfa_ms.p90),
+                one(x.ttfa_ms.p99),
+                one(x.e2e_ms.p50),
+                one(x.e2e_ms.p90),
+                one(x.e2e_ms.p99),
+                one(x.tpot_ms.p50),
+                one(x.tpot_ms.p99),
+                one(x.tokens_per_s.p50),
+            ]
+        },
+    );
+}
+
 fn sched_section(out: &mut String, m: &LoadMetrics) {
     let open: Vec<&StepView> = m.steps.iter().filter(|s| s.model != "closed").collect();
     out.push_str("## Timed from the scheduled send (open-loop steps)\n\n");
@@ -258,7 +303,7 @@ fn sched_section(out: &mut String, m: &LoadMetrics) {
 }
 
 fn goodput_section(out: &mut String, m: &LoadMetrics) {
-    let headers = [
+    let mut headers = vec![
         "Step",
         "Lane",
         "Target/s",
@@ -270,9 +315,12 @@ fn goodput_section(out: &mut String, m: &LoadMetrics) {
         "Goodput/s",
         "Goodput",
     ];
+    if m.scored {
+        headers.push("Task success");
+    }
     section(out, "Goodput per step", &headers, m, |s, r| {
         let x = &r.metrics;
-        vec![
+        let mut cells = vec![
             format!("{} {}", s.index, s.label),
             r.name.clone(),
             rate(x.rate.target_per_s),
@@ -283,7 +331,11 @@ fn goodput_section(out: &mut String, m: &LoadMetrics) {
             x.goodput.good.to_string(),
             rate(x.goodput.per_s),
             pct(Some(x.goodput.fraction)),
-        ]
+        ];
+        if m.scored {
+            cells.push(pct(r.task_success));
+        }
+        cells
     });
 }
 

@@ -163,6 +163,7 @@ fn report_md_has_its_sections_in_order_and_the_summary_rows() {
         vec![
             "# Load report: run-load-1",
             "## Summary",
+            "## Latency from the actual send (ms)",
             "## Timed from the scheduled send (open-loop steps)",
             "## Goodput per step",
             "## Saturation point",
@@ -193,9 +194,6 @@ fn report_md_has_its_sections_in_order_and_the_summary_rows() {
 fn write_reports_writes_three_files_with_the_same_bytes_twice() {
     let dir = tempfile::tempdir().unwrap();
     let outcome = write_reports(dir.path(), &results()).unwrap();
-    let _ = std::fs::copy(dir.path().join("report.md"), "/tmp/lr-report.md");
-    let _ = std::fs::copy(dir.path().join("report.html"), "/tmp/lr-report.html");
-    eprintln!("{}", outcome.summary_table);
     let names: Vec<String> = outcome
         .written
         .iter()
@@ -244,4 +242,42 @@ fn report_html_is_self_contained_with_curves_and_the_saturation_ring() {
     assert!(!html.contains("http://") && !html.contains("https://") && !html.contains("<script"));
     // Ringed saturation points: b's open step and a's closed step, on TTFA and on ITL.
     assert_eq!(html.matches("r=\"8\"").count(), 4);
+}
+
+#[test]
+fn scored_runs_report_task_success_under_load() {
+    let mut run = results();
+    run.scored = true;
+    // Step 0, lane b: right, wrong, right, unscored (None counts as not right).
+    for (k, correct) in [(5, Some(true)), (6, Some(false)), (7, Some(true))] {
+        run.steps[0].samples[k].correct = correct;
+    }
+    let m = compute(&run);
+    let b = row(&m, 0, "b");
+    assert_eq!(b.task_success, Some(0.5));
+    // The wrong answer is not good: 3 of 4 met the SLO and were not wrong.
+    assert_eq!(b.metrics.goodput.good, 3);
+    // Lane a: 4 measured, none scored right.
+    assert_eq!(row(&m, 0, "a").task_success, Some(0.0));
+    assert_eq!(metrics().steps[0].lanes[1].task_success, None);
+    let md = markdown::render(&m);
+    assert!(md.contains("a good request also needs an exactly right answer"));
+    assert!(md.contains(
+        "| 0 constant 2/s | b | 2.00 | 2.00 | 2.00 | sustained | 4 | 3 | 1.92 | 75.00% | 50.00% |\n"
+    ));
+}
+
+#[test]
+fn an_empty_run_still_writes_every_report() {
+    let mut run = results();
+    run.steps.clear();
+    run.notes.clear();
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = write_reports(dir.path(), &run).unwrap();
+    assert_eq!(outcome.written.len(), 3);
+    let md = std::fs::read_to_string(&outcome.written[0]).unwrap();
+    assert!(md.contains("## Summary\n\nNo steps ran.\n"));
+    assert!(md.contains("No open-loop step ran."));
+    let html = std::fs::read_to_string(&outcome.written[1]).unwrap();
+    assert!(html.ends_with("</html>\n"));
 }
