@@ -12,15 +12,16 @@
 #[path = "../../../tests/real_targets/skip.rs"]
 mod skip;
 
+#[path = "../../../tests/real_targets/chromium.rs"]
+mod browser;
+
+use browser::{CHROMIUM, console_errors};
 use openbench_micro_single_task::html::{
     FamilyFigures, Figures, HtmlReportInput, LaneWins, PairedReport, ProviderReport, Sample,
     write_html,
 };
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
-const CHROMIUM: &str = "/usr/bin/chromium";
 const WIDTH: u32 = 1280;
 const HEIGHT: u32 = 2400;
 const ROUNDS: u64 = 600;
@@ -172,93 +173,13 @@ fn simulated_input() -> HtmlReportInput {
     }
 }
 
-/// Runs Chromium headless on `page` with `extra` flags and a fresh profile; kills it after 60 s.
-fn chromium(page: &Path, profile: &Path, extra: &[String]) -> Output {
-    let mut cmd = Command::new(CHROMIUM);
-    cmd.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--hide-scrollbars",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()))
-    .arg(format!("--window-size={WIDTH},{HEIGHT}"))
-    .args(extra)
-    .arg(format!("file://{}", page.display()))
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("start chromium");
-    // Drain both pipes while waiting, so a chatty Chromium never blocks on a full pipe.
-    let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut r) = r {
-                let _ = r.read_to_end(&mut buf);
-            }
-            buf
-        })
-    };
-    let stdout = drain(
-        child
-            .stdout
-            .take()
-            .map(|r| Box::new(r) as Box<dyn std::io::Read + Send>),
-    );
-    let stderr = drain(
-        child
-            .stderr
-            .take()
-            .map(|r| Box::new(r) as Box<dyn std::io::Read + Send>),
-    );
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait chromium") {
-            break status;
-        }
-        if started.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("chromium did not finish within 60 s on {}", page.display());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    Output {
-        status,
-        stdout: stdout.join().expect("stdout reader"),
-        stderr: stderr.join().expect("stderr reader"),
-    }
-}
-
-/// Console problems in Chromium's log: uncaught exceptions and console errors.
-fn console_errors(stderr: &str) -> Vec<String> {
-    stderr
-        .lines()
-        .filter(|l| {
-            l.contains("Uncaught") || l.contains("ERROR:CONSOLE") || l.contains(":CONSOLE(")
-        })
-        .map(str::to_string)
-        .collect()
+/// Chromium on `page` at the screenshot size.
+fn chromium(page: &Path, profile: &Path, extra: &[String]) -> std::process::Output {
+    browser::run(page, profile, (WIDTH, HEIGHT), extra)
 }
 
 fn dump_dom(page: &Path, profile: &Path) -> (String, String) {
-    let out = chromium(
-        page,
-        profile,
-        &[
-            "--enable-logging=stderr".to_string(),
-            "--v=0".to_string(),
-            "--dump-dom".to_string(),
-        ],
-    );
-    assert!(out.status.success(), "chromium --dump-dom failed: {out:?}");
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    browser::dump_dom(page, profile, (WIDTH, HEIGHT))
 }
 
 #[test]

@@ -13,6 +13,8 @@ use openbench_common::workflow::{CompareSettings, ReportOutcome, WorkflowError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+#[cfg(test)]
+mod browser_tests;
 pub mod compare;
 pub mod compare_md;
 #[cfg(test)]
