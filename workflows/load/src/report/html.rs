@@ -3,7 +3,9 @@
 //! the ITL distribution per step, goodput per step, and failures by step.
 
 use super::compute::{LoadMetrics, Row, StepView};
-use super::markdown::{FAILURE_CLASSES, class_name, itl_bucket_labels, load_text, rate, rows};
+use super::markdown::{
+    FAILURE_CLASSES, class_name, itl_bucket_labels, load_text, rate, rows, slo_text,
+};
 use crate::metrics::Distribution;
 use openbench_report_kit::format::pct;
 use openbench_report_kit::html::charts::{bar_chart, bar_whisker_chart};
@@ -15,20 +17,10 @@ use std::fmt::Write;
 /// Renders `report.html`.
 pub fn render(m: &LoadMetrics) -> String {
     let mut out = String::new();
-    let slo: Vec<String> = m
-        .settings
-        .slo
-        .iter()
-        .map(|(k, v)| format!("{k} ≤ {v}"))
-        .collect();
     let subtitle = format!(
         "{} step(s); SLO {}; sustained = achieved ≥ {} of target and goodput ≥ {}",
         m.steps.len(),
-        if slo.is_empty() {
-            "none".to_string()
-        } else {
-            slo.join(", ")
-        },
+        slo_text(m).unwrap_or_else(|| "none".to_string()),
         pct(Some(m.settings.sustain_fraction)),
         pct(Some(m.settings.goodput_threshold))
     );

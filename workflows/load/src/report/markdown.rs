@@ -79,7 +79,7 @@ const SUMMARY_HEADERS: [&str; 10] = [
 fn summary_cells(step: &StepView, row: &Row) -> Vec<String> {
     let m = &row.metrics;
     vec![
-        format!("{} {}", step.index, step.label),
+        step_cell(step),
         row.name.clone(),
         load_text(step, row),
         rate(Some(m.rate.achieved_per_s)),
@@ -148,18 +148,24 @@ pub fn render(metrics: &LoadMetrics) -> String {
     out
 }
 
-fn header(out: &mut String, m: &LoadMetrics) {
-    let slo: Vec<String> = m
+/// The SLO as written (`ttfa_ms ≤ 500, tpot_ms ≤ 50`); `None` without bounds.
+pub fn slo_text(m: &LoadMetrics) -> Option<String> {
+    let bounds: Vec<String> = m
         .settings
         .slo
         .iter()
         .map(|(k, v)| format!("{k} ≤ {v}"))
         .collect();
-    let slo = if slo.is_empty() {
-        "none (every completed request is good)".to_string()
-    } else {
-        slo.join(", ")
-    };
+    (!bounds.is_empty()).then(|| bounds.join(", "))
+}
+
+/// A step's first cell: `0 constant 2/s`.
+fn step_cell(step: &StepView) -> String {
+    format!("{} {}", step.index, step.label)
+}
+
+fn header(out: &mut String, m: &LoadMetrics) {
+    let slo = slo_text(m).unwrap_or_else(|| "none (every completed request is good)".to_string());
     let _ = writeln!(
         out,
         "- SLO: {slo}{}.",
@@ -233,7 +239,7 @@ fn latency_section(out: &mut String, m: &LoadMetrics) {
         |s, r| {
             let x = &r.metrics;
             vec![
-                format!("{} {}", s.index, s.label),
+                step_cell(s),
                 r.name.clone(),
                 x.completed.to_string(),
                 one(x.ttfo_ms.p50),
@@ -268,7 +274,7 @@ fn sched_section(out: &mut String, m: &LoadMetrics) {
             rows(s).map(move |r| {
                 let x = &r.metrics;
                 vec![
-                    format!("{} {}", s.index, s.label),
+                    step_cell(s),
                     r.name.clone(),
                     one(x.ttfa_ms.p50),
                     p(&x.ttfa_sched_ms, |d| d.p50),
@@ -321,7 +327,7 @@ fn goodput_section(out: &mut String, m: &LoadMetrics) {
     section(out, "Goodput per step", &headers, m, |s, r| {
         let x = &r.metrics;
         let mut cells = vec![
-            format!("{} {}", s.index, s.label),
+            step_cell(s),
             r.name.clone(),
             rate(x.rate.target_per_s),
             rate(Some(x.rate.achieved_per_s)),
@@ -366,7 +372,7 @@ fn failures_section(out: &mut String, m: &LoadMetrics) {
     section(out, "Failures by step", &headers, m, |s, r| {
         let x = &r.metrics;
         let mut cells = vec![
-            format!("{} {}", s.index, s.label),
+            step_cell(s),
             r.name.clone(),
             x.measured.to_string(),
             x.completed.to_string(),
@@ -426,7 +432,7 @@ fn itl_section(out: &mut String, m: &LoadMetrics) {
         |s, r| {
             let d = &r.metrics.itl_ms;
             let mut cells = vec![
-                format!("{} {}", s.index, s.label),
+                step_cell(s),
                 r.name.clone(),
                 d.count.to_string(),
                 one(d.mean),
@@ -461,7 +467,7 @@ fn tokens_section(out: &mut String, m: &LoadMetrics) {
         |s, r| {
             let x = &r.metrics;
             vec![
-                format!("{} {}", s.index, s.label),
+                step_cell(s),
                 r.name.clone(),
                 rate(x.request_throughput_per_s),
                 one(x.input_tokens_per_s),
