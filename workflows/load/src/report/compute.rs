@@ -151,10 +151,34 @@ pub fn compute(results: &LoadResults) -> LoadMetrics {
             sustain_fraction: s.sustain_fraction,
             goodput_threshold: s.goodput_threshold,
         },
-        notes: results.notes.clone(),
+        notes: results
+            .notes
+            .iter()
+            .cloned()
+            .chain(results.steps.iter().filter_map(unlisted_lanes))
+            .collect(),
         steps,
         saturation,
     }
+}
+
+/// A note on requests of lanes a step does not list (so no row counts them); `None` when every
+/// request's lane is listed.
+fn unlisted_lanes(step: &StepResults) -> Option<String> {
+    let mut lanes: BTreeMap<&str, usize> = BTreeMap::new();
+    for s in &step.samples {
+        if !step.lanes.iter().any(|l| l.lane == s.lane) {
+            *lanes.entry(&s.lane).or_default() += 1;
+        }
+    }
+    (!lanes.is_empty()).then(|| {
+        let list: Vec<String> = lanes.iter().map(|(l, n)| format!("{l} ({n})")).collect();
+        format!(
+            "step {}: requests of lanes the step does not list are not counted: {}",
+            step.index,
+            list.join(", ")
+        )
+    })
 }
 
 /// The model's short name.

@@ -281,3 +281,46 @@ fn an_empty_run_still_writes_every_report() {
     let html = std::fs::read_to_string(&outcome.written[1]).unwrap();
     assert!(html.ends_with("</html>\n"));
 }
+
+#[test]
+fn a_provider_in_two_regions_gets_a_pooled_row_and_its_own_saturation_point() {
+    let mut run = results();
+    run.steps.truncate(1);
+    let step = &mut run.steps[0];
+    // Lane a becomes acme@eu, lane b acme@us: one provider at 2/s per region.
+    for lane in &mut step.lanes {
+        lane.region = if lane.lane == "a" { "eu" } else { "us" }.into();
+        lane.lane = format!("acme@{}", lane.region);
+        lane.provider = "acme".into();
+    }
+    for s in &mut step.samples {
+        s.lane = if s.lane == "a" { "acme@eu" } else { "acme@us" }.into();
+    }
+    step.samples.push(super::fixture::done(
+        "stray",
+        Some(0.0),
+        0.0,
+        &[1.0],
+        1.0,
+        1,
+    ));
+    let m = compute(&run);
+    let acme = &m.steps[0].providers[0];
+    assert_eq!(acme.name, "acme");
+    // The regions' targets add up; the provider row pools both lanes (8 measured, 6 good).
+    assert_eq!(acme.load, 4.0);
+    assert_eq!(acme.metrics.rate.target_per_s, Some(4.0));
+    assert_eq!(acme.metrics.rate.achieved_per_s, 4.0);
+    assert_eq!((acme.metrics.measured, acme.metrics.goodput.good), (8, 6));
+    assert!(!acme.sustained);
+    let names: Vec<&str> = m.saturation.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, vec!["acme@eu", "acme@us", "acme"]);
+    assert_eq!(m.saturation[1].open.as_ref().map(|p| p.step), Some(0));
+    assert_eq!(m.saturation[2].open, None);
+    // The pooled row counts listed lanes only, and the report says what it left out.
+    assert_eq!(m.steps[0].pooled.metrics.measured, 8);
+    assert_eq!(
+        m.notes.last().map(String::as_str),
+        Some("step 0: requests of lanes the step does not list are not counted: stray (1)")
+    );
+}
