@@ -5,6 +5,7 @@
 //! and whether the row sustained the step; then the saturation point of every lane and provider.
 
 use super::{LaneLoad, LoadResults, StepResults};
+use crate::metrics::bootstrap::percentile_interval;
 use crate::metrics::saturation::{StepResult, saturation_point};
 use crate::metrics::step::{FailureClass, is_measured, step_metrics};
 use crate::metrics::{RequestSample, RequestTimings, StepMetrics, StepSettings};
@@ -16,6 +17,24 @@ use std::collections::BTreeMap;
 
 /// Upper edges (ms, exclusive) of the ITL histogram's buckets; a last bucket holds the rest.
 pub const ITL_EDGES_MS: [f64; 10] = [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0];
+
+/// Bootstrap replicates of the report's per-row intervals.
+pub const REPORT_REPLICATES: usize = 1000;
+
+/// 95% percentile-bootstrap intervals of a row's latency percentiles over its requests
+/// (`metrics::bootstrap`, seeded from the spec's seed and `step/row/figure`); `None` under 30
+/// values.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Intervals {
+    /// TTFA p50.
+    pub ttfa_p50_ms: Option<(f64, f64)>,
+    /// TTFA p99.
+    pub ttfa_p99_ms: Option<(f64, f64)>,
+    /// E2E p50.
+    pub e2e_p50_ms: Option<(f64, f64)>,
+    /// E2E p99.
+    pub e2e_p99_ms: Option<(f64, f64)>,
+}
 
 /// Everything `load-metrics.json` holds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -85,6 +104,8 @@ pub struct Row {
     pub retry_after: RetryAfter,
     /// Whether the row sustained the step (the saturation rule's test).
     pub sustained: bool,
+    /// Bootstrap intervals of the latency percentiles.
+    pub intervals: Intervals,
     /// Task success under load (scored runs only): exactly right answers ÷ measured requests
     /// (a failed request is not a right answer).
     pub task_success: Option<f64>,
@@ -276,6 +297,28 @@ fn group_row(
         .count();
     let task_success =
         (results.scored && !measured.is_empty()).then(|| right as f64 / measured.len() as f64);
+    let interval = |values: Vec<f64>, p: f64, figure: &str| {
+        let label = format!("{}/{name}/{figure}", step.index);
+        percentile_interval(&values, p, REPORT_REPLICATES, settings.seed, &label)
+    };
+    let ttfa = || {
+        timings
+            .iter()
+            .filter_map(|t| t.ttfa_ms)
+            .collect::<Vec<f64>>()
+    };
+    let e2e = || {
+        timings
+            .iter()
+            .filter_map(|t| t.e2e_ms)
+            .collect::<Vec<f64>>()
+    };
+    let intervals = Intervals {
+        ttfa_p50_ms: interval(ttfa(), 0.5, "ttfa_p50"),
+        ttfa_p99_ms: interval(ttfa(), 0.99, "ttfa_p99"),
+        e2e_p50_ms: interval(e2e(), 0.5, "e2e_p50"),
+        e2e_p99_ms: interval(e2e(), 0.99, "e2e_p99"),
+    };
     let sustained = StepResult::of(load, &metrics)
         .is_sustained(settings.sustain_fraction, settings.goodput_threshold);
     Row {
@@ -285,6 +328,7 @@ fn group_row(
         itl_histogram: itl_histogram(gaps),
         retry_after: retry_after(&measured, &step.retry_after_s),
         sustained,
+        intervals,
         task_success,
         metrics,
     }

@@ -151,3 +151,44 @@ pub fn results() -> LoadResults {
         notes: vec!["provider b does not honour ignore_eos".into()],
     }
 }
+
+/// One open-loop step of 40 requests of lane `x`, every one with TTFA `ttfa` and one 10 ms gap,
+/// and, for each index in `mixed`, TTFA `ttfa + 100` instead.
+pub fn forty(run_id: &str, ttfa: f64, mixed: &[usize]) -> LoadResults {
+    let mut run = results();
+    run.run_id = run_id.into();
+    let samples = (0..40)
+        .map(|k| {
+            let t = k as f64 * 100.0;
+            let first = if mixed.contains(&k) {
+                ttfa + 100.0
+            } else {
+                ttfa
+            };
+            done("x", Some(t), t, &[first, first + 10.0], first + 10.0, 2)
+        })
+        .collect();
+    run.steps = vec![StepResults {
+        index: 0,
+        model: StepModel::Open {
+            arrivals: Arrivals::Constant,
+            rate_per_s: 10.0,
+        },
+        window: Window {
+            start_ns: 0,
+            end_ns: 4_000_000_000,
+            load_end_ns: 4_000_000_000,
+        },
+        lanes: vec![LaneLoad {
+            lane: "x".into(),
+            provider: "x".into(),
+            region: "local".into(),
+            target_rate_per_s: Some(10.0),
+            concurrency: None,
+        }],
+        samples,
+        harness_failures: 0,
+        retry_after_s: BTreeMap::new(),
+    }];
+    run
+}

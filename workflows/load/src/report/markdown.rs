@@ -136,6 +136,7 @@ pub fn render(metrics: &LoadMetrics) -> String {
         summary_cells,
     );
     latency_section(&mut out, metrics);
+    intervals_section(&mut out, metrics);
     sched_section(&mut out, metrics);
     goodput_section(&mut out, metrics);
     saturation_section(&mut out, metrics);
@@ -256,6 +257,32 @@ fn latency_section(out: &mut String, m: &LoadMetrics) {
             ]
         },
     );
+}
+
+/// `[low, high]` of an interval, or the em dash.
+fn interval(x: Option<(f64, f64)>) -> String {
+    x.map_or(MISSING.to_string(), |(l, h)| {
+        format!("[{}, {}]", one(Some(l)), one(Some(h)))
+    })
+}
+
+fn intervals_section(out: &mut String, m: &LoadMetrics) {
+    let headers = ["Step", "Lane", "TTFA p50", "TTFA p99", "E2E p50", "E2E p99"];
+    let title = format!(
+        "Latency intervals (95% bootstrap over requests, {} replicates; none under 30 values)",
+        super::compute::REPORT_REPLICATES
+    );
+    section(out, &title, &headers, m, |s, r| {
+        let i = &r.intervals;
+        vec![
+            step_cell(s),
+            r.name.clone(),
+            interval(i.ttfa_p50_ms),
+            interval(i.ttfa_p99_ms),
+            interval(i.e2e_p50_ms),
+            interval(i.e2e_p99_ms),
+        ]
+    });
 }
 
 fn sched_section(out: &mut String, m: &LoadMetrics) {

@@ -164,6 +164,7 @@ fn report_md_has_its_sections_in_order_and_the_summary_rows() {
             "# Load report: run-load-1",
             "## Summary",
             "## Latency from the actual send (ms)",
+            "## Latency intervals (95% bootstrap over requests, 1000 replicates; none under 30 values)",
             "## Timed from the scheduled send (open-loop steps)",
             "## Goodput per step",
             "## Saturation point",
@@ -323,4 +324,24 @@ fn a_provider_in_two_regions_gets_a_pooled_row_and_its_own_saturation_point() {
         m.notes.last().map(String::as_str),
         Some("step 0: requests of lanes the step does not list are not counted: stray (1)")
     );
+}
+
+#[test]
+fn latency_intervals_need_thirty_values_and_bracket_the_percentile() {
+    // The hand-built run has at most 4 completed requests per row: no interval.
+    let m = metrics();
+    assert_eq!(row(&m, 0, "a").intervals.ttfa_p50_ms, None);
+    // 40 requests of TTFA 100 ms (E2E 110 ms): every resample gives the same percentiles.
+    let m = compute(&super::fixture::forty("A", 100.0, &[]));
+    let i = &m.steps[0].lanes[0].intervals;
+    assert_eq!(i.ttfa_p50_ms, Some((100.0, 100.0)));
+    assert_eq!(i.e2e_p99_ms, Some((110.0, 110.0)));
+    // Half at 100 and half at 200 ms: a resample's median is either, each in about half of the
+    // 1,000 replicates, so the 2.5% and 97.5% points are 100 and 200.
+    let half: Vec<usize> = (0..20).collect();
+    let m = compute(&super::fixture::forty("A", 100.0, &half));
+    let i = &m.steps[0].lanes[0].intervals;
+    assert_eq!(i.ttfa_p50_ms, Some((100.0, 200.0)));
+    let md = markdown::render(&m);
+    assert!(md.contains("| 0 constant 10/s | x | [100.0, 200.0] | [200.0, 200.0] | [110.0, 210.0] | [210.0, 210.0] |\n"));
 }
