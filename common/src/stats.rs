@@ -14,6 +14,21 @@ pub fn nearest_rank(values: &[f64], p: f64) -> Option<f64> {
     Some(sorted[rank_index(sorted.len(), p)])
 }
 
+/// [`nearest_rank`] without a sorted copy: selects the rank in place (linear time, reordering
+/// `values`), for callers that take many percentiles of scratch populations (bootstrap
+/// replicates). Same value as [`nearest_rank`], NaN excluded likewise.
+pub fn nearest_rank_in_place(values: &mut [f64], p: f64) -> Option<f64> {
+    if values.iter().any(|v| v.is_nan()) {
+        return nearest_rank(values, p);
+    }
+    if values.is_empty() || !(p > 0.0 && p <= 1.0) {
+        return None;
+    }
+    let i = rank_index(values.len(), p);
+    let (_, v, _) = values.select_nth_unstable_by(i, f64::total_cmp);
+    Some(*v)
+}
+
 /// Index ceil(p·n) − 1 into an ascending population of `n`, computed so that p·n landing on an
 /// integer (0.95 · 100) is not pushed up by floating-point error.
 pub fn rank_index(n: usize, p: f64) -> usize {
@@ -30,6 +45,27 @@ pub fn rank_index(n: usize, p: f64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn in_place_selection_gives_the_nearest_rank() {
+        let values = [5.0, 1.0, 4.0, 1.0, 9.0, 2.0, 6.0, f64::NAN, 3.0];
+        for p in [0.01, 0.25, 0.5, 0.9, 0.99, 1.0, 0.0, 1.5] {
+            let mut scratch = values.to_vec();
+            assert_eq!(
+                nearest_rank_in_place(&mut scratch, p),
+                nearest_rank(&values, p)
+            );
+            let mut finite: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
+            let expected = nearest_rank(&finite, p);
+            assert_eq!(nearest_rank_in_place(&mut finite, p), expected);
+        }
+        // Sorted 1, 1, 2, 3, 4, 5, 6, 9: p50 → index 3.
+        assert_eq!(
+            nearest_rank_in_place(&mut [5.0, 1.0, 4.0, 1.0, 9.0, 2.0, 6.0, 3.0], 0.5),
+            Some(3.0)
+        );
+        assert_eq!(nearest_rank_in_place(&mut [], 0.5), None);
+    }
 
     #[test]
     fn edge_populations() {

@@ -3,7 +3,7 @@
 //! replicate, report the 2.5% and 97.5% nearest-rank percentiles of those statistics.
 
 use crate::rng::Stream;
-use openbench_common::stats::nearest_rank;
+use openbench_common::stats::{nearest_rank, nearest_rank_in_place};
 
 /// Fewest values a population needs for an interval: a resample of a handful of requests is
 /// nearly the sample itself, and its interval would be falsely narrow.
@@ -30,7 +30,7 @@ pub fn percentile_interval(
             for slot in resample.iter_mut() {
                 *slot = values[stream.below(n) as usize];
             }
-            nearest_rank(&resample, p)
+            nearest_rank_in_place(&mut resample, p)
         })
         .collect();
     Some((nearest_rank(&stats, 0.025)?, nearest_rank(&stats, 0.975)?))

@@ -18,7 +18,7 @@ use crate::metrics::step::is_measured;
 use crate::metrics::{FailureClass, RequestSample, RequestTimings, Slo};
 use crate::rng::Stream;
 use openbench_common::record::Outcome;
-use openbench_common::stats::nearest_rank;
+use openbench_common::stats::nearest_rank_in_place;
 use openbench_report_kit::bootstrap::percentile_interval;
 use serde::Serialize;
 
@@ -120,31 +120,35 @@ impl Unit {
     }
 }
 
-/// A figure over a population of units (a resample), as the report defines it.
-fn figure_of(figure: Figure, units: &[&Unit]) -> Option<f64> {
-    let values = |f: fn(&RequestTimings) -> Option<f64>| -> Vec<f64> {
-        units.iter().filter_map(|u| f(&u.timings)).collect()
-    };
-    let share = |f: fn(&Unit) -> bool| {
-        (!units.is_empty())
-            .then(|| units.iter().filter(|u| f(u)).count() as f64 / units.len() as f64)
-    };
-    let gaps = || -> Vec<f64> {
-        units
-            .iter()
-            .flat_map(|u| u.timings.itl_ms.iter().copied())
-            .collect()
-    };
-    match figure {
-        Figure::TtfaP50 => nearest_rank(&values(|t| t.ttfa_ms), 0.5),
-        Figure::TtfaP99 => nearest_rank(&values(|t| t.ttfa_ms), 0.99),
-        Figure::ItlP50 => nearest_rank(&gaps(), 0.5),
-        Figure::ItlP99 => nearest_rank(&gaps(), 0.99),
-        Figure::E2eP99 => nearest_rank(&values(|t| t.e2e_ms), 0.99),
-        Figure::TpotP50 => nearest_rank(&values(|t| t.tpot_ms), 0.5),
-        Figure::GoodputFraction => share(|u| u.good),
-        Figure::FailureFraction => share(|u| u.failed),
+/// One value per figure, in [`Figure::ALL`] order.
+type Figures = [Option<f64>; 8];
+
+/// Every figure over one drawn population of units (a resample), as the report defines them, in
+/// [`Figure::ALL`] order. Each population is gathered once and its percentiles selected in place.
+fn figures_of(units: &[Unit], drawn: &[usize]) -> Figures {
+    let (mut ttfa, mut e2e, mut tpot, mut gaps) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut good, mut failed) = (0usize, 0usize);
+    for &i in drawn {
+        let u = &units[i];
+        let t = &u.timings;
+        ttfa.extend(t.ttfa_ms);
+        e2e.extend(t.e2e_ms);
+        tpot.extend(t.tpot_ms);
+        gaps.extend_from_slice(&t.itl_ms);
+        good += usize::from(u.good);
+        failed += usize::from(u.failed);
     }
+    let share = |k: usize| (!drawn.is_empty()).then(|| k as f64 / drawn.len() as f64);
+    [
+        nearest_rank_in_place(&mut ttfa, 0.5),
+        nearest_rank_in_place(&mut ttfa, 0.99),
+        nearest_rank_in_place(&mut gaps, 0.5),
+        nearest_rank_in_place(&mut gaps, 0.99),
+        nearest_rank_in_place(&mut e2e, 0.99),
+        nearest_rank_in_place(&mut tpot, 0.5),
+        share(good),
+        share(failed),
+    ]
 }
 
 /// The change of one figure of one row.
@@ -266,11 +270,6 @@ fn view<'a>(side: (&'a LoadResults, &'a LoadMetrics, usize)) -> &'a StepView {
     &side.1.steps[side.2]
 }
 
-/// The units a replicate drew.
-fn pick<'u>(units: &'u [Unit], drawn: &[usize]) -> Vec<&'u Unit> {
-    drawn.iter().map(|&i| &units[i]).collect()
-}
-
 /// One matched pair of steps: each side's results, metrics and step position.
 struct Pair<'a> {
     a: (&'a LoadResults, &'a LoadMetrics, usize),
@@ -331,18 +330,19 @@ impl Pair<'_> {
                 .collect()
         };
         let (da, db) = (draws(&ua, "a", self.a.2), draws(&ub, "b", self.b.2));
+        let replicate_figures: Vec<(Figures, Figures)> = da
+            .iter()
+            .zip(&db)
+            .map(|(xa, xb)| (figures_of(&ua, xa), figures_of(&ub, xb)))
+            .collect();
         let changes = Figure::ALL
             .iter()
-            .map(|&figure| {
+            .enumerate()
+            .map(|(k, &figure)| {
                 let (va, vb) = (figure.of_row(ra), figure.of_row(rb));
-                let deltas: Vec<f64> = da
+                let deltas: Vec<f64> = replicate_figures
                     .iter()
-                    .zip(&db)
-                    .filter_map(|(xa, xb)| {
-                        let fa = figure_of(figure, &pick(&ua, xa))?;
-                        let fb = figure_of(figure, &pick(&ub, xb))?;
-                        Some(fb - fa)
-                    })
+                    .filter_map(|(fa, fb)| Some(fb[k]? - fa[k]?))
                     .collect();
                 let (low, high) = percentile_interval(&deltas, LEVEL);
                 Change {
