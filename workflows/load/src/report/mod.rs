@@ -3,7 +3,17 @@
 //!
 //! The workflow's glue (reading a run directory: lock, spec, records, events) builds a
 //! [`LoadResults`]; everything here is a function of it, so a report is recomputed byte for byte
-//! from the raw records.
+//! from the raw records. Read top-down:
+//!
+//! - [`compute`]: per step, rows per lane, per provider over its regions and pooled (the
+//!   `metrics` module's figures plus send-lag maximum, ITL histogram, Retry-After, intervals,
+//!   task success), and saturation points — what `load-metrics.json` holds;
+//! - [`markdown`] and [`html`]: `report.md` (and the terminal's table) and `report.html`;
+//! - [`compare`] and [`compare_md`]: two runs matched step by step, changes with bootstrap
+//!   intervals over requests, `compare.md` and `compare.json`;
+//! - [`retry_after_s`]: the wait a 429 asked for, from a record's headers.
+//!
+//! Definitions: docs/load.md, "Reports".
 
 use crate::arrivals::Window;
 use crate::metrics::{RequestSample, Slo};
