@@ -7,11 +7,16 @@ use std::fmt::Write;
 /// Appends a markdown table (first column left-aligned, the rest right-aligned; `|` escaped),
 /// followed by a blank line.
 pub fn markdown(out: &mut String, headers: &[&str], rows: &[Vec<String>]) {
+    markdown_names(out, headers, rows, 1);
+}
+
+/// [`markdown`] with the first `names` columns left-aligned (a step and a lane, say).
+pub fn markdown_names(out: &mut String, headers: &[&str], rows: &[Vec<String>], names: usize) {
     let _ = writeln!(out, "| {} |", headers.join(" | "));
     let sep: Vec<&str> = headers
         .iter()
         .enumerate()
-        .map(|(i, _)| if i == 0 { "---" } else { "---:" })
+        .map(|(i, _)| if i < names { "---" } else { "---:" })
         .collect();
     let _ = writeln!(out, "|{}|", sep.join("|"));
     for row in rows {
@@ -68,6 +73,9 @@ mod tests {
             &[vec!["a|b".into(), "1.0".into()]],
         );
         assert_eq!(out, "| lane | p50 |\n|---|---:|\n| a\\|b | 1.0 |\n\n");
+        let mut two = String::new();
+        markdown_names(&mut two, &["step", "lane", "p50"], &[], 2);
+        assert_eq!(two, "| step | lane | p50 |\n|---|---|---:|\n\n");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use super::compare::{Change, Comparison, Figure, LEVEL};
 use openbench_report_kit::format::{MISSING, grouped};
-use openbench_report_kit::table::markdown as table;
+use openbench_report_kit::table::markdown_names;
 use std::fmt::Write;
 
 /// A value of `figure`: ms with one decimal, a fraction as a percentage.
@@ -109,7 +109,7 @@ pub fn render(c: &Comparison) -> String {
                 ]);
             }
         }
-        table(
+        markdown_names(
             &mut out,
             &[
                 "Lane",
@@ -121,6 +121,7 @@ pub fn render(c: &Comparison) -> String {
                 "Verdict",
             ],
             &rows,
+            2,
         );
     }
     out.push_str("Latencies in ms; shares in percent, their changes in percentage points. Definitions: docs/load.md, \"Reports\".\n");

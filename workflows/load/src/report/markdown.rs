@@ -4,7 +4,12 @@
 use super::compute::{ITL_EDGES_MS, LoadMetrics, Row, SaturationPoint, StepView};
 use crate::metrics::{Distribution, FailureClass, RateVerdict};
 use openbench_report_kit::format::{MISSING, grouped, one, pct};
-use openbench_report_kit::table::{aligned, markdown as table};
+use openbench_report_kit::table::{aligned, markdown_names};
+
+/// A table whose first two columns (step and lane) are names.
+fn table(out: &mut String, headers: &[&str], rows: &[Vec<String>]) {
+    markdown_names(out, headers, rows, 2);
+}
 use std::fmt::Write;
 
 /// Every failure class, in table order.
@@ -389,7 +394,7 @@ fn saturation_section(out: &mut String, m: &LoadMetrics) {
             ]
         })
         .collect();
-    table(out, &["Lane", "Closed loop", "Open loop"], &rows);
+    markdown_names(out, &["Lane", "Closed loop", "Open loop"], &rows, 3);
 }
 
 fn failures_section(out: &mut String, m: &LoadMetrics) {
