@@ -208,7 +208,7 @@ async fn closed_and_open_loops_run_with_several_requests_in_flight_per_lane() {
         .await
         .unwrap();
     assert_eq!(again.status, RunStatus::Complete);
-    assert_eq!(again.session.records_written, 0);
+    assert_eq!(again.sitting.records_written, 0);
     assert_eq!(records(&dir.join(layout::FULL_RESULTS)).len(), 2 * per_lane);
     drop(run);
 

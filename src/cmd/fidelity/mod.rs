@@ -269,7 +269,7 @@ pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
     };
     let meter = Meter::start();
     let outcome = run_full(&inputs, &run, "fidelity", &options).await?;
-    let cost = meter.stop(outcome.session.records_written);
+    let cost = meter.stop(outcome.sitting.records_written);
     let load_after = load_average();
     let dir = run.dir.clone();
     drop(run);
@@ -289,11 +289,11 @@ pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
     }
     drop(upstreams);
     let errors = errors::compare(&probed, &logs, &schedules);
-    let requests = outcome.session.records_written;
+    let requests = outcome.sitting.records_written;
     let figures = FidelityFigures {
         mode: "run",
         lanes: args.lanes,
-        rounds: outcome.session.rounds_executed,
+        rounds: outcome.sitting.rounds_executed,
         chunks: args.chunks,
         gap_ms: args.gap_ms,
         requests,
@@ -301,12 +301,12 @@ pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
         load_average_before: load_before,
         load_average_after: load_after,
         run_status: format!("{:?}", outcome.status).to_lowercase(),
-        harness_errors: outcome.session.harness_errors,
+        harness_errors: outcome.sitting.harness_errors,
         cost,
         loopback_one_way: Spread::of(&loopback),
         errors,
-        launch_skew: RoundSpread::of(&outcome.session.skews_ms),
-        coordinator_overhead: RoundSpread::of(&outcome.session.overheads_ms),
+        launch_skew: RoundSpread::of(&outcome.sitting.skews_ms),
+        coordinator_overhead: RoundSpread::of(&outcome.sitting.overheads_ms),
     };
     let ok = outcome.status == RunStatus::Complete;
     print_figures(args.json, &figures, run_text(&figures))?;
