@@ -86,12 +86,8 @@ impl RoundSpread {
 #[derive(Debug, Serialize)]
 struct FidelityFigures {
     mode: &'static str,
-    lanes: usize,
-    rounds: usize,
-    chunks: usize,
-    gap_ms: u64,
-    requests: usize,
-    upstream_processes: usize,
+    #[serde(flatten)]
+    workload: Workload,
     load_average_before: Option<f64>,
     load_average_after: Option<f64>,
     run_status: String,
@@ -104,22 +100,45 @@ struct FidelityFigures {
     coordinator_overhead: RoundSpread,
 }
 
-/// What a run through fewer layers than the pipeline measured (`--layer`).
+/// What a run sent, and to how many upstream processes.
 #[derive(Debug, Serialize)]
-struct LayerFigures {
-    mode: &'static str,
-    layer: Layer,
+struct Workload {
     lanes: usize,
     rounds: usize,
     chunks: usize,
     gap_ms: u64,
     requests: usize,
+    upstream_processes: usize,
+}
+
+impl Workload {
+    /// The workload as each mode's first line says it.
+    fn text(&self) -> String {
+        format!(
+            "{} requests ({} lanes × {} rounds, {} chunks each, {} ms apart on average) over {} \
+             upstream process(es)",
+            self.requests,
+            self.lanes,
+            self.rounds,
+            self.chunks,
+            self.gap_ms,
+            self.upstream_processes
+        )
+    }
+}
+
+/// What a run through fewer layers than the pipeline measured (`--layer`).
+#[derive(Debug, Serialize)]
+struct LayerFigures {
+    mode: &'static str,
+    layer: Layer,
+    #[serde(flatten)]
+    workload: Workload,
     /// Requests whose whole response was read and looked complete.
     completed: usize,
     /// Socket or HTTP reads (socket and http layers) or SSE events (probe layer) per request.
     reads_per_request: f64,
     first_failure: Option<String>,
-    upstream_processes: usize,
     load_average_before: Option<f64>,
     load_average_after: Option<f64>,
     #[serde(flatten)]
@@ -240,20 +259,22 @@ pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
         let figures = LayerFigures {
             mode: "layer",
             layer: args.layer,
-            lanes: args.lanes,
-            rounds: work.jobs.len(),
-            chunks: args.chunks,
-            gap_ms: args.gap_ms,
-            requests: outcome.requests,
+            workload: Workload {
+                lanes: args.lanes,
+                rounds: work.jobs.len(),
+                chunks: args.chunks,
+                gap_ms: args.gap_ms,
+                requests: outcome.requests,
+                upstream_processes,
+            },
             completed: outcome.completed,
             reads_per_request: outcome.reads as f64 / outcome.completed.max(1) as f64,
             first_failure: outcome.first_failure,
-            upstream_processes,
             load_average_before: load_before,
             load_average_after: load_average(),
             cost,
         };
-        let ok = figures.completed == figures.requests;
+        let ok = figures.completed == figures.workload.requests;
         print_figures(args.json, &figures, layer_text(&figures))?;
         return Ok(if ok {
             ExitCode::SUCCESS
@@ -292,12 +313,14 @@ pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
     let requests = outcome.sitting.records_written;
     let figures = FidelityFigures {
         mode: "run",
-        lanes: args.lanes,
-        rounds: outcome.sitting.rounds_executed,
-        chunks: args.chunks,
-        gap_ms: args.gap_ms,
-        requests,
-        upstream_processes,
+        workload: Workload {
+            lanes: args.lanes,
+            rounds: outcome.sitting.rounds_executed,
+            chunks: args.chunks,
+            gap_ms: args.gap_ms,
+            requests,
+            upstream_processes,
+        },
         load_average_before: load_before,
         load_average_after: load_after,
         run_status: format!("{:?}", outcome.status).to_lowercase(),
@@ -450,14 +473,7 @@ fn us(v: Option<f64>) -> String {
 fn run_text(f: &FidelityFigures) -> String {
     let mut out = format!(
         "{}: {}, {} harness errors, {:.1} s, load {} → {}\n",
-        workload_text(
-            f.requests,
-            f.lanes,
-            f.rounds,
-            f.chunks,
-            f.gap_ms,
-            f.upstream_processes
-        ),
+        f.workload.text(),
         f.run_status,
         f.harness_errors,
         f.cost.wall_seconds,
@@ -508,14 +524,7 @@ fn layer_text(f: &LayerFigures) -> String {
     let mut out = format!(
         "layer {:?}: {}: {} completed, {:.1} reads per request, {:.1} s, load {} → {}\n",
         f.layer,
-        workload_text(
-            f.requests,
-            f.lanes,
-            f.rounds,
-            f.chunks,
-            f.gap_ms,
-            f.upstream_processes
-        ),
+        f.workload.text(),
         f.completed,
         f.reads_per_request,
         f.cost.wall_seconds,
@@ -527,21 +536,6 @@ fn layer_text(f: &LayerFigures) -> String {
     }
     out.push_str(&cost_text(&f.cost));
     out
-}
-
-/// What was sent, and to how many upstream processes, as each mode's first line says it.
-fn workload_text(
-    requests: usize,
-    lanes: usize,
-    rounds: usize,
-    chunks: usize,
-    gap_ms: u64,
-    upstreams: usize,
-) -> String {
-    format!(
-        "{requests} requests ({lanes} lanes × {rounds} rounds, {chunks} chunks each, {gap_ms} ms \
-         apart on average) over {upstreams} upstream process(es)"
-    )
 }
 
 /// One line: CPU, context switches and peak RSS of a measured window.
