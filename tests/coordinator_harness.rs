@@ -206,8 +206,8 @@ run_root: runs
         .unwrap();
     // 4 rounds × 2 lanes, each lane given up after deadline + grace = 200 ms.
     assert_eq!(first.status, RunStatus::Incomplete);
-    assert_eq!(first.session.harness_errors, 8);
-    assert_eq!(first.session.rounds_executed, 4);
+    assert_eq!(first.sitting.harness_errors, 8);
+    assert_eq!(first.sitting.rounds_executed, 4);
     assert!(started.elapsed().as_millis() >= 4 * 200);
     let results = run.dir.join(openbench_common::rundir::FULL_RESULTS);
     let text = std::fs::read_to_string(&results).unwrap();
@@ -237,7 +237,7 @@ run_root: runs
         .await
         .unwrap();
     assert_eq!(second.status, RunStatus::Complete);
-    assert_eq!(second.session.records_written, 8);
+    assert_eq!(second.sitting.records_written, 8);
     let text = std::fs::read_to_string(&results).unwrap();
     let recs: Vec<TerminalRecord> = text
         .lines()
@@ -253,5 +253,5 @@ run_root: runs
     let third = run_full(&inputs, &run, "H", &RunOptions::default())
         .await
         .unwrap();
-    assert_eq!(third.session.records_written, 0);
+    assert_eq!(third.sitting.records_written, 0);
 }

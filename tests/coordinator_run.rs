@@ -25,8 +25,8 @@ async fn full_simulated_run_writes_one_record_per_lane_and_round() {
     let outcome = run_full(&inputs, &run, "T-1", &options(&inputs))
         .await
         .unwrap();
-    assert_eq!(outcome.session.rounds_executed, 12);
-    assert_eq!(outcome.session.records_written, 120);
+    assert_eq!(outcome.sitting.rounds_executed, 12);
+    assert_eq!(outcome.sitting.records_written, 120);
 
     // Let go of the run directory so the resumes below may take its writer lock.
     let dir = &run.dir.clone();
@@ -151,7 +151,7 @@ async fn full_simulated_run_writes_one_record_per_lane_and_round() {
     )
     .await
     .unwrap();
-    assert_eq!(again.session.records_written, 0);
+    assert_eq!(again.sitting.records_written, 0);
     assert_eq!(again.status, RunStatus::Complete);
     assert_eq!(records(&dir.join(layout::FULL_RESULTS)).len(), 120);
     let err = run_full(

@@ -1,17 +1,22 @@
 //! The example workflow end to end (docs/adding-a-workflow.md): its spec section checked, a
 //! simulated smoke, a closed-loop and an open-loop phase run through the real coordinator, an
 //! in-process probe and the embedded simulator with several requests in flight per lane, every
-//! record's timing within causal bounds, a resume that sends nothing more, and its report.
+//! record's timing within causal bounds, a resume that sends nothing more, and its report; a run
+//! interrupted in each phase and finished in a third sitting, every request recorded once under
+//! the ids its plan gives, and `watch` reading the run's phases plan.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod coordinator_support;
 
-use coordinator_support::{options, records};
+use coordinator_support::{committed_counts, options, records};
 use openbench_common::clock::rfc3339_unix_micros;
 use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_common::rundir as layout;
-use openbench_common::workflow::{ReportOptions, Workflow};
-use openbench_coordinator::{RunDir, RunStatus, prepare_inputs, run_full, run_smoke};
+use openbench_common::workflow::{PlanInputs, ReportOptions, Workflow};
+use openbench_coordinator::{
+    Progress, RunDir, RunInputs, RunOptions, RunStatus, StopRequest, prepare_inputs, run_full,
+    run_smoke,
+};
 use openbench_example_echo::ExampleEcho;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -136,7 +141,7 @@ async fn closed_and_open_loops_run_with_several_requests_in_flight_per_lane() {
     for r in &recs {
         assert_eq!(r.outcome, Outcome::Completed, "{r:?}");
         let (start, end) = span(r);
-        // Causal bounds: every request ran inside the session, its answer after its start.
+        // Causal bounds: every request ran inside the sitting, its answer after its start.
         assert!(
             before <= start && end <= after,
             "{start}..{end} outside {before}..{after}"
@@ -203,7 +208,7 @@ async fn closed_and_open_loops_run_with_several_requests_in_flight_per_lane() {
         .await
         .unwrap();
     assert_eq!(again.status, RunStatus::Complete);
-    assert_eq!(again.session.records_written, 0);
+    assert_eq!(again.sitting.records_written, 0);
     assert_eq!(records(&dir.join(layout::FULL_RESULTS)).len(), 2 * per_lane);
     drop(run);
 
@@ -226,5 +231,96 @@ async fn closed_and_open_loops_run_with_several_requests_in_flight_per_lane() {
         std::fs::read_to_string(dir.join(layout::REPORT_MD))
             .unwrap()
             .contains(table.as_str())
+    );
+}
+
+/// Options that ask the sitting to finish (release nothing new) once `after` requests of the run
+/// are committed.
+fn stopping_after(inputs: &RunInputs, after: usize) -> RunOptions {
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(StopRequest::None);
+    let on_progress = move |p: &Progress| {
+        if p.requests_done >= after {
+            let _ = stop_tx.send(StopRequest::Finish);
+        }
+    };
+    RunOptions {
+        progress: Some(Arc::new(on_progress)),
+        stop: Some(stop_rx),
+        ..options(inputs)
+    }
+}
+
+/// One sitting over the run in `dir`: opens it, runs, closes it; returns the status and the
+/// records now in the results file.
+async fn sitting(inputs: &RunInputs, dir: &Path, options: &RunOptions) -> (RunStatus, usize) {
+    let run = RunDir::open(inputs, dir, "test").unwrap();
+    let outcome = run_full(inputs, &run, "T-2", options).await.unwrap();
+    drop(run);
+    (
+        outcome.status,
+        records(&dir.join(layout::FULL_RESULTS)).len(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_interrupted_in_each_phase_finishes_in_a_third_sitting_with_every_id_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = write_spec(tmp.path(), "");
+    let inputs = prepare_inputs(&spec, Arc::new(ExampleEcho), "test-code-digest").unwrap();
+    let dir = RunDir::create(&inputs, Some("T-2"), "test")
+        .unwrap()
+        .dir
+        .clone();
+    let per_lane = CONCURRENCY * PER_SLOT + OPEN_COUNT;
+    let closed_total = 2 * CONCURRENCY * PER_SLOT;
+
+    // Sitting 1 stops inside the closed loop: at most the 6 requests in flight when the stop was
+    // asked for, and the 6 released while it was on its way, follow the 5th.
+    let (status, first) = sitting(&inputs, &dir, &stopping_after(&inputs, 5)).await;
+    assert_eq!(status, RunStatus::Interrupted);
+    assert!((5..closed_total).contains(&first), "{first} records");
+    // Sitting 2 finishes the closed loop and stops two requests into the open loop.
+    let (status, second) = sitting(&inputs, &dir, &stopping_after(&inputs, closed_total + 2)).await;
+    assert_eq!(status, RunStatus::Interrupted);
+    assert!(
+        (closed_total + 2..2 * per_lane).contains(&second),
+        "{second} records"
+    );
+    // Sitting 3 sends the rest.
+    let (status, third) = sitting(&inputs, &dir, &options(&inputs)).await;
+    assert_eq!(status, RunStatus::Complete);
+    assert_eq!(third, 2 * per_lane);
+
+    let recs = records(&dir.join(layout::FULL_RESULTS));
+    assert!(recs.iter().all(|r| r.outcome == Outcome::Completed));
+    let counts = committed_counts(&recs);
+    assert!(counts.values().all(|&n| n == 1), "a request sent twice");
+    // The ids are the ones the plan gives, planned again from the same inputs.
+    let plan_inputs = PlanInputs {
+        spec: &inputs.spec.spec,
+        dataset: &inputs.dataset,
+        run_dir: &dir,
+    };
+    let schedule = ExampleEcho.plan(&plan_inputs, 0).unwrap();
+    let planned: BTreeSet<String> = (0..schedule.phases.len())
+        .flat_map(|i| schedule.load_request_ids(i))
+        .collect();
+    let recorded: BTreeSet<String> = counts.into_keys().collect();
+    assert_eq!(recorded, planned);
+
+    // `watch` reads the phases plan: one column and one unit of progress per phase.
+    let view = openbench_watch::snapshot(&dir).unwrap();
+    assert!(view.by_phase);
+    assert_eq!(view.families, ["closed", "open"]);
+    assert_eq!((view.rounds_done, view.rounds_total), (2, 2));
+    assert_eq!((view.requests_done, view.requests_total), (44, 44));
+    let lanes: BTreeMap<&str, (usize, usize)> = view
+        .lanes
+        .iter()
+        .map(|l| (l.lane.as_str(), (l.planned, l.completed)))
+        .collect();
+    assert_eq!(
+        lanes,
+        BTreeMap::from([("modal", (22, 22)), ("zai", (22, 22))])
     );
 }

@@ -18,7 +18,7 @@ use crate::hash::short_id;
 use crate::request::ChatMessage;
 use crate::rundir::{Lane, Plan, PlannedRound};
 use crate::spec::Spec;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// A run's (or a smoke attempt's) schedule: phases executed one after another.
@@ -82,7 +82,7 @@ pub struct LoadPhase {
 }
 
 /// How a load phase paces its requests, per lane.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Pacing {
     /// Open loop: `count` requests per lane, released at the arrival process's offsets. A lane
@@ -107,7 +107,7 @@ pub enum Pacing {
 }
 
 /// An arrival process: the gaps between one lane's planned send times.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "process", rename_all = "snake_case")]
 pub enum Arrivals {
     /// Evenly spaced, `rate_per_s` requests a second.
@@ -271,30 +271,40 @@ pub fn lanes(spec: &Spec) -> Vec<Lane> {
     out
 }
 
+/// Every request position of a load phase (index `phase`) over `lanes` paced by `pacing`, lane by
+/// lane, slot by slot: what its plan file implies, so a reader of that file rebuilds its ids.
+pub fn positions<'a>(
+    lanes: &'a [Lane],
+    pacing: &Pacing,
+    phase: u32,
+) -> impl Iterator<Item = LoadPosition> + 'a {
+    let (slots, per_slot) = match *pacing {
+        Pacing::Arrivals { count, .. } => (1, count),
+        Pacing::Slots {
+            concurrency,
+            per_slot,
+        } => (concurrency, per_slot),
+    };
+    lanes
+        .iter()
+        .enumerate()
+        .flat_map(move |(lane_index, lane)| {
+            (0..slots).flat_map(move |slot| {
+                (0..per_slot).map(move |sequence| LoadPosition {
+                    phase,
+                    lane: lane.label.clone(),
+                    lane_index,
+                    slot,
+                    sequence,
+                })
+            })
+        })
+}
+
 impl LoadPhase {
     /// Every request position of this phase (phase index `phase`), lane by lane, slot by slot.
     pub fn positions(&self, phase: u32) -> impl Iterator<Item = LoadPosition> + '_ {
-        let (slots, per_slot) = match self.pacing {
-            Pacing::Arrivals { count, .. } => (1, count),
-            Pacing::Slots {
-                concurrency,
-                per_slot,
-            } => (concurrency, per_slot),
-        };
-        self.lanes
-            .iter()
-            .enumerate()
-            .flat_map(move |(lane_index, lane)| {
-                (0..slots).flat_map(move |slot| {
-                    (0..per_slot).map(move |sequence| LoadPosition {
-                        phase,
-                        lane: lane.label.clone(),
-                        lane_index,
-                        slot,
-                        sequence,
-                    })
-                })
-            })
+        positions(&self.lanes, &self.pacing, phase)
     }
 
     /// Requests this phase plans.

@@ -122,6 +122,46 @@ pub struct GeneratedDataset {
     pub details: String,
 }
 
+/// What `bench analysis` asks a workflow to synthesise: about `records` completed records over
+/// `lanes` lanes, their latencies drawn from `seed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SynthesisRequest {
+    /// Records wanted (the workflow rounds to its own unit, such as whole rounds).
+    pub records: u64,
+    /// Lanes (providers), at least one.
+    pub lanes: usize,
+    /// Seed of the synthetic latencies.
+    pub seed: u64,
+}
+
+/// A synthetic run a workflow wrote for `bench analysis`: its exact counts, and the step the
+/// bench times (the workflow's report over what synthesis holds in memory).
+pub struct SynthesizedRun {
+    /// Records written.
+    pub records: u64,
+    /// Rounds (or the workflow's unit of planning) written.
+    pub rounds: u64,
+    /// Recomputes every derived artifact and writes the reports, as `report` does.
+    pub report: Box<dyn FnOnce() -> Result<(), WorkflowError> + Send>,
+}
+
+/// What `bench fidelity` asks a workflow for: the inputs of a run of at least `rounds` rounds
+/// over the given providers, written under `dir`.
+#[derive(Debug, Clone, Copy)]
+pub struct BenchFixtureRequest<'a> {
+    /// Folder to write the dataset, the spec and the run root into.
+    pub dir: &'a Path,
+    /// Rounds wanted (the workflow rounds up to what it can plan).
+    pub rounds: usize,
+    /// The spec's provider list entries, YAML lines under `providers:` (each `  - key: …`).
+    pub providers_yaml: &'a str,
+}
+
+/// The refusal of an optional capability a workflow does not implement, naming the workflow.
+pub fn unsupported(workflow: &str, capability: &str) -> WorkflowError {
+    WorkflowError(format!("workflow {workflow:?} {capability}").into())
+}
+
 /// What a workflow provides to the runner.
 pub trait Workflow: Send + Sync {
     /// Registry name (`micro-single-task`).
@@ -212,9 +252,7 @@ pub trait Workflow: Send + Sync {
         errors: &mut dyn Write,
     ) -> Result<ScoreCounts, WorkflowError> {
         let _ = (source, answers, dataset, out, errors);
-        Err(WorkflowError(
-            format!("workflow {:?} has no offline scorer", self.name()).into(),
-        ))
+        Err(unsupported(self.name(), "has no offline scorer"))
     }
     /// Generates the workflow's dataset release deterministically from `seed` (its default seed
     /// when `None`) into `out`, or its public sample. A workflow without a generator refuses.
@@ -225,8 +263,28 @@ pub trait Workflow: Send + Sync {
         public_sample: bool,
     ) -> Result<GeneratedDataset, WorkflowError> {
         let _ = (out, seed, public_sample);
-        Err(WorkflowError(
-            format!("workflow {:?} has no dataset generator", self.name()).into(),
+        Err(unsupported(self.name(), "has no dataset generator"))
+    }
+    /// Writes a synthetic run of this workflow into `run_dir` for `bench analysis` (records as a
+    /// run would commit them, seeded and deterministic). A workflow without one refuses.
+    fn synthesize_run(
+        &self,
+        run_dir: &Path,
+        request: &SynthesisRequest,
+    ) -> Result<SynthesizedRun, WorkflowError> {
+        let _ = (run_dir, request);
+        Err(unsupported(
+            self.name(),
+            "cannot synthesise a run (bench analysis)",
+        ))
+    }
+    /// Writes the dataset and spec of a `bench fidelity` run and returns the spec's path. A
+    /// workflow without a bench fixture refuses.
+    fn bench_fixture(&self, request: &BenchFixtureRequest<'_>) -> Result<PathBuf, WorkflowError> {
+        let _ = request;
+        Err(unsupported(
+            self.name(),
+            "has no bench fixture (bench fidelity)",
         ))
     }
     /// Validates a release (manifest, hashes, every row; with `contract_only` false also the

@@ -31,7 +31,7 @@ use tokio::sync::{Barrier, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 pub use crate::round_jobs::RoundJob;
-pub use crate::session_report::{Progress, ProgressFn, SessionReport, SessionStatus};
+pub use crate::sitting_report::{Progress, ProgressFn, SittingReport, SittingStatus};
 
 /// Messages the coordinator actor handles.
 pub enum CoordMsg {
@@ -84,7 +84,7 @@ pub struct CoordArgs {
     /// Progress callback.
     pub on_progress: Option<ProgressFn>,
     /// Where the final report goes.
-    pub done: oneshot::Sender<SessionReport>,
+    pub done: oneshot::Sender<SittingReport>,
 }
 
 struct Current {
@@ -96,7 +96,7 @@ struct Current {
     dispatches: Vec<Instant>,
     /// Probe-side start instants (coordinator clock, µs) of records that came from a probe.
     probe_starts: Vec<f64>,
-    /// The round's job, for the end-of-session re-run of lanes that fail.
+    /// The round's job, for the end-of-sitting re-run of lanes that fail.
     job: RoundJob,
     outstanding: usize,
     /// The round's span, closed when the round is summarized.
@@ -109,17 +109,17 @@ struct Current {
 /// The actor's state.
 pub struct CoordState {
     args: CoordArgs,
-    done: Option<oneshot::Sender<SessionReport>>,
+    done: Option<oneshot::Sender<SittingReport>>,
     current: Option<Current>,
     next: Option<Prepared>,
     started: Instant,
     last_terminal: Option<Instant>,
     stopping: bool,
-    /// How the session ends once stopping, when not [`SessionStatus::Interrupted`].
-    stop_status: Option<SessionStatus>,
+    /// How the sitting ends once stopping, when not [`SittingStatus::Interrupted`].
+    stop_status: Option<SittingStatus>,
     faults: FaultBook,
-    report: SessionReport,
-    /// The session's run span, the parent of every round span.
+    report: SittingReport,
+    /// The sitting's run span, the parent of every round span.
     run_span: tracing::Span,
 }
 
@@ -153,7 +153,7 @@ impl Actor for Coordinator {
             started: Instant::now(),
             last_terminal: None,
             stopping: false,
-            report: SessionReport::empty(progress),
+            report: SittingReport::empty(progress),
         })
     }
 
@@ -172,9 +172,9 @@ impl Actor for Coordinator {
                 {
                     tracing::error!(region = %gone.region, "region stayed down: stopping");
                     state.stopping = true;
-                    state.stop_status = Some(SessionStatus::RegionDown(gone));
+                    state.stop_status = Some(SittingStatus::RegionDown(gone));
                     if state.current.is_none() {
-                        finish(&myself, state, SessionStatus::Interrupted);
+                        finish(&myself, state, SittingStatus::Interrupted);
                     }
                 }
             }
@@ -184,7 +184,7 @@ impl Actor for Coordinator {
                     current.launcher.abort();
                 }
                 if state.current.is_none() {
-                    finish(&myself, state, SessionStatus::Interrupted);
+                    finish(&myself, state, SittingStatus::Interrupted);
                 }
             }
         }
@@ -192,17 +192,17 @@ impl Actor for Coordinator {
     }
 }
 
-fn finish(myself: &ActorRef<CoordMsg>, state: &mut CoordState, status: SessionStatus) {
+fn finish(myself: &ActorRef<CoordMsg>, state: &mut CoordState, status: SittingStatus) {
     if let Some(next) = state.next.take() {
         next.launcher.abort();
     }
     let status = match status {
-        SessionStatus::Interrupted => state.stop_status.take().unwrap_or(status),
+        SittingStatus::Interrupted => state.stop_status.take().unwrap_or(status),
         other => other,
     };
     // Commit what the writer thread still holds before reporting: the caller reads the files.
     state.report.status = match (state.args.writer.close(), status) {
-        (Err(e), SessionStatus::Complete | SessionStatus::Interrupted) => SessionStatus::Failed(e),
+        (Err(e), SittingStatus::Complete | SittingStatus::Interrupted) => SittingStatus::Failed(e),
         (_, status) => status,
     };
     state.report.progress = state.args.progress.clone();
@@ -346,7 +346,7 @@ async fn next_round(myself: &ActorRef<CoordMsg>, state: &mut CoordState) {
         return;
     }
     if state.stopping {
-        finish(myself, state, SessionStatus::Interrupted);
+        finish(myself, state, SittingStatus::Interrupted);
         return;
     }
     let prepared = match state.next.take() {
@@ -361,7 +361,7 @@ async fn next_round(myself: &ActorRef<CoordMsg>, state: &mut CoordState) {
             match state.args.jobs.pop_front() {
                 Some(job) => prepare(myself, &state.args, job),
                 None => {
-                    finish(myself, state, SessionStatus::Complete);
+                    finish(myself, state, SittingStatus::Complete);
                     return;
                 }
             }
@@ -419,7 +419,7 @@ async fn lane_done(myself: &ActorRef<CoordMsg>, state: &mut CoordState, result: 
         let start = state.faults.on_coordinator_clock(&record.region, start);
         current.probe_starts.push(start);
     }
-    // Lanes lost to an unreachable region are re-run at the end of the session once it is
+    // Lanes lost to an unreachable region are re-run at the end of the sitting once it is
     // back; other harness failures (a stalled or failing probe) would likely recur, and wait
     // for a resume.
     let unreachable = record.error_type == Some(ErrorType::RegionUnreachable);
@@ -444,7 +444,7 @@ async fn lane_done(myself: &ActorRef<CoordMsg>, state: &mut CoordState, result: 
     };
     let (line, checkpoint) = summarize(state, current, now);
     // Release the next round first: the bookkeeping below is off the barrier's critical path.
-    // (At the plan's end, `Next` queues the end-of-session re-run, if any.)
+    // (At the plan's end, `Next` queues the end-of-sitting re-run, if any.)
     let last_round = state.stopping || (state.next.is_none() && state.args.jobs.is_empty());
     if !last_round {
         next_round(myself, state).await;
@@ -457,18 +457,18 @@ async fn lane_done(myself: &ActorRef<CoordMsg>, state: &mut CoordState, result: 
     }
     report_progress(state);
     if state.stopping && state.current.is_none() {
-        finish(myself, state, SessionStatus::Interrupted);
+        finish(myself, state, SittingStatus::Interrupted);
     } else if last_round {
         let _ = myself.cast(CoordMsg::Next);
     }
 }
 
-/// Abandons the in-flight round and ends the session as failed (the run stays resumable).
+/// Abandons the in-flight round and ends the sitting as failed (the run stays resumable).
 fn fail(myself: &ActorRef<CoordMsg>, state: &mut CoordState, message: String) {
     if let Some(current) = state.current.take() {
         current.launcher.abort();
     }
-    finish(myself, state, SessionStatus::Failed(message));
+    finish(myself, state, SittingStatus::Failed(message));
 }
 
 /// The finished round's barrier line and the checkpoint after it (no I/O).

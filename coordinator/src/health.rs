@@ -56,24 +56,24 @@ impl LinkSettings {
     }
 }
 
-/// What a session does when a region stays down.
+/// What a sitting does when a region stays down.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RegionDownPolicy {
-    /// Stop the session once a region has been down for [`FaultPolicy::stay_down`]: the run is
+    /// Stop the sitting once a region has been down for [`FaultPolicy::stay_down`]: the run is
     /// resumable (the default: it keeps the rounds paired across regions).
     #[default]
     Stop,
-    /// Finish the session without that region: its lanes get harness records, re-run at the
-    /// end of the session when it is back, else on resume.
+    /// Finish the sitting without that region: its lanes get harness records, re-run at the
+    /// end of the sitting when it is back, else on resume.
     Continue,
 }
 
-/// Fault handling of a session: link watching and the down policy.
+/// Fault handling of a sitting: link watching and the down policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FaultPolicy {
     /// What to do when a region stays down.
     pub on_region_down: RegionDownPolicy,
-    /// How long a region must stay down before [`RegionDownPolicy::Stop`] stops the session.
+    /// How long a region must stay down before [`RegionDownPolicy::Stop`] stops the sitting.
     pub stay_down: Duration,
     /// Ping cadence and timeouts.
     pub link: LinkSettings,
@@ -180,7 +180,7 @@ pub async fn ping(
     }
 }
 
-/// Pings per region before the session's first round.
+/// Pings per region before the sitting's first round.
 pub const INITIAL_PINGS: usize = 3;
 
 /// How long re-opening the session on a region that came back may take (`Describe` and
@@ -197,7 +197,7 @@ pub struct RegionSession {
     pub opener: SessionOpener,
 }
 
-/// The running monitors of a session; dropping it stops them.
+/// The running monitors of a sitting; dropping it stops them.
 pub struct Monitors {
     /// Region → its current state, for lane tasks.
     pub states: BTreeMap<String, watch::Receiver<RegionState>>,
@@ -408,7 +408,7 @@ async fn reopened(
     }
 }
 
-/// A session's samples of one region reduced to what the manifest keeps; `None` without samples.
+/// A sitting's samples of one region reduced to what the manifest keeps; `None` without samples.
 pub fn summarize_link(samples: &[PingSample]) -> Option<RegionLink> {
     let best = samples
         .iter()

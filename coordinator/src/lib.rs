@@ -21,11 +21,11 @@ pub mod round_jobs;
 pub mod run_dir;
 pub mod runner;
 pub mod session_open;
-pub mod session_report;
+pub mod sitting_report;
 pub mod spans;
 pub mod writer_thread;
 
-pub use actor::{Progress, ProgressFn, SessionReport, SessionStatus};
+pub use actor::{Progress, ProgressFn, SittingReport, SittingStatus};
 pub use error::CoordinatorError;
 pub use health::{FaultPolicy, LinkSettings, RegionDownPolicy};
 pub use openbench_common::rundir::{RunManifest, RunStatus};

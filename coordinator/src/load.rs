@@ -11,7 +11,7 @@
 //! attempt), so a resumed phase skips every committed id and sends only the others, open-loop
 //! ones at their planned offsets from the resumed phase's start (docs/architecture.md).
 
-use crate::actor::{Progress, SessionReport, SessionStatus};
+use crate::actor::{Progress, SittingReport, SittingStatus};
 use crate::error::CoordinatorError;
 use crate::faults::FaultBook;
 use crate::health::RegionState;
@@ -36,13 +36,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::{mpsc, watch};
 
-/// What a load phase needs of its session.
+/// What a load phase needs of its sitting.
 pub struct LoadContext<'a> {
     /// The run's inputs.
     pub inputs: &'a RunInputs,
     /// The attempt's raw files.
     pub files: &'a RunFiles,
-    /// The session's probes.
+    /// The sitting's probes.
     pub infra: &'a Infra,
     /// The run id.
     pub run_id: &'a str,
@@ -174,7 +174,7 @@ pub async fn drive(
     phase: &Phase,
     progress: Progress,
     options: &RunOptions,
-) -> Result<SessionReport, CoordinatorError> {
+) -> Result<SittingReport, CoordinatorError> {
     let load = match phase {
         Phase::OpenLoop(load) | Phase::ClosedLoop(load) => load,
         Phase::PairedRounds(_) => {
@@ -243,14 +243,14 @@ pub async fn drive(
         }));
     }
     drop(tx);
-    let mut report = SessionReport::empty(progress);
+    let mut report = SittingReport::empty(progress);
     let mut faults = FaultBook::new(options.faults);
-    let mut status = SessionStatus::Complete;
+    let mut status = SittingStatus::Complete;
     let mut stop = options.stop.clone();
     if let Some(rx) = stop.as_mut()
         && *rx.borrow_and_update() != StopRequest::None
     {
-        status = SessionStatus::Interrupted;
+        status = SittingStatus::Interrupted;
         let _ = halt.send(true);
     }
     loop {
@@ -267,7 +267,7 @@ pub async fn drive(
                 writer.execution(*execution);
                 writer.commit();
                 if let Some(e) = writer.failed() {
-                    status = SessionStatus::Failed(e);
+                    status = SittingStatus::Failed(e);
                     tasks.iter().for_each(|t| t.abort());
                 }
                 if let Some(f) = &options.progress {
@@ -277,13 +277,13 @@ pub async fn drive(
             Some((region, event)) = monitors.events.recv() => {
                 if let Some(gone) = faults.on_event(&region, event) {
                     tracing::error!(region = %gone.region, "region stayed down: stopping");
-                    status = SessionStatus::RegionDown(gone);
+                    status = SittingStatus::RegionDown(gone);
                     let _ = halt.send(true);
                 }
             }
             request = next_stop(&mut stop) => {
-                if status == SessionStatus::Complete {
-                    status = SessionStatus::Interrupted;
+                if status == SittingStatus::Complete {
+                    status = SittingStatus::Interrupted;
                 }
                 let _ = halt.send(true);
                 if request == StopRequest::Abandon {
@@ -294,12 +294,12 @@ pub async fn drive(
     }
     drop(monitors);
     if let Err(e) = writer.close()
-        && matches!(status, SessionStatus::Complete | SessionStatus::Interrupted)
+        && matches!(status, SittingStatus::Complete | SittingStatus::Interrupted)
     {
-        status = SessionStatus::Failed(e);
+        status = SittingStatus::Failed(e);
     }
     report.rounds_executed = 1;
-    if status == SessionStatus::Complete && report.harness_errors == 0 {
+    if status == SittingStatus::Complete && report.harness_errors == 0 {
         report.progress.rounds_done += 1;
     }
     report.status = status;

@@ -95,7 +95,7 @@ pub fn spec_inputs_sha256(spec: &LoadedSpec) -> String {
     sha256_hex(canonical_json(&value))
 }
 
-/// sha256 of the lock's canonical JSON: the lock hash a session names to its probes.
+/// sha256 of the lock's canonical JSON: the lock hash each probe session names.
 pub fn lock_sha256(lock: &RunLock) -> String {
     let value = serde_json::to_value(lock).unwrap_or(serde_json::Value::Null);
     sha256_hex(canonical_json(&value))

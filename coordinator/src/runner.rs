@@ -1,13 +1,13 @@
 //! Running a workflow's schedule in a locked run directory: the full run and the smoke
 //! (METHODOLOGY §1, §8).
 //!
-//! A session repairs the raw files after any crash, skips requests that already have a committed
+//! A sitting repairs the raw files after any crash, skips requests that already have a committed
 //! terminal record (harness failures are re-executed), starts the simulator and probes, then
 //! executes the schedule's phases in order: paired rounds through the coordinator actor, open and
 //! closed loops through [`crate::load`]; it updates the manifest when it ends.
 
 use crate::actor::{
-    CoordArgs, CoordMsg, Coordinator, Progress, ProgressFn, RoundJob, SessionReport, SessionStatus,
+    CoordArgs, CoordMsg, Coordinator, Progress, ProgressFn, RoundJob, SittingReport, SittingStatus,
 };
 use crate::error::CoordinatorError;
 use crate::health::{FaultPolicy, Monitors, RegionSession};
@@ -50,19 +50,19 @@ pub struct RunOptions {
     /// What serves the probes and `sim://` endpoints (the binary's host); without one, every
     /// region must name a remote probe URL.
     pub targets: Option<Arc<dyn TargetHost>>,
-    /// Link watching and what a region that stays down does to the session (docs/faults.md).
+    /// Link watching and what a region that stays down does to the sitting (docs/faults.md).
     pub faults: FaultPolicy,
 }
 
-/// What a full-run session ended with.
+/// What a full-run sitting ended with.
 #[derive(Debug, Clone)]
 pub struct FullOutcome {
     /// The run directory.
     pub run_dir: PathBuf,
-    /// The run's status after this session.
+    /// The run's status after this sitting.
     pub status: RunStatus,
-    /// This session's figures.
-    pub session: SessionReport,
+    /// This sitting's figures.
+    pub sitting: SittingReport,
 }
 
 /// What a smoke ended with.
@@ -113,9 +113,9 @@ pub async fn run_full(
         manifest.sessions = 0;
     }
     manifest.approval_id = Some(approval_id.to_string());
-    let (session, records) =
+    let (sitting, records) =
         execute_plan(inputs, run, &plan, &files, options, &mut manifest).await?;
-    let status = final_status(&session, &plan, &records);
+    let status = final_status(&sitting, &plan, &records);
     manifest.status = status;
     if status == RunStatus::Complete && manifest.period_end.is_none() {
         manifest.period_end = Some(openbench_common::clock::now_rfc3339());
@@ -124,7 +124,7 @@ pub async fn run_full(
     Ok(FullOutcome {
         run_dir: run.dir.clone(),
         status,
-        session,
+        sitting,
     })
 }
 
@@ -146,12 +146,12 @@ pub async fn run_smoke(
     for attempt in 1..=inputs.workflow.smoke_attempts(&inputs.spec.spec) {
         let plan = plan_attempt(inputs, run, attempt)?;
         let files = RunFiles::new(&run.dir, attempt);
-        let (session, records) =
+        let (sitting, records) =
             execute_plan(inputs, run, &plan, &files, options, &mut manifest).await?;
-        if session.status != SessionStatus::Complete
-            || final_status(&session, &plan, &records) != RunStatus::Complete
+        if sitting.status != SittingStatus::Complete
+            || final_status(&sitting, &plan, &records) != RunStatus::Complete
         {
-            manifest.status = final_status(&session, &plan, &records);
+            manifest.status = final_status(&sitting, &plan, &records);
             manifest.smoke = attempts.clone();
             manifest.save(&run.dir)?;
             return Ok(SmokeOutcome {
@@ -210,14 +210,14 @@ pub(crate) fn plan_attempt(
 }
 
 fn final_status(
-    session: &SessionReport,
+    sitting: &SittingReport,
     plan: &Schedule,
     records: &BTreeMap<String, TerminalRecord>,
 ) -> RunStatus {
-    match &session.status {
-        SessionStatus::Interrupted | SessionStatus::RegionDown(_) => RunStatus::Interrupted,
-        SessionStatus::Failed(_) => RunStatus::Failed,
-        SessionStatus::Complete => {
+    match &sitting.status {
+        SittingStatus::Interrupted | SittingStatus::RegionDown(_) => RunStatus::Interrupted,
+        SittingStatus::Failed(_) => RunStatus::Failed,
+        SittingStatus::Complete => {
             let committed = records
                 .values()
                 .filter(|r| r.outcome.is_committed())
@@ -231,7 +231,7 @@ fn final_status(
     }
 }
 
-/// Runs whatever part of `plan` lacks committed records, phase by phase; returns the session
+/// Runs whatever part of `plan` lacks committed records, phase by phase; returns the sitting's
 /// report and the effective records of the plan afterwards.
 async fn execute_plan(
     inputs: &RunInputs,
@@ -240,7 +240,7 @@ async fn execute_plan(
     files: &RunFiles,
     options: &RunOptions,
     manifest: &mut RunManifest,
-) -> Result<(SessionReport, BTreeMap<String, TerminalRecord>), CoordinatorError> {
+) -> Result<(SittingReport, BTreeMap<String, TerminalRecord>), CoordinatorError> {
     repair_jsonl(&files.results)?;
     refuse_unwritten(files, plan, run.run_id())?;
     let records = counting_records(&files.results)?;
@@ -291,7 +291,7 @@ async fn execute_plan(
         f(&progress);
     }
     if work.is_empty() {
-        let report = SessionReport::empty(progress);
+        let report = SittingReport::empty(progress);
         manifest.rounds_done = rounds_done;
         manifest.count(records.values());
         return Ok((report, records));
@@ -323,9 +323,9 @@ async fn execute_plan(
         infra.shutdown().await;
         return Err(e.into());
     }
-    let mut session = SessionReport::empty(progress);
+    let mut sitting = SittingReport::empty(progress);
     for phase in work {
-        let progress = session.progress.clone();
+        let progress = sitting.progress.clone();
         let report = match phase {
             Work::Rounds(jobs) => drive(inputs, files, jobs, &infra, progress, options).await,
             Work::Load(index, phase) => {
@@ -342,8 +342,8 @@ async fn execute_plan(
         };
         match report {
             Ok(report) => {
-                let stop = report.status != SessionStatus::Complete;
-                session.absorb(report);
+                let stop = report.status != SittingStatus::Complete;
+                sitting.absorb(report);
                 if stop {
                     break;
                 }
@@ -355,18 +355,18 @@ async fn execute_plan(
         }
     }
     infra.shutdown().await;
-    manifest.links.extend(session.links.clone());
-    manifest.outages.extend(session.outages.iter().cloned());
+    manifest.links.extend(sitting.links.clone());
+    manifest.outages.extend(sitting.outages.iter().cloned());
 
     let records = counting_records(&files.results)?;
     manifest.rounds_done = crate::load::rounds_done(plan, version, |id| {
         records.get(id).is_some_and(|r| r.outcome.is_committed())
     });
     manifest.count(records.values());
-    Ok((session, records))
+    Ok((sitting, records))
 }
 
-/// What a session still has to execute of one phase.
+/// What a sitting still has to execute of one phase.
 enum Work {
     /// The remaining rounds of a paired phase.
     Rounds(VecDeque<RoundJob>),
@@ -435,7 +435,7 @@ async fn drive(
     infra: &Infra,
     progress: Progress,
     options: &RunOptions,
-) -> Result<SessionReport, CoordinatorError> {
+) -> Result<SittingReport, CoordinatorError> {
     let (done_tx, mut done_rx) = oneshot::channel();
     let mut monitors = start_monitors(infra, options).await;
     let args = CoordArgs {
@@ -486,7 +486,7 @@ async fn drive(
     report.map_err(|_| CoordinatorError::Actor("stopped without a report".into()))
 }
 
-/// Starts the health monitor of every region of the session.
+/// Starts the health monitor of every region of the sitting.
 pub(crate) async fn start_monitors(infra: &Infra, options: &RunOptions) -> Monitors {
     let sessions = infra
         .sessions

@@ -1,4 +1,4 @@
-//! The coordinator's spans: one `openbench.run` span per session (the root of its trace) and one
+//! The coordinator's spans: one `openbench.run` span per sitting (the root of its trace) and one
 //! `openbench.round` span per round, opened when the round is released and closed when its last
 //! lane is terminal. Each lane's request span is opened on its probe as a child of the round (the
 //! round's context travels in the gRPC metadata). Attribute names are in
@@ -10,7 +10,7 @@ use openbench_common::semconv as sc;
 use std::collections::VecDeque;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-/// The span of a session executing `jobs` (a root span: a trace per run session).
+/// The span of a sitting executing `jobs` (a root span: a trace per sitting).
 pub fn run_span(jobs: &VecDeque<RoundJob>) -> tracing::Span {
     let span = tracing::info_span!(parent: None, "run", otel.name = sc::SPAN_RUN);
     let run_id = jobs

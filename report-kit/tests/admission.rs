@@ -32,6 +32,7 @@ fn lock() -> RunLock {
         output_price_per_mtok: None,
     };
     RunLock::synthetic(
+        "any-workflow",
         "run-x",
         vec!["f".into()],
         vec![provider("a"), provider("b")],

@@ -1,10 +1,10 @@
 //! `bench`: benchmarks of our own machinery, whose figures `docs/performance.md` records.
 //! `bench analysis` times `report` end to end on a synthetic run; `bench fidelity` measures the
-//! timing error and the cost of the measurement pipeline itself (`super::fidelity`).
+//! timing error and the cost of the measurement pipeline itself (`super::fidelity`). Both reach
+//! their workflow through the registry (`--workflow`): its synthetic run and its bench fixture.
 
 use anyhow::Context;
-use openbench_micro_single_task::report;
-use openbench_micro_single_task::synthetic::{self, SyntheticRun};
+use openbench_common::workflow::SynthesisRequest;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,6 +26,9 @@ pub enum BenchCommand {
 /// Arguments of `bench analysis`.
 #[derive(Debug, clap::Args)]
 pub struct AnalysisArgs {
+    /// Workflow whose synthetic run is reported.
+    #[arg(long, default_value = "micro-single-task")]
+    workflow: String,
     /// Records to synthesise (rounded down to whole rounds of `--lanes`).
     #[arg(long, default_value_t = 1_000_000)]
     records: u64,
@@ -70,6 +73,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
 
 fn analysis(args: AnalysisArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.lanes > 0, "--lanes must be at least 1");
+    let workflow = crate::registry::find(&args.workflow)?;
     let temporary = match &args.run_dir {
         Some(_) => None,
         None => Some(tempfile::tempdir().context("cannot create a temporary run directory")?),
@@ -79,17 +83,17 @@ fn analysis(args: AnalysisArgs) -> anyhow::Result<ExitCode> {
         (None, Some(t)) => t.path().to_path_buf(),
         (None, None) => anyhow::bail!("no run directory"),
     };
-    let spec = SyntheticRun {
+    let request = SynthesisRequest {
         records: args.records,
         lanes: args.lanes,
         seed: args.seed,
     };
     let start = Instant::now();
-    let run = synthetic::write_run(&run_dir, &spec)?;
+    let run = workflow.synthesize_run(&run_dir, &request)?;
     let synthesis_seconds = start.elapsed().as_secs_f64();
     let reset = reset_peak_rss();
     let start = Instant::now();
-    report::write_all(&run_dir, &run.lock, &run.gold)?;
+    (run.report)()?;
     let report_seconds = start.elapsed().as_secs_f64();
     let figures = AnalysisFigures {
         records: run.records,

@@ -3,7 +3,7 @@
 //! (lock, selection, coordinator actor, gRPC probes, fsynced records, reports) — no credentials,
 //! no network.
 
-use crate::cmd::runs::{finish_full, full_run_session, load_inputs};
+use crate::cmd::runs::{finish_full, full_run_sitting, load_inputs};
 use openbench_common::rundir as layout;
 use openbench_coordinator::RunDir;
 use std::path::{Path, PathBuf};
@@ -46,7 +46,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             .map_or(1.0, |s| s.time_scale),
         spec.display()
     );
-    let outcome = full_run_session(&inputs, &run, "demo").await?;
+    let outcome = full_run_sitting(&inputs, &run, "demo").await?;
     let resume = format!(
         "openbench-inference demo --spec {} --run-dir {}",
         spec.display(),

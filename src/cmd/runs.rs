@@ -62,11 +62,11 @@ pub struct RunArgs {
     /// Audit id recorded in the run (required).
     #[arg(long)]
     approval_id: Option<String>,
-    /// What a region that stays unreachable does: `stop` the session (resumable, exit code 75)
+    /// What a region that stays unreachable does: `stop` the sitting (resumable, exit code 75)
     /// or `continue` without it (its lanes are re-run when it is back, or on resume).
     #[arg(long, value_enum, default_value_t = OnRegionDown::Stop)]
     on_region_down: OnRegionDown,
-    /// Seconds a region must stay unreachable before `--on-region-down stop` stops the session.
+    /// Seconds a region must stay unreachable before `--on-region-down stop` stops the sitting.
     #[arg(long, default_value_t = 60)]
     region_down_after_s: u64,
 }
@@ -74,13 +74,13 @@ pub struct RunArgs {
 /// `--on-region-down` (docs/faults.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OnRegionDown {
-    /// Stop the session, resumable.
+    /// Stop the sitting, resumable.
     Stop,
     /// Finish without the region.
     Continue,
 }
 
-/// Exit code of a session the down policy stopped (EX_TEMPFAIL: try again once the region is
+/// Exit code of a sitting the down policy stopped (EX_TEMPFAIL: try again once the region is
 /// back).
 pub const EXIT_REGION_DOWN: u8 = 75;
 
@@ -161,7 +161,7 @@ pub async fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
     }
     let run = RunDir::open_or_create(&inputs, args.run_dir.as_deref(), None, "smoke")?;
     println!("run directory: {}", run.dir.display());
-    let (options, bar) = session_options("smoke", &inputs)?;
+    let (options, bar) = sitting_options("smoke", &inputs)?;
     let outcome = run_smoke(&inputs, &run, &options).await;
     bar.finish_and_clear();
     let outcome = outcome?;
@@ -222,7 +222,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         stay_down: std::time::Duration::from_secs(args.region_down_after_s),
         ..FaultPolicy::default()
     };
-    let outcome = full_run_session_with(&inputs, &run, &approval, faults).await;
+    let outcome = full_run_sitting_with(&inputs, &run, &approval, faults).await;
     let resume = format!(
         "openbench-inference run --workflow {} --spec {} --run-dir {} --full --approve-full --approval-id {approval}",
         args.workflow,
@@ -234,7 +234,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Err(e) => Err(e),
     };
     let dir = run.dir.clone();
-    // Publishing takes the run directory's writer lock: this session's must be released first.
+    // Publishing takes the run directory's writer lock: this sitting's must be released first.
     drop(run);
     let publishes = inputs.spec.spec.results.as_ref().is_some_and(|r| r.publish);
     if !publishes {
@@ -258,31 +258,31 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 
 /// Runs (or resumes) the full plan with a progress bar and Ctrl-C/SIGTERM handling; usable by
 /// `demo`.
-pub async fn full_run_session(
+pub async fn full_run_sitting(
     inputs: &RunInputs,
     run: &RunDir,
     approval_id: &str,
 ) -> anyhow::Result<FullOutcome> {
-    full_run_session_with(inputs, run, approval_id, FaultPolicy::default()).await
+    full_run_sitting_with(inputs, run, approval_id, FaultPolicy::default()).await
 }
 
-/// [`full_run_session`] under the fault policy `faults`.
-pub async fn full_run_session_with(
+/// [`full_run_sitting`] under the fault policy `faults`.
+pub async fn full_run_sitting_with(
     inputs: &RunInputs,
     run: &RunDir,
     approval_id: &str,
     faults: FaultPolicy,
 ) -> anyhow::Result<FullOutcome> {
-    let (mut options, bar) = session_options("full run", inputs)?;
+    let (mut options, bar) = sitting_options("full run", inputs)?;
     options.faults = faults;
     let outcome = run_full(inputs, run, approval_id, &options).await;
     bar.finish_and_clear();
     Ok(outcome?)
 }
 
-/// Prints a finished session: the report (when complete) or how to resume. Returns the exit code.
+/// Prints a finished sitting: the report (when complete) or how to resume. Returns the exit code.
 pub async fn finish_full(inputs: &RunInputs, outcome: &FullOutcome, resume: &str) -> ExitCode {
-    let s = &outcome.session;
+    let s = &outcome.sitting;
     println!(
         "session: {} rounds, {} records, {} harness failures",
         s.rounds_executed, s.records_written, s.harness_errors
@@ -328,7 +328,7 @@ pub async fn finish_full(inputs: &RunInputs, outcome: &FullOutcome, resume: &str
             }
         }
         RunStatus::Interrupted => {
-            if let openbench_coordinator::SessionStatus::RegionDown(gone) = &s.status {
+            if let openbench_coordinator::SittingStatus::RegionDown(gone) = &s.status {
                 eprintln!(
                     "error: region {} unreachable for {} s ({}); stopped (--on-region-down stop)",
                     gone.region,
@@ -345,7 +345,7 @@ pub async fn finish_full(inputs: &RunInputs, outcome: &FullOutcome, resume: &str
             ExitCode::from(130)
         }
         _ => {
-            if let openbench_coordinator::SessionStatus::Failed(why) = &s.status {
+            if let openbench_coordinator::SittingStatus::Failed(why) = &s.status {
                 eprintln!("error: {why}");
             }
             println!(
@@ -385,7 +385,7 @@ pub async fn print_report(workflow: Arc<dyn Workflow>, run_dir: &Path) -> bool {
 /// A progress bar fed by the coordinator, a stop channel fed by Ctrl-C and SIGTERM (the first
 /// signal stops after the current round, the second abandons it) and this machine's targets (the
 /// simulator and local probes).
-fn session_options(label: &str, inputs: &RunInputs) -> anyhow::Result<(RunOptions, ProgressBar)> {
+fn sitting_options(label: &str, inputs: &RunInputs) -> anyhow::Result<(RunOptions, ProgressBar)> {
     let targets = LocalTargets::for_inputs(inputs)?;
     let bar = ProgressBar::new(0);
     let style = ProgressStyle::with_template(

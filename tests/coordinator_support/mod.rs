@@ -28,7 +28,7 @@ pub const PROFILES: [&str; 10] = [
 
 /// The harness grace of test specs, ms: far beyond any delay a loaded machine adds to a probe's
 /// answer, so a harness record in these tests means a real fault, never load (the harness path
-/// itself is tested in `coordinator/tests/harness.rs` with a short grace).
+/// itself is tested in `tests/coordinator_harness.rs` with a short grace).
 pub const HARNESS_GRACE_MS: u64 = 60_000;
 
 /// The built binary.

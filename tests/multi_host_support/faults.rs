@@ -243,7 +243,7 @@ pub fn kill_and_partition(topology: &mut Topology, spec: &str) {
 
 /// Resumes the run in `dir` (whose first session printed `output`) with both regions up.
 fn resume(topology: &Topology, dir: &Path, output: &str) {
-    println!("the first session ended incomplete; resuming: {output}");
+    println!("the first sitting ended incomplete; resuming: {output}");
     let inside = Path::new("/work/runs").join(dir.strip_prefix(topology.path("runs")).unwrap());
     let resumed = topology
         .coordinator(&[

@@ -1,6 +1,6 @@
 //! `watch`: the live view of a run directory that another process (here or on another machine,
 //! synced as plain files) is writing. It follows `raw/results.jsonl` and `raw/rounds.jsonl` by
-//! offset ([`source`]), accumulates the records that count ([`state`]), computes every figure in a
+//! offset ([`source`]), reads its plan of either kind ([`plan_file`]), accumulates the records that count ([`state`]), computes every figure in a
 //! pure view model ([`view`]) and shows it as a terminal UI ([`render`], [`app`]), as plain text
 //! when the output is not a terminal ([`plain`]), or as one JSON document (`--once`).
 //!
@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod plain;
+pub mod plan_file;
 pub mod render;
 pub mod source;
 pub mod state;

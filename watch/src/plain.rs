@@ -25,7 +25,8 @@ pub fn title(v: &View) -> String {
 /// Progress, failures and ETA on one line.
 pub fn progress_line(v: &View) -> String {
     let mut line = format!(
-        "rounds {}/{}  requests {}/{}  failures {}  harness {}  ETA {}",
+        "{} {}/{}  requests {}/{}  failures {}  harness {}  ETA {}",
+        if v.by_phase { "phases" } else { "rounds" },
         v.rounds_done,
         v.rounds_total,
         v.requests_done,

@@ -5,8 +5,8 @@
 
 use crate::state::RunState;
 use openbench_common::rundir::{
-    self as layout, Followed, Lane, LineFollower, Plan, RunDirError, RunFiles, RunLock,
-    RunManifest, RunMode, RunStatus, read_json,
+    self as layout, Followed, Lane, LineFollower, RunDirError, RunFiles, RunLock, RunManifest,
+    RunMode, RunStatus, read_json,
 };
 use std::path::{Path, PathBuf};
 
@@ -91,7 +91,7 @@ impl RunSource {
         if !self.has_plan {
             let files = RunFiles::new(&self.dir, self.header.attempt);
             if files.plan.exists() {
-                let plan: Plan = read_json(&files.plan)?;
+                let plan = crate::plan_file::read(&files.plan)?;
                 let lanes = lock_lanes(&self.lock);
                 self.state = RunState::new(Some(&plan), &lanes, &self.lock.families);
                 self.results = LineFollower::new(files.results);

@@ -6,10 +6,11 @@
 //! already seen replaces the earlier one's contribution, so the figures equal those of a full
 //! re-read of the file.
 
+use crate::plan_file::Outline;
 use openbench_common::record::{Outcome, TerminalRecord};
+use openbench_common::rundir::Lane;
 #[cfg(doc)]
 use openbench_common::rundir::RoundLine;
-use openbench_common::rundir::{Lane, Plan};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// How many of a lane's most recent E2E values its sparkline shows.
@@ -118,10 +119,12 @@ pub struct RunState {
     pub cells: Vec<Vec<Cell>>,
     /// Round lines in file order.
     pub rounds: Vec<RoundPoint>,
-    /// Rounds in the plan.
+    /// Rounds in the plan (phases, when [`RunState::by_phase`]).
     pub rounds_total: usize,
-    /// Rounds whose every planned request is committed.
+    /// Rounds (phases) whose every planned request is committed.
     pub rounds_done: usize,
+    /// The plan is of phases: columns are phases, progress is counted in phases.
+    pub by_phase: bool,
     /// Complete lines that did not parse (results and rounds files).
     pub unreadable_lines: u64,
     lane_index: HashMap<String, usize>,
@@ -134,12 +137,12 @@ pub struct RunState {
 }
 
 impl RunState {
-    /// A state for `plan` (lanes, families and the request → round map), or for lanes and
-    /// families known from the lock when there is no plan yet.
-    pub fn new(plan: Option<&Plan>, lanes: &[Lane], families: &[String]) -> RunState {
+    /// A state for a plan's outline (lanes, columns and the request → unit map), or for lanes
+    /// and families known from the lock when there is no plan yet.
+    pub fn new(plan: Option<&Outline>, lanes: &[Lane], families: &[String]) -> RunState {
         let mut state = RunState::default();
         let (lanes, families) = match plan {
-            Some(p) => (&p.lanes[..], &p.families[..]),
+            Some(p) => (&p.lanes[..], &p.columns[..]),
             None => (lanes, families),
         };
         for l in lanes {
@@ -149,15 +152,16 @@ impl RunState {
             state.family(f);
         }
         if let Some(plan) = plan {
-            state.rounds_total = plan.rounds.len();
-            for (index, round) in plan.rounds.iter().enumerate() {
-                let family = state.family(&round.task_family);
+            state.by_phase = plan.by_phase;
+            state.rounds_total = plan.units.len();
+            for (index, unit) in plan.units.iter().enumerate() {
+                let family = state.family(&unit.column);
                 state.round_family.push(family);
-                state.round_open.push(round.requests.len());
-                for r in round.requests.iter() {
-                    let lane = state.lane(&r.lane, &r.provider, &r.region);
+                state.round_open.push(unit.requests.len());
+                for (request_id, l) in &unit.requests {
+                    let lane = state.lane(&l.label, &l.provider, &l.region);
                     state.cells[lane][family].planned += 1;
-                    state.request_round.insert(r.request_id.clone(), index);
+                    state.request_round.insert(request_id.clone(), index);
                 }
             }
         }
@@ -240,7 +244,14 @@ impl RunState {
     pub fn record(&mut self, r: &TerminalRecord) {
         self.seq += 1;
         let lane = self.lane(&r.lane, &r.provider, &r.region);
-        let family = self.family(&r.task_family);
+        let phase_column = r
+            .phase
+            .filter(|_| self.by_phase)
+            .and_then(|p| self.round_family.get(p as usize).copied());
+        let family = match phase_column {
+            Some(column) => column,
+            None => self.family(&r.task_family),
+        };
         let new = Kept {
             lane,
             family,

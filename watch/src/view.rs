@@ -200,6 +200,9 @@ pub struct View {
     pub rounds_done: usize,
     /// Rounds in the plan.
     pub rounds_total: usize,
+    /// The plan is of phases: `rounds_done` and `rounds_total` count phases (absent otherwise).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub by_phase: bool,
     /// Committed requests (whole run).
     pub requests_done: usize,
     /// Requests in the plan.
@@ -292,6 +295,7 @@ impl View {
             options: options.clone(),
             rounds_done: state.rounds_done,
             rounds_total: state.rounds_total,
+            by_phase: state.by_phase,
             requests_done,
             requests_total: totals,
             failures,

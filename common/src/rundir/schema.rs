@@ -82,10 +82,12 @@ pub struct RunLock {
 }
 
 impl RunLock {
-    /// A lock of a micro-single-task run with `run_id`, `families` and `providers`, every hash
-    /// empty and one `local` region: the base of the synthetic runs and test fixtures that need a
-    /// lock but no real inputs (override fields with struct-update syntax).
+    /// A lock of a run of `workflow` with `run_id`, `families` and `providers`, every hash empty,
+    /// benchmark slug `inference-<workflow>` and one `local` region: the base of the synthetic
+    /// runs and test fixtures that need a lock but no real inputs (override fields with
+    /// struct-update syntax).
     pub fn synthetic(
+        workflow: &str,
         run_id: &str,
         families: Vec<String>,
         providers: Vec<LockedProvider>,
@@ -93,8 +95,8 @@ impl RunLock {
         RunLock {
             lock_version: 1,
             run_id: run_id.to_string(),
-            workflow: "micro-single-task".into(),
-            benchmark_slug: "inference-micro-single-task".into(),
+            workflow: workflow.into(),
+            benchmark_slug: format!("inference-{workflow}"),
             schedule_version: "v1".into(),
             model_label: "Synthetic".into(),
             families,

@@ -17,10 +17,9 @@ mod upstream;
 use anyhow::Context;
 use errors::Spread;
 use layers::Layer;
+use openbench_common::workflow::BenchFixtureRequest;
 use openbench_coordinator::{RunDir, RunOptions, RunStatus, run_full};
 use openbench_inference::targets::LocalTargets;
-use openbench_micro_single_task::dataset::generate;
-use openbench_micro_single_task::spec_yaml::contract_sections;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
@@ -29,18 +28,16 @@ use std::sync::Arc;
 use std::time::Instant;
 use upstream::Upstream;
 
-/// Families of the micro-single-task workflow: a round per family per item.
-const FAMILIES: usize = 3;
-/// Items per family in the public sample (its smallest family); larger plans use the release.
-const SAMPLE_ITEMS: usize = 6;
-
 /// Arguments of `bench fidelity`.
 #[derive(Debug, clap::Args)]
 pub struct FidelityArgs {
+    /// Workflow whose bench fixture (dataset and spec) the run uses.
+    #[arg(long, default_value = "micro-single-task")]
+    workflow: String,
     /// Lanes (providers, one per upstream stream).
     #[arg(long, default_value_t = 10)]
     lanes: usize,
-    /// Rounds (rounded up to whole items: a multiple of 3).
+    /// Rounds (rounded up to what the workflow plans; micro-single-task: a multiple of 3).
     #[arg(long, default_value_t = 30)]
     rounds: usize,
     /// Answer pieces per stream.
@@ -89,12 +86,8 @@ impl RoundSpread {
 #[derive(Debug, Serialize)]
 struct FidelityFigures {
     mode: &'static str,
-    lanes: usize,
-    rounds: usize,
-    chunks: usize,
-    gap_ms: u64,
-    requests: usize,
-    upstream_processes: usize,
+    #[serde(flatten)]
+    workload: Workload,
     load_average_before: Option<f64>,
     load_average_after: Option<f64>,
     run_status: String,
@@ -107,22 +100,45 @@ struct FidelityFigures {
     coordinator_overhead: RoundSpread,
 }
 
-/// What a run through fewer layers than the pipeline measured (`--layer`).
+/// What a run sent, and to how many upstream processes.
 #[derive(Debug, Serialize)]
-struct LayerFigures {
-    mode: &'static str,
-    layer: Layer,
+struct Workload {
     lanes: usize,
     rounds: usize,
     chunks: usize,
     gap_ms: u64,
     requests: usize,
+    upstream_processes: usize,
+}
+
+impl Workload {
+    /// The workload as each mode's first line says it.
+    fn text(&self) -> String {
+        format!(
+            "{} requests ({} lanes × {} rounds, {} chunks each, {} ms apart on average) over {} \
+             upstream process(es)",
+            self.requests,
+            self.lanes,
+            self.rounds,
+            self.chunks,
+            self.gap_ms,
+            self.upstream_processes
+        )
+    }
+}
+
+/// What a run through fewer layers than the pipeline measured (`--layer`).
+#[derive(Debug, Serialize)]
+struct LayerFigures {
+    mode: &'static str,
+    layer: Layer,
+    #[serde(flatten)]
+    workload: Workload,
     /// Requests whose whole response was read and looked complete.
     completed: usize,
     /// Socket or HTTP reads (socket and http layers) or SSE events (probe layer) per request.
     reads_per_request: f64,
     first_failure: Option<String>,
-    upstream_processes: usize,
     load_average_before: Option<f64>,
     load_average_after: Option<f64>,
     #[serde(flatten)]
@@ -199,22 +215,15 @@ pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.chunks > 0, "--chunks must be at least 1");
     anyhow::ensure!(args.upstreams > 0, "--upstreams must be at least 1");
     anyhow::ensure!(args.gap_ms > 0, "--gap-ms must be at least 1");
-    let items = args.rounds.div_ceil(FAMILIES);
+    let workflow: Arc<dyn openbench_common::workflow::Workflow> =
+        Arc::from(crate::registry::find(&args.workflow)?);
     let work = tempfile::tempdir().context("cannot create a temporary directory")?;
-    let data = work.path().join("data");
-    let public_sample = items <= SAMPLE_ITEMS;
-    let out = data.clone();
-    tokio::task::spawn_blocking(move || {
-        generate::generate(&out, generate::DEFAULT_SEED, public_sample)
-    })
-    .await?
-    .context("generating the dataset")?;
-    let load_before = load_average();
     if args.plan_only {
-        let spec = write_spec(work.path(), &data, &args, items, &[])?;
+        let spec = fixture(&workflow, work.path(), &args, &[]).await?;
+        let load_before = load_average();
         super::bench::reset_peak_rss();
         let start = Instant::now();
-        let inputs = super::runs::load_inputs("micro-single-task", &spec)?;
+        let inputs = super::runs::load_inputs(&args.workflow, &spec)?;
         let run = RunDir::create(&inputs, Some("fidelity"), "bench")?;
         let planned = openbench_coordinator::round_jobs::plan_full(&inputs, &run)?;
         let figures = PlanFigures {
@@ -236,9 +245,10 @@ pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
         .collect::<anyhow::Result<_>>()?;
     let endpoints: Vec<String> = upstreams.iter().map(Upstream::endpoint).collect();
     let upstream_processes = upstreams.len();
-    let spec = write_spec(work.path(), &data, &args, items, &endpoints)?;
+    let spec = fixture(&workflow, work.path(), &args, &endpoints).await?;
+    let load_before = load_average();
     let loopback = tokio::task::spawn_blocking(|| upstream::loopback_one_way_us(2_000)).await??;
-    let inputs = super::runs::load_inputs("micro-single-task", &spec)?;
+    let inputs = super::runs::load_inputs(&args.workflow, &spec)?;
     let run = RunDir::create(&inputs, Some("fidelity"), "bench")?;
     if args.layer != Layer::Pipeline {
         let work = layer_work(&inputs, &run)?;
@@ -249,20 +259,22 @@ pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
         let figures = LayerFigures {
             mode: "layer",
             layer: args.layer,
-            lanes: args.lanes,
-            rounds: work.jobs.len(),
-            chunks: args.chunks,
-            gap_ms: args.gap_ms,
-            requests: outcome.requests,
+            workload: Workload {
+                lanes: args.lanes,
+                rounds: work.jobs.len(),
+                chunks: args.chunks,
+                gap_ms: args.gap_ms,
+                requests: outcome.requests,
+                upstream_processes,
+            },
             completed: outcome.completed,
             reads_per_request: outcome.reads as f64 / outcome.completed.max(1) as f64,
             first_failure: outcome.first_failure,
-            upstream_processes,
             load_average_before: load_before,
             load_average_after: load_average(),
             cost,
         };
-        let ok = figures.completed == figures.requests;
+        let ok = figures.completed == figures.workload.requests;
         print_figures(args.json, &figures, layer_text(&figures))?;
         return Ok(if ok {
             ExitCode::SUCCESS
@@ -278,7 +290,7 @@ pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
     };
     let meter = Meter::start();
     let outcome = run_full(&inputs, &run, "fidelity", &options).await?;
-    let cost = meter.stop(outcome.session.records_written);
+    let cost = meter.stop(outcome.sitting.records_written);
     let load_after = load_average();
     let dir = run.dir.clone();
     drop(run);
@@ -298,24 +310,26 @@ pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
     }
     drop(upstreams);
     let errors = errors::compare(&probed, &logs, &schedules);
-    let requests = outcome.session.records_written;
+    let requests = outcome.sitting.records_written;
     let figures = FidelityFigures {
         mode: "run",
-        lanes: args.lanes,
-        rounds: outcome.session.rounds_executed,
-        chunks: args.chunks,
-        gap_ms: args.gap_ms,
-        requests,
-        upstream_processes,
+        workload: Workload {
+            lanes: args.lanes,
+            rounds: outcome.sitting.rounds_executed,
+            chunks: args.chunks,
+            gap_ms: args.gap_ms,
+            requests,
+            upstream_processes,
+        },
         load_average_before: load_before,
         load_average_after: load_after,
         run_status: format!("{:?}", outcome.status).to_lowercase(),
-        harness_errors: outcome.session.harness_errors,
+        harness_errors: outcome.sitting.harness_errors,
         cost,
         loopback_one_way: Spread::of(&loopback),
         errors,
-        launch_skew: RoundSpread::of(&outcome.session.skews_ms),
-        coordinator_overhead: RoundSpread::of(&outcome.session.overheads_ms),
+        launch_skew: RoundSpread::of(&outcome.sitting.skews_ms),
+        coordinator_overhead: RoundSpread::of(&outcome.sitting.overheads_ms),
     };
     let ok = outcome.status == RunStatus::Complete;
     print_figures(args.json, &figures, run_text(&figures))?;
@@ -339,17 +353,17 @@ fn lane_key(lane: usize) -> String {
     format!("lane-{lane:04}")
 }
 
-/// The spec of the bench: one provider per lane, each streaming its own schedule from one of the
-/// upstreams (round robin) and tagging its requests with its key for the write log. Without
-/// endpoints (plan only) the providers point at a closed loopback port.
-fn write_spec(
+/// The bench's inputs, written by the workflow ([`BenchFixtureRequest`]): one provider per lane,
+/// each streaming its own schedule from one of the upstreams (round robin) and tagging its
+/// requests with its key for the write log. Without endpoints (plan only) the providers point at
+/// a closed loopback port.
+async fn fixture(
+    workflow: &Arc<dyn openbench_common::workflow::Workflow>,
     dir: &Path,
-    dataset: &Path,
     args: &FidelityArgs,
-    items: usize,
     endpoints: &[String],
 ) -> anyhow::Result<std::path::PathBuf> {
-    let mut text = contract_sections(60_000, 60_000);
+    let mut providers = String::new();
     for lane in 0..args.lanes {
         let key = lane_key(lane);
         let endpoint = match endpoints {
@@ -360,22 +374,22 @@ fn write_spec(
             .iter()
             .map(u64::to_string)
             .collect();
-        text.push_str(&format!(
+        providers.push_str(&format!(
             "  - key: {key}\n    endpoint: {endpoint}\n    model: bench-model\n    \
              max_tokens_field: max_tokens\n    auth: {{scheme: none}}\n    extra_headers:\n      \
              x-sim-id: {key}\n      x-sim-schedule: \"{}\"\n",
             gaps.join(",")
         ));
     }
-    text.push_str(&format!(
-        "dataset:\n  source: {}\nplans:\n  full_items_per_family: {items}\n  \
-         smoke_items_per_family: 1\nrun_root: {}\n",
-        dataset.display(),
-        dir.join("runs").display()
-    ));
-    let path = dir.join("spec.yaml");
-    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-    Ok(path)
+    let (workflow, dir, rounds) = (workflow.clone(), dir.to_path_buf(), args.rounds);
+    let written = tokio::task::spawn_blocking(move || {
+        workflow.bench_fixture(&BenchFixtureRequest {
+            dir: &dir,
+            rounds,
+            providers_yaml: &providers,
+        })
+    });
+    Ok(written.await??)
 }
 
 /// User and system CPU seconds of this process so far (`/proc/self/stat` fields 14 and 15, in
@@ -459,14 +473,7 @@ fn us(v: Option<f64>) -> String {
 fn run_text(f: &FidelityFigures) -> String {
     let mut out = format!(
         "{}: {}, {} harness errors, {:.1} s, load {} → {}\n",
-        workload_text(
-            f.requests,
-            f.lanes,
-            f.rounds,
-            f.chunks,
-            f.gap_ms,
-            f.upstream_processes
-        ),
+        f.workload.text(),
         f.run_status,
         f.harness_errors,
         f.cost.wall_seconds,
@@ -517,14 +524,7 @@ fn layer_text(f: &LayerFigures) -> String {
     let mut out = format!(
         "layer {:?}: {}: {} completed, {:.1} reads per request, {:.1} s, load {} → {}\n",
         f.layer,
-        workload_text(
-            f.requests,
-            f.lanes,
-            f.rounds,
-            f.chunks,
-            f.gap_ms,
-            f.upstream_processes
-        ),
+        f.workload.text(),
         f.completed,
         f.reads_per_request,
         f.cost.wall_seconds,
@@ -536,21 +536,6 @@ fn layer_text(f: &LayerFigures) -> String {
     }
     out.push_str(&cost_text(&f.cost));
     out
-}
-
-/// What was sent, and to how many upstream processes, as each mode's first line says it.
-fn workload_text(
-    requests: usize,
-    lanes: usize,
-    rounds: usize,
-    chunks: usize,
-    gap_ms: u64,
-    upstreams: usize,
-) -> String {
-    format!(
-        "{requests} requests ({lanes} lanes × {rounds} rounds, {chunks} chunks each, {gap_ms} ms \
-         apart on average) over {upstreams} upstream process(es)"
-    )
 }
 
 /// One line: CPU, context switches and peak RSS of a measured window.

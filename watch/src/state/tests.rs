@@ -3,7 +3,7 @@
 
 use super::*;
 use openbench_common::record::ErrorType;
-use openbench_common::rundir::{PlanKind, PlannedLane, PlannedRound, RoundLine};
+use openbench_common::rundir::{Plan, PlanKind, PlannedLane, PlannedRound, RoundLine};
 
 /// Lanes `a@eu` and `b@us`; rounds 0 (f1), 1 (f2), 2 (f1), request ids `req-<round><lane>`.
 pub fn plan() -> Plan {
@@ -142,7 +142,7 @@ pub fn round_lines() -> Vec<String> {
 
 /// The state after every record and round line of the example.
 pub fn worked_state() -> RunState {
-    let mut s = RunState::new(Some(&plan()), &[], &[]);
+    let mut s = RunState::new(Some(&crate::plan_file::of_rounds(&plan())), &[], &[]);
     for r in records() {
         s.record(&r);
     }

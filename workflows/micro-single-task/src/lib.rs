@@ -2,9 +2,11 @@
 //! rounds. Its spec section, selection and paired rounds (`plan`), the dataset (`dataset`), exact
 //! scoring (`scoring`), metrics (`metrics`), paired
 //! comparisons (`paired`), the reports (`report`), the contract part of generated specs
-//! (`spec_yaml`) and a synthetic run for timing them (`synthetic`) live here; records are read through `openbench_common::rundir`. The generic
+//! (`spec_yaml`), a synthetic run for timing them (`synthetic`) and the inputs of `bench`
+//! (`bench_inputs`) live here; records are read through `openbench_common::rundir`. The generic
 //! runner only sees the [`Workflow`] impl.
 
+pub mod bench_inputs;
 pub mod compare;
 pub mod dataset;
 pub mod html;
@@ -21,19 +23,23 @@ use openbench_common::rundir::RunLock;
 use openbench_common::schedule::Schedule;
 use openbench_common::spec::Spec;
 use openbench_common::workflow::{
-    CannedAnswer, CompareSettings, DatasetRelease, GeneratedDataset, PlanInputs, ReportOptions,
-    ReportOutcome, ScoreCounts, Workflow, WorkflowError,
+    BenchFixtureRequest, CannedAnswer, CompareSettings, DatasetRelease, GeneratedDataset,
+    PlanInputs, ReportOptions, ReportOutcome, ScoreCounts, SynthesisRequest, SynthesizedRun,
+    Workflow, WorkflowError,
 };
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
+
+/// The workflow's registry name, also written into its runs' locks.
+pub const WORKFLOW_NAME: &str = "micro-single-task";
 
 /// The micro-single-task workflow.
 pub struct MicroSingleTask;
 
 impl Workflow for MicroSingleTask {
     fn name(&self) -> &'static str {
-        "micro-single-task"
+        WORKFLOW_NAME
     }
     fn description(&self) -> &'static str {
         "one latency-sensitive user, small structured tasks, paired rounds"
@@ -189,6 +195,16 @@ impl Workflow for MicroSingleTask {
         contract_only: bool,
     ) -> Result<String, WorkflowError> {
         dataset::cli::validate_release(dir, manifest, contract_only)
+    }
+    fn synthesize_run(
+        &self,
+        run_dir: &Path,
+        request: &SynthesisRequest,
+    ) -> Result<SynthesizedRun, WorkflowError> {
+        bench_inputs::synthesize(run_dir, request)
+    }
+    fn bench_fixture(&self, request: &BenchFixtureRequest<'_>) -> Result<PathBuf, WorkflowError> {
+        bench_inputs::fixture(request)
     }
 }
 

@@ -158,6 +158,7 @@ const RUN_ID: &str = "run-synthetic";
 
 fn lock(providers: &[String]) -> RunLock {
     RunLock::synthetic(
+        crate::WORKFLOW_NAME,
         RUN_ID,
         FAMILIES.iter().map(|f| f.to_string()).collect(),
         providers

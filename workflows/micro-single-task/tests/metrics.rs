@@ -213,7 +213,12 @@ fn lock() -> RunLock {
     RunLock {
         model_label: "M".into(),
         regions: vec![],
-        ..RunLock::synthetic("run-metrics", vec!["ticket-triage".into()], vec![provider])
+        ..RunLock::synthetic(
+            "micro-single-task",
+            "run-metrics",
+            vec!["ticket-triage".into()],
+            vec![provider],
+        )
     }
 }
 

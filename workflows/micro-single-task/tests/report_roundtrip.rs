@@ -112,7 +112,7 @@ fn lock() -> RunLock {
         program_version: "0.1.0".into(),
         simulator_time_scale: Some(0.01),
         created_at: "2026-01-01T00:00:00Z".into(),
-        ..RunLock::synthetic("run-test", families, providers)
+        ..RunLock::synthetic("micro-single-task", "run-test", families, providers)
     }
 }
 

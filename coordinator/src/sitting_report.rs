@@ -1,4 +1,4 @@
-//! What a session reports: its progress as it goes and its figures when it ends (one session
+//! What a sitting reports: its progress as it goes and its figures when it ends (one sitting
 //! may execute several phases of a schedule; their reports add up).
 
 use crate::faults::RegionGone;
@@ -17,16 +17,16 @@ pub struct Progress {
     pub requests_done: usize,
     /// Requests in the plan.
     pub requests_total: usize,
-    /// Harness failures in this session.
+    /// Harness failures in this sitting.
     pub harness_errors: usize,
 }
 
 /// A progress callback (a progress bar, a log line).
 pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
 
-/// How a session ended.
+/// How a sitting ended.
 #[derive(Debug, Clone, PartialEq)]
-pub enum SessionStatus {
+pub enum SittingStatus {
     /// Every round ran.
     Complete,
     /// Stopped by a signal; resumable.
@@ -37,16 +37,16 @@ pub enum SessionStatus {
     RegionDown(RegionGone),
 }
 
-/// What one session (one process's share of a run) did.
+/// What one sitting (one process's share of a run) did.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SessionReport {
+pub struct SittingReport {
     /// How it ended.
-    pub status: SessionStatus,
-    /// Rounds executed in this session.
+    pub status: SittingStatus,
+    /// Rounds executed in this sitting.
     pub rounds_executed: usize,
-    /// Records written in this session.
+    /// Records written in this sitting.
     pub records_written: usize,
-    /// Harness failures in this session.
+    /// Harness failures in this sitting.
     pub harness_errors: usize,
     /// Coordinator overhead per round (previous round's last record → release), ms.
     pub overheads_ms: Vec<f64>,
@@ -54,19 +54,19 @@ pub struct SessionReport {
     pub skews_ms: Vec<f64>,
     /// Launch skew per round measured where the requests started (on their probes), ms.
     pub probe_skews_ms: Vec<f64>,
-    /// Region → its link figures in this session (RTT, clock offset).
+    /// Region → its link figures in this sitting (RTT, clock offset).
     pub links: BTreeMap<String, RegionLink>,
-    /// Periods a region was unreachable in this session.
+    /// Periods a region was unreachable in this sitting.
     pub outages: Vec<RegionOutage>,
     /// Progress at the end.
     pub progress: Progress,
 }
 
-impl SessionReport {
-    /// A complete session that has executed nothing yet.
-    pub fn empty(progress: Progress) -> SessionReport {
-        SessionReport {
-            status: SessionStatus::Complete,
+impl SittingReport {
+    /// A complete sitting that has executed nothing yet.
+    pub fn empty(progress: Progress) -> SittingReport {
+        SittingReport {
+            status: SittingStatus::Complete,
             rounds_executed: 0,
             records_written: 0,
             harness_errors: 0,
@@ -79,8 +79,8 @@ impl SessionReport {
         }
     }
 
-    /// Adds the figures of the session's next phase (its status and progress replace these).
-    pub fn absorb(&mut self, next: SessionReport) {
+    /// Adds the figures of the sitting's next phase (its status and progress replace these).
+    pub fn absorb(&mut self, next: SittingReport) {
         self.status = next.status;
         self.rounds_executed += next.rounds_executed;
         self.records_written += next.records_written;
