@@ -5,7 +5,9 @@
 
 mod coordinator_support;
 
-use coordinator_support::kill::{Lcg, check_invariants, full_args, result_lines, run_until_killed};
+use coordinator_support::kill::{
+    Lcg, check_invariants, full_args, interrupt, result_lines, run_until_killed,
+};
 use coordinator_support::*;
 use openbench_common::rundir as layout;
 use std::process::{Command, Stdio};
@@ -115,14 +117,7 @@ fn sigint_stops_after_the_round_and_the_run_resumes() {
     while lines(&rounds).is_empty() && started.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let pid = child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-INT", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    interrupt(&child);
     let o = child.wait_with_output().unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(130), "{out}");

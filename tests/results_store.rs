@@ -14,11 +14,12 @@
 
 mod coordinator_support;
 mod real_targets;
+mod results_store_support;
 
 use coordinator_support::*;
 use real_targets::skip::skip_or_fail;
+use results_store_support::*;
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 /// The URL `deploy/postgres/test-server.sh` exports.
 const POSTGRES_ENV: &str = "OPENBENCH_TEST_POSTGRES_URL";
@@ -26,10 +27,6 @@ const POSTGRES_ENV: &str = "OPENBENCH_TEST_POSTGRES_URL";
 const SENTINEL: &str = "sk-store-sentinel-7f3a9c1e5b";
 /// Items per family: 12 × 3 families = 36 rounds, above the bootstrap's 30-round minimum.
 const ITEMS: usize = 12;
-
-fn text(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
-}
 
 fn dataset() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("data/micro-single-task")
@@ -99,65 +96,6 @@ fn run(dir: &Path, n: usize) -> PathBuf {
     printed_run_dir(&o.stdout)
 }
 
-fn store_cmd(cwd: &Path, store: &str, args: &[&str]) -> Output {
-    let mut all = args.to_vec();
-    all.extend(["--store", store]);
-    run_bin(cwd, &all, &[])
-}
-
-fn publish(cwd: &Path, store: &str, run_dir: &Path) -> String {
-    let o = store_cmd(
-        cwd,
-        store,
-        &["publish", "--run-dir", run_dir.to_str().unwrap()],
-    );
-    assert!(
-        o.status.success(),
-        "publish {}: {}",
-        run_dir.display(),
-        text(&o)
-    );
-    text(&o)
-}
-
-fn history(cwd: &Path, store: &str, out: &Path) -> (Option<i32>, String) {
-    let o = store_cmd(
-        cwd,
-        store,
-        &[
-            "history",
-            "--out",
-            out.to_str().unwrap(),
-            "--fail-on-regression",
-        ],
-    );
-    let md = std::fs::read_to_string(out.join("history.md")).unwrap_or_default();
-    assert!(md.starts_with("# Results history"), "{}\n{md}", text(&o));
-    (o.status.code(), md)
-}
-
-/// Runs `sql` in DuckDB (PyPI's `duckdb`) and returns its first column, one line per row.
-fn duckdb(sql: &str) -> Option<Vec<String>> {
-    let o = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import duckdb, sys\nfor row in duckdb.sql(sys.argv[1]).fetchall(): print(row[0])",
-            sql,
-        ])
-        .output()
-        .ok()?;
-    o.status.success().then(|| {
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .map(String::from)
-            .collect()
-    })
-}
-
-fn duckdb_available() -> bool {
-    duckdb("SELECT 1").is_some_and(|rows| rows == ["1"])
-}
-
 fn contains(haystack: &[u8], needle: &str) -> bool {
     haystack
         .windows(needle.len())
@@ -216,7 +154,7 @@ fn three_runs_give_one_history_in_sqlite_and_postgres_and_the_planted_regression
     assert!(text(&o).contains("not published"), "{}", text(&o));
     assert!(text(&o).contains("extra committed record"), "{}", text(&o));
 
-    let (code, md) = history(cwd, sqlite, &cwd.join("history-sqlite"));
+    let (code, md) = history(cwd, sqlite, &cwd.join("history-sqlite"), &[]);
     if let Some(keep) = std::env::var_os("OPENBENCH_KEEP_HISTORY") {
         std::fs::write(keep, &md).unwrap();
     }
@@ -225,13 +163,10 @@ fn three_runs_give_one_history_in_sqlite_and_postgres_and_the_planted_regression
         Some(3),
         "a regression fails --fail-on-regression\n{md}"
     );
-    let regressions = md
-        .split("## Regressions")
-        .nth(1)
-        .and_then(|s| s.split("\n## ").next())
-        .unwrap();
-    let planted = regressions
-        .lines()
+    // Each complete run is compared with the previous one.
+    assert!(md.contains("\nCompared: #1 → #2, #2 → #3.\n"), "{md}");
+    let planted = *section(&md, "Regressions")
+        .iter()
         .find(|l| l.starts_with("- #2 ") && l.contains(": Slowed, pooled: E2E p50 slower in B by "))
         .unwrap_or_else(|| {
             panic!("no E2E p50 regression of the slowed lane from run 2 to 3:\n{md}")
@@ -268,6 +203,42 @@ fn three_runs_give_one_history_in_sqlite_and_postgres_and_the_planted_regression
     // The interval is on the slower side: its lower end is above zero.
     let low = planted.split("95% interval +").nth(1);
     assert!(low.is_some(), "{planted}");
+    // Against a chosen baseline (run 1), only the latest run is compared, with run 1: the
+    // planted regression is named from #1, and no change from #2 remains.
+    let id = |dir: &Path| dir.file_name().unwrap().to_str().unwrap().to_string();
+    let (code, base_md) = history(
+        cwd,
+        sqlite,
+        &cwd.join("history-baseline"),
+        &["--baseline", &id(&runs[0])],
+    );
+    assert_eq!(code, Some(3), "{base_md}");
+    assert!(base_md.contains("\nCompared: #1 → #3.\n"), "{base_md}");
+    assert!(
+        base_md.contains(&format!(
+            "Each change is from the baseline run {} to the latest complete run,",
+            id(&runs[0])
+        )),
+        "{base_md}"
+    );
+    let from_baseline = section(&base_md, "Regressions");
+    let prefix = format!("- #1 {} → #3 {}: ", id(&runs[0]), id(&runs[2]));
+    assert!(
+        from_baseline.iter().all(|l| l.starts_with(&prefix)),
+        "{base_md}"
+    );
+    assert!(
+        from_baseline
+            .iter()
+            .any(|l| l.contains(": Slowed, pooled: E2E p50 slower in B by ")),
+        "{base_md}"
+    );
+    assert!(
+        section(&base_md, "Changes whose interval excludes zero")
+            .iter()
+            .all(|l| l.starts_with(&prefix)),
+        "{base_md}"
+    );
     let html = std::fs::read_to_string(cwd.join("history-sqlite/history.html")).unwrap();
     assert!(
         html.contains("Slowed, pooled: E2E p50 slower in B by"),
@@ -337,7 +308,7 @@ fn three_runs_give_one_history_in_sqlite_and_postgres_and_the_planted_regression
     for dir in &runs {
         publish(cwd, &url, dir);
     }
-    let (code, pg_md) = history(cwd, &url, &cwd.join("history-postgres"));
+    let (code, pg_md) = history(cwd, &url, &cwd.join("history-postgres"), &[]);
     assert_eq!(code, Some(3));
     assert_eq!(
         pg_md, md,
@@ -368,35 +339,55 @@ fn three_runs_give_one_history_in_sqlite_and_postgres_and_the_planted_regression
     );
 }
 
-/// The latest run's cost per million output tokens and per correct answer in `history.md`, against
-/// the same sums taken by DuckDB from the export: (prompt × 0.5 + completion × 2.0) / 10⁶ USD over
-/// the completed responses with usage.
+/// The latest run's cost and token reconciliation in `history.md`, against the same figures
+/// taken by DuckDB from the exported records of the Baseten lane (the one reporting usage), over
+/// its completed responses with usage: the token sums; the discrepancy between the provider's
+/// visible completion tokens (completion − reasoning) and our o200k count, `visible / o200k − 1`;
+/// and the cost, (prompt × 0.5 + completion × 2.0) / 10⁶ USD, per million output tokens and per
+/// correct answer.
 fn check_cost(md: &str, requests: &str, lanes: &str, runs: &str) {
-    let sums = duckdb(&format!(
-        "SELECT sum(usage_prompt_tokens) || ',' || sum(usage_completion_tokens) || ',' || \
-         sum(correct) FROM '{requests}' r JOIN '{lanes}' l USING (run_id, lane_index) \
-         WHERE l.provider = 'baseten' AND r.completed = 1 AND r.has_usage = 1 \
+    let row = duckdb(&format!(
+        "SELECT count(*) FILTER (WHERE has_usage = 1) || ',' || count(*) || ',' || \
+         sum(usage_prompt_tokens) || ',' || sum(usage_completion_tokens) || ',' || \
+         sum(coalesce(usage_reasoning_tokens, 0)) FILTER (WHERE has_usage = 1) || ',' || \
+         sum(coalesce(answer_tokens, 0)) FILTER (WHERE has_usage = 1) || ',' || \
+         sum(correct) FILTER (WHERE has_usage = 1) || ',' || \
+         ((sum(usage_completion_tokens) - sum(coalesce(usage_reasoning_tokens, 0)) \
+           FILTER (WHERE has_usage = 1))::DOUBLE \
+          / (sum(coalesce(answer_tokens, 0)) FILTER (WHERE has_usage = 1)) - 1) \
+         FROM '{requests}' r JOIN '{lanes}' l USING (run_id, lane_index) \
+         WHERE l.provider = 'baseten' AND r.completed = 1 \
          AND r.run_id = (SELECT max(run_id) FROM '{runs}')"
     ))
     .unwrap();
-    let parts: Vec<f64> = sums[0].split(',').map(|x| x.parse().unwrap()).collect();
-    let (prompt, completion, correct) = (parts[0], parts[1], parts[2]);
-    let cost = (prompt * 0.5 + completion * 2.0) / 1e6;
+    let parts: Vec<&str> = row[0].split(',').collect();
+    let int = |i: usize| parts[i].parse::<u64>().unwrap();
+    let (with_usage, completed, prompt, completion, reasoning, o200k, correct) =
+        (int(0), int(1), int(2), int(3), int(4), int(5), int(6));
+    let discrepancy: f64 = parts[7].parse().unwrap();
+    assert!(with_usage > 0 && o200k > 0, "{row:?}");
     let row = md
         .lines()
         .find(|l| l.starts_with("| Baseten | ") && l.contains('$'))
         .unwrap_or_else(|| panic!("no cost row:\n{md}"));
-    let cells: Vec<&str> = row.split(" | ").collect();
+    let cells: Vec<&str> = row.trim_end_matches(" |").split(" | ").collect();
+    let count = |c: &str| c.replace(',', "").parse::<u64>().unwrap();
+    assert_eq!(cells[1], format!("{with_usage} / {completed}"), "{row}");
+    assert_eq!(count(cells[2]), completion, "{row}");
+    assert_eq!(count(cells[3]), reasoning, "{row}");
+    assert_eq!(count(cells[4]), o200k, "{row}");
+    assert_eq!(cells[5], format!("{:+.2}%", discrepancy * 100.0), "{row}");
+    let cost = (prompt as f64 * 0.5 + completion as f64 * 2.0) / 1e6;
     let usd = |c: &str| c.trim_start_matches('$').replace(',', "");
     assert_eq!(usd(cells[6]), format!("{cost:.4}"), "{row}");
     assert_eq!(
         usd(cells[7]),
-        format!("{:.4}", cost / completion * 1e6),
+        format!("{:.4}", cost / completion as f64 * 1e6),
         "{row}"
     );
     assert_eq!(
-        usd(cells[8].trim_end_matches(" |")),
-        format!("{:.4}", cost / correct),
+        usd(cells[8]),
+        format!("{:.4}", cost / correct as f64),
         "{row}"
     );
 }

@@ -50,6 +50,10 @@ pub struct HistoryArgs {
     /// The workflow whose runs to read.
     #[arg(long, default_value = "micro-single-task")]
     workflow: String,
+    /// Compare the latest complete run with this stored complete run (its id) instead of each
+    /// complete run with the previous one.
+    #[arg(long, value_name = "RUN_ID")]
+    baseline: Option<String>,
     /// Bootstrap replicates per run.
     #[arg(long, default_value_t = 1000)]
     replicates: usize,
@@ -128,6 +132,7 @@ pub async fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
             replicates: args.replicates,
             seed: args.seed,
         },
+        baseline: args.baseline.clone(),
     };
     let found = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
         let mut store = open(&args.store.location)?;

@@ -48,6 +48,14 @@ pub enum StoreError {
         /// The run directory's content hash now.
         now: String,
     },
+    /// `history --baseline` named a run that cannot be a baseline.
+    #[error("history --baseline {run_id}: {detail}")]
+    Baseline {
+        /// The run asked for.
+        run_id: String,
+        /// Why it cannot be one.
+        detail: String,
+    },
     /// A stored value is not what the schema promises.
     #[error("results store {store}: run {run_id}: {detail}")]
     Corrupt {

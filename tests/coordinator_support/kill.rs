@@ -169,3 +169,10 @@ pub fn check_invariants(dir: &Path, after_kill: bool, lanes: usize) {
         uncommitted.len()
     );
 }
+
+/// Sends SIGINT to `child`, as Ctrl-C in its terminal would: the run finishes its round,
+/// checkpoints and exits 130, resumable.
+pub fn interrupt(child: &std::process::Child) {
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+}

@@ -1,7 +1,9 @@
 //! `history`: every stored run of a workflow, oldest first — per lane (provider × region) and
-//! family the trend of the report's figures, the change from each run to the next with the
-//! paired bootstrap interval `compare` computes, the regressions among those changes, and cost
-//! and token reconciliation of the latest run.
+//! family the trend of the report's figures over the complete runs, the change from each
+//! complete run to the next (or from a chosen baseline run to the latest) with the paired
+//! bootstrap interval `compare` computes, the regressions among those changes, and cost and token
+//! reconciliation of the latest complete run. Unfinished runs (failed, interrupted, incomplete)
+//! are listed but neither trended nor compared: their missing requests would read as changes.
 //!
 //! A **regression** is a change from one run to the next whose 95% interval excludes zero on
 //! the worse side and whose size reaches the spec's rule (`results.regression`): a relative
@@ -14,6 +16,7 @@ use crate::StoreError;
 use crate::backend::Store;
 use crate::cost::{self, CostRow};
 use crate::load::{self, RunRow, StoredRun};
+use openbench_common::rundir::RunStatus;
 use openbench_common::spec::RegressionRule;
 use openbench_micro_single_task::compare::{
     self, Change, CompareOptions, LaneComparison, ScoredView, Unit,
@@ -21,12 +24,15 @@ use openbench_micro_single_task::compare::{
 use openbench_micro_single_task::metrics::Summary;
 
 /// What `history` was asked for.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct HistoryOptions {
     /// The regression rule.
     pub rule: RegressionRule,
     /// Bootstrap settings (as `compare`'s).
     pub compare: CompareOptions,
+    /// Compare the latest complete run with this run (complete, stored) instead of each complete
+    /// run with the previous one.
+    pub baseline: Option<String>,
 }
 
 /// One lane's figures in one run.
@@ -49,7 +55,8 @@ pub struct LaneTrend {
     pub points: Vec<LanePoint>,
 }
 
-/// The changes from one run to the next.
+/// The changes from one compared run to another (the next complete run, or the latest from the
+/// baseline).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     /// Index of the earlier run.
@@ -80,17 +87,19 @@ pub struct Regression {
 pub struct History {
     /// The workflow.
     pub workflow: String,
-    /// Stored runs of the workflow, oldest first.
+    /// Stored runs of the workflow, oldest first, unfinished ones included (listed, not
+    /// compared).
     pub runs: Vec<RunRow>,
     /// Families of the latest run, in round order.
     pub families: Vec<String>,
-    /// Every lane, by display name.
+    /// Every lane of the complete runs, by display name.
     pub lanes: Vec<LaneTrend>,
-    /// Run i-1 → run i, for every i ≥ 1.
+    /// Each complete run against the previous complete run, or only the latest complete run
+    /// against the baseline.
     pub steps: Vec<Step>,
     /// The regressions, in step, lane and cell order.
     pub regressions: Vec<Regression>,
-    /// Cost and tokens of the latest run, per lane.
+    /// Cost and tokens of the latest complete run, per lane.
     pub costs: Vec<CostRow>,
     /// What was asked.
     pub options: HistoryOptions,
@@ -112,6 +121,44 @@ pub fn is_regression(c: &Change, rule: &RegressionRule) -> bool {
     }
 }
 
+/// True when a stored run counts in trends and comparisons: only a complete run has every
+/// planned request; a failed, interrupted or incomplete one is listed, never measured.
+pub fn is_compared(row: &RunRow) -> bool {
+    row.status == RunStatus::Complete.as_str()
+}
+
+/// The pairs of positions in `compared` (the complete runs, oldest first) to compare: each with
+/// the next, or the baseline with the latest.
+fn pairs(
+    rows: &[RunRow],
+    compared: &[usize],
+    baseline: Option<&str>,
+) -> Result<Vec<(usize, usize)>, StoreError> {
+    let Some(baseline) = baseline else {
+        return Ok((1..compared.len()).map(|b| (b - 1, b)).collect());
+    };
+    let refuse = |detail: String| StoreError::Baseline {
+        run_id: baseline.to_string(),
+        detail,
+    };
+    let Some(at) = rows.iter().position(|r| r.run_id == baseline) else {
+        return Err(refuse("no stored run of this workflow has that id".into()));
+    };
+    let Some(from) = compared.iter().position(|&i| i == at) else {
+        return Err(refuse(format!(
+            "the run is stored as {}: only a complete run can be a baseline",
+            rows[at].status
+        )));
+    };
+    let latest = compared.len() - 1;
+    if from == latest {
+        return Err(refuse(
+            "it is the latest complete run: there is nothing newer to compare with it".into(),
+        ));
+    }
+    Ok(vec![(from, latest)])
+}
+
 /// Reads the store and computes the history of `workflow`'s runs.
 pub fn compute(
     store: &mut Store,
@@ -122,22 +169,25 @@ pub fn compute(
         .into_iter()
         .filter(|r| r.workflow == workflow)
         .collect();
-    let mut runs: Vec<StoredRun> = Vec::with_capacity(rows.len());
-    for row in &rows {
-        runs.push(load::run(store, row)?);
+    let compared: Vec<usize> = (0..rows.len()).filter(|&i| is_compared(&rows[i])).collect();
+    let pairs = pairs(&rows, &compared, options.baseline.as_deref())?;
+    let mut runs: Vec<StoredRun> = Vec::with_capacity(compared.len());
+    for &i in &compared {
+        runs.push(load::run(store, &rows[i])?);
     }
     let families = runs
         .last()
         .map(|r| r.lock.families.clone())
         .unwrap_or_default();
-    let steps: Vec<Step> = (1..runs.len())
-        .map(|to| Step {
-            from: to - 1,
-            to,
+    let steps: Vec<Step> = pairs
+        .into_iter()
+        .map(|(a, b)| Step {
+            from: compared[a],
+            to: compared[b],
             lanes: compare::compare_lanes(
-                &scored(&runs[to - 1]),
-                &scored(&runs[to]),
-                &runs[to].lock.families,
+                &scored(&runs[a]),
+                &scored(&runs[b]),
+                &runs[b].lock.families,
                 options.compare,
             ),
         })
@@ -164,7 +214,7 @@ pub fn compute(
     }
     Ok(History {
         workflow: workflow.to_string(),
-        lanes: trends(&runs),
+        lanes: trends(&runs, &compared),
         costs: runs.last().map(cost::of_run).unwrap_or_default(),
         runs: rows,
         families,
@@ -182,9 +232,10 @@ fn scored(run: &StoredRun) -> ScoredView<'_> {
     }
 }
 
-fn trends(runs: &[StoredRun]) -> Vec<LaneTrend> {
+/// The lanes of `runs` (the complete runs; `index[k]` is run k's position among all stored runs).
+fn trends(runs: &[StoredRun], index: &[usize]) -> Vec<LaneTrend> {
     let mut lanes: Vec<LaneTrend> = Vec::new();
-    for (i, run) in runs.iter().enumerate() {
+    for (&i, run) in index.iter().zip(runs) {
         for p in &run.metrics.providers {
             let key = format!("{}@{}", p.provider, p.region);
             let point = LanePoint {

@@ -56,13 +56,20 @@ fn blocks(h: &History) -> Vec<Block> {
     let mut out = Vec::new();
     let rule = h.options.rule;
     out.push(Block::Para(format!(
-        "Workflow `{}`: {} stored run(s), oldest first. Each change is from one run to the next, \
-         lane by lane (provider and region) and family by family, with the 95% paired bootstrap \
-         interval of `compare` ({} replicates, seed {}). A **regression** is a change for the \
-         worse whose interval excludes zero and whose size is at least {}% of the earlier value \
-         (latencies, tokens/s) or {} percentage points (task success, failure rate).",
+        "Workflow `{}`: {} stored run(s), oldest first. Only complete runs are trended and \
+         compared; an unfinished run (failed, interrupted, incomplete) is listed but not \
+         measured, since its missing requests would read as changes. {} lane by lane \
+         (provider and region) and family by family, with the 95% paired bootstrap interval of \
+         `compare` ({} replicates, seed {}). A **regression** is a change for the worse whose \
+         interval excludes zero and whose size is at least {}% of the earlier value (latencies, \
+         tokens/s) or {} percentage points (task success, failure rate).",
         h.workflow,
         h.runs.len(),
+        match &h.options.baseline {
+            Some(id) =>
+                format!("Each change is from the baseline run {id} to the latest complete run,"),
+            None => "Each change is from one complete run to the next,".to_string(),
+        },
         h.options.compare.replicates,
         h.options.compare.seed,
         grouped(rule.min_relative_change_pct, 1),
@@ -88,7 +95,11 @@ fn blocks(h: &History) -> Vec<Block> {
                 vec![
                     (i + 1).to_string(),
                     r.run_id.clone(),
-                    r.status.clone(),
+                    if super::is_compared(r) {
+                        r.status.clone()
+                    } else {
+                        format!("{} (unfinished: not compared)", r.status)
+                    },
                     r.started_at.clone().unwrap_or_else(|| MISSING.into()),
                     r.requests.to_string(),
                     short(&r.lock_sha256),
@@ -97,6 +108,18 @@ fn blocks(h: &History) -> Vec<Block> {
             })
             .collect(),
     ));
+    out.push(Block::Para(if h.steps.is_empty() {
+        "Compared: none (fewer than two complete runs).".to_string()
+    } else {
+        format!(
+            "Compared: {}.",
+            h.steps
+                .iter()
+                .map(|s| format!("#{} → #{}", s.from + 1, s.to + 1))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }));
     out.push(Block::Heading(2, "Regressions".into()));
     if h.regressions.is_empty() {
         out.push(Block::Para("None.".into()));

@@ -1,4 +1,4 @@
-//! The regression rule on hand-made changes.
+//! The regression rule on hand-made changes, and which stored runs `history` compares.
 
 use super::*;
 use openbench_micro_single_task::compare::Metric;
@@ -70,4 +70,58 @@ fn tokens_per_second_and_rates_regress_downwards() {
         &change(Metric::FailureRate, 0.01, 0.04, 0.01, 0.05),
         &RULE
     ));
+}
+
+fn row(run_id: &str, status: &str) -> RunRow {
+    RunRow {
+        run_id: run_id.into(),
+        workflow: "micro-single-task".into(),
+        status: status.into(),
+        started_at: None,
+        lock_sha256: String::new(),
+        code_sha256: String::new(),
+        requests: 0,
+    }
+}
+
+/// Runs 0..5: complete, failed, complete, interrupted, complete.
+fn five() -> (Vec<RunRow>, Vec<usize>) {
+    let rows = vec![
+        row("r0", "complete"),
+        row("r1", "failed"),
+        row("r2", "complete"),
+        row("r3", "interrupted"),
+        row("r4", "complete"),
+    ];
+    let compared = (0..rows.len()).filter(|&i| is_compared(&rows[i])).collect();
+    (rows, compared)
+}
+
+#[test]
+fn unfinished_runs_are_skipped_and_each_complete_run_is_compared_with_the_previous_one() {
+    let (rows, compared) = five();
+    assert_eq!(compared, [0, 2, 4]);
+    // Positions in `compared`: r0 → r2, r2 → r4.
+    assert_eq!(pairs(&rows, &compared, None).unwrap(), [(0, 1), (1, 2)]);
+}
+
+#[test]
+fn a_baseline_is_compared_with_the_latest_complete_run_only() {
+    let (rows, compared) = five();
+    assert_eq!(pairs(&rows, &compared, Some("r0")).unwrap(), [(0, 2)]);
+    assert_eq!(pairs(&rows, &compared, Some("r2")).unwrap(), [(1, 2)]);
+    let refused = |id: &str| pairs(&rows, &compared, Some(id)).unwrap_err().to_string();
+    assert_eq!(
+        refused("r1"),
+        "history --baseline r1: the run is stored as failed: only a complete run can be a baseline"
+    );
+    assert_eq!(
+        refused("r4"),
+        "history --baseline r4: it is the latest complete run: there is nothing newer to compare \
+         with it"
+    );
+    assert_eq!(
+        refused("r9"),
+        "history --baseline r9: no stored run of this workflow has that id"
+    );
 }
