@@ -20,7 +20,7 @@ use openbench_common::rundir::{
     RunFiles, RunManifest, RunMode, RunStatus, RunWriter, SessionProbes, SmokeAttempt,
     counting_records, refuse_strays, repair, repair_jsonl, write_json_once,
 };
-use openbench_common::schedule::{Phase, Schedule, load_request_id};
+use openbench_common::schedule::{LoadPhase, LoadPosition, Phase, Schedule, load_request_id};
 use openbench_common::workflow::PlanInputs;
 use ractor::Actor;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
@@ -104,18 +104,19 @@ pub async fn run_full(
             });
         }
     }
-    let plan = plan_attempt(inputs, run, 0)?;
     let files = RunFiles::new(&run.dir, 0);
     if manifest.mode != RunMode::Full {
         manifest.mode = RunMode::Full;
         manifest.period_start = None;
         manifest.period_end = None;
         manifest.sessions = 0;
+        manifest.finished_phases.remove(&0);
     }
+    let mut plan = plan_attempt(inputs, run, 0, &manifest)?;
     manifest.approval_id = Some(approval_id.to_string());
     let (session, records) =
-        execute_plan(inputs, run, &plan, &files, options, &mut manifest).await?;
-    let status = final_status(&session, &plan, &records);
+        execute_plan(inputs, run, &mut plan, &files, options, &mut manifest).await?;
+    let status = final_status(&session, &plan, &records, &manifest);
     manifest.status = status;
     if status == RunStatus::Complete && manifest.period_end.is_none() {
         manifest.period_end = Some(openbench_common::clock::now_rfc3339());
@@ -144,14 +145,13 @@ pub async fn run_smoke(
     }
     let mut attempts = Vec::new();
     for attempt in 1..=inputs.workflow.smoke_attempts(&inputs.spec.spec) {
-        let plan = plan_attempt(inputs, run, attempt)?;
+        let mut plan = plan_attempt(inputs, run, attempt, &manifest)?;
         let files = RunFiles::new(&run.dir, attempt);
         let (session, records) =
-            execute_plan(inputs, run, &plan, &files, options, &mut manifest).await?;
-        if session.status != SessionStatus::Complete
-            || final_status(&session, &plan, &records) != RunStatus::Complete
-        {
-            manifest.status = final_status(&session, &plan, &records);
+            execute_plan(inputs, run, &mut plan, &files, options, &mut manifest).await?;
+        let status = final_status(&session, &plan, &records, &manifest);
+        if session.status != SessionStatus::Complete || status != RunStatus::Complete {
+            manifest.status = status;
             manifest.smoke = attempts.clone();
             manifest.save(&run.dir)?;
             return Ok(SmokeOutcome {
@@ -186,18 +186,24 @@ pub async fn run_smoke(
     })
 }
 
-/// The workflow's schedule of `attempt`, its plan file written (or checked, on a resume).
+/// The workflow's schedule of `attempt`, its plan file written (or checked, on a resume). A
+/// schedule chosen as it runs ([`Workflow::next_phases`]) is then replayed from the records:
+/// every phase it appended before is appended again, the same way, from the same records, and
+/// checked against the plan file written for it.
+///
+/// [`Workflow::next_phases`]: openbench_common::workflow::Workflow::next_phases
 pub(crate) fn plan_attempt(
     inputs: &RunInputs,
     run: &RunDir,
     attempt: u32,
+    manifest: &RunManifest,
 ) -> Result<Schedule, CoordinatorError> {
     let plan_inputs = PlanInputs {
         spec: &inputs.spec.spec,
         dataset: &inputs.dataset,
         run_dir: &run.dir,
     };
-    let schedule = inputs
+    let mut schedule = inputs
         .workflow
         .plan(&plan_inputs, attempt)
         .map_err(|source| CoordinatorError::Plan {
@@ -206,23 +212,89 @@ pub(crate) fn plan_attempt(
         })?;
     let files = RunFiles::new(&run.dir, attempt);
     write_json_once(&files.plan, &schedule.plan_file())?;
+    if files.results.exists() {
+        repair_jsonl(&files.results)?;
+        let records = counting_records(&files.results)?;
+        let finished = finished_phases(manifest, attempt);
+        while crate::load::is_done(&schedule, &records, &finished) {
+            let before = schedule.phases.len();
+            if !grow(inputs, run, &mut schedule, &records)? {
+                break;
+            }
+            write_appended(&files, &schedule, before)?;
+        }
+    }
     Ok(schedule)
+}
+
+/// Writes each phase of `schedule` from `from` on as its own immutable plan file
+/// (`full-plan-phase-N.json` beside `full-plan.json`, which keeps the first phases): a resume
+/// that replays the choices must write the same bytes, or it is refused.
+fn write_appended(
+    files: &RunFiles,
+    schedule: &Schedule,
+    from: usize,
+) -> Result<(), CoordinatorError> {
+    for index in from..schedule.phases.len() {
+        let stem = files
+            .plan
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let path = files
+            .plan
+            .with_file_name(format!("{stem}-phase-{index}.json"));
+        write_json_once(&path, &schedule.phase_file(index))?;
+    }
+    Ok(())
+}
+
+/// Appends the workflow's next phases to `schedule`; false when it has none (the run is planned
+/// to its end).
+fn grow(
+    inputs: &RunInputs,
+    run: &RunDir,
+    schedule: &mut Schedule,
+    records: &BTreeMap<String, TerminalRecord>,
+) -> Result<bool, CoordinatorError> {
+    let plan_inputs = PlanInputs {
+        spec: &inputs.spec.spec,
+        dataset: &inputs.dataset,
+        run_dir: &run.dir,
+    };
+    let next = inputs
+        .workflow
+        .next_phases(&plan_inputs, schedule, records)
+        .map_err(|source| CoordinatorError::Plan {
+            workflow: inputs.workflow.name().to_string(),
+            source,
+        })?;
+    let grew = !next.is_empty();
+    schedule.phases.extend(next);
+    Ok(grew)
+}
+
+/// The timed phases of `attempt` that ran to their end.
+fn finished_phases(manifest: &RunManifest, attempt: u32) -> BTreeSet<u32> {
+    manifest
+        .finished_phases
+        .get(&attempt)
+        .cloned()
+        .unwrap_or_default()
 }
 
 fn final_status(
     session: &SessionReport,
     plan: &Schedule,
     records: &BTreeMap<String, TerminalRecord>,
+    manifest: &RunManifest,
 ) -> RunStatus {
     match &session.status {
         SessionStatus::Interrupted | SessionStatus::RegionDown(_) => RunStatus::Interrupted,
         SessionStatus::Failed(_) => RunStatus::Failed,
         SessionStatus::Complete => {
-            let committed = records
-                .values()
-                .filter(|r| r.outcome.is_committed())
-                .count();
-            if committed == plan.request_count() {
+            let finished = finished_phases(manifest, plan.attempt);
+            if crate::load::is_done(plan, records, &finished) {
                 RunStatus::Complete
             } else {
                 RunStatus::Incomplete
@@ -236,7 +308,7 @@ fn final_status(
 async fn execute_plan(
     inputs: &RunInputs,
     run: &RunDir,
-    plan: &Schedule,
+    plan: &mut Schedule,
     files: &RunFiles,
     options: &RunOptions,
     manifest: &mut RunManifest,
@@ -251,7 +323,9 @@ async fn execute_plan(
         .collect();
     repair(files, &committed)?;
     let deadline_ms = inputs.spec.spec.request.timeout_ms;
-    let version = &plan.version;
+    let version = plan.version.clone();
+    let version = &version;
+    let finished = finished_phases(manifest, plan.attempt);
     let mut work = Vec::new();
     for (index, phase) in plan.phases.iter().enumerate() {
         let index = u32::try_from(index).unwrap_or(u32::MAX);
@@ -269,15 +343,22 @@ async fn execute_plan(
                 }
             }
             Phase::OpenLoop(load) | Phase::ClosedLoop(load) => {
-                let remaining =
-                    crate::load::remaining(load, index, version, plan.attempt, &committed);
+                let remaining = crate::load::remaining(
+                    load,
+                    index,
+                    version,
+                    plan.attempt,
+                    &committed,
+                    finished.contains(&index),
+                );
                 if remaining > 0 {
                     work.push(Work::Load(index, phase.clone()));
                 }
             }
         }
     }
-    let rounds_done = crate::load::rounds_done(plan, version, |id| committed.contains(id));
+    let rounds_done =
+        crate::load::rounds_done(plan, version, |id| committed.contains(id), &finished);
     let progress = Progress {
         rounds_done,
         rounds_total: crate::load::rounds_total(plan),
@@ -324,8 +405,15 @@ async fn execute_plan(
         return Err(e.into());
     }
     let mut session = SessionReport::empty(progress);
-    for phase in work {
+    let mut work: VecDeque<Work> = work.into();
+    while let Some(phase) = work.pop_front() {
         let progress = session.progress.clone();
+        let timed = match &phase {
+            Work::Load(index, Phase::OpenLoop(l) | Phase::ClosedLoop(l)) if l.is_timed() => {
+                Some(*index)
+            }
+            _ => None,
+        };
         let report = match phase {
             Work::Rounds(jobs) => drive(inputs, files, jobs, &infra, progress, options).await,
             Work::Load(index, phase) => {
@@ -340,17 +428,55 @@ async fn execute_plan(
                 crate::load::drive(&ctx, index, &phase, progress, options).await
             }
         };
-        match report {
-            Ok(report) => {
-                let stop = report.status != SessionStatus::Complete;
-                session.absorb(report);
-                if stop {
-                    break;
-                }
-            }
+        let report = match report {
+            Ok(report) => report,
             Err(e) => {
                 infra.shutdown().await;
                 return Err(e);
+            }
+        };
+        let stop = report.status != SessionStatus::Complete;
+        session.absorb(report);
+        if stop {
+            break;
+        }
+        if let Some(index) = timed {
+            manifest
+                .finished_phases
+                .entry(plan.attempt)
+                .or_default()
+                .insert(index);
+            if let Err(e) = manifest.save(&run.dir) {
+                infra.shutdown().await;
+                return Err(e.into());
+            }
+        }
+        if work.is_empty() {
+            // A schedule chosen as it runs: the workflow picks the next phases from the records.
+            let before = plan.phases.len();
+            let grown = counting_records(&files.results)
+                .map_err(CoordinatorError::from)
+                .and_then(|records| grow(inputs, run, plan, &records))
+                .and_then(|grew| {
+                    if grew {
+                        write_appended(files, plan, before)?;
+                    }
+                    Ok(grew)
+                });
+            match grown {
+                Ok(true) => {
+                    session.progress.rounds_total = crate::load::rounds_total(plan);
+                    session.progress.requests_total = plan.request_count();
+                    for (index, phase) in plan.phases.iter().enumerate().skip(before) {
+                        let index = u32::try_from(index).unwrap_or(u32::MAX);
+                        work.push_back(Work::Load(index, phase.clone()));
+                    }
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    infra.shutdown().await;
+                    return Err(e);
+                }
             }
         }
     }
@@ -359,9 +485,14 @@ async fn execute_plan(
     manifest.outages.extend(session.outages.iter().cloned());
 
     let records = counting_records(&files.results)?;
-    manifest.rounds_done = crate::load::rounds_done(plan, version, |id| {
-        records.get(id).is_some_and(|r| r.outcome.is_committed())
-    });
+    manifest.rounds_done = crate::load::rounds_done(
+        plan,
+        version,
+        |id| records.get(id).is_some_and(|r| r.outcome.is_committed()),
+        &finished_phases(manifest, plan.attempt),
+    );
+    manifest.planned_requests = plan.request_count();
+    manifest.rounds_total = crate::load::rounds_total(plan);
     manifest.count(records.values());
     Ok((session, records))
 }
@@ -384,6 +515,8 @@ fn refuse_unwritten(
     run_id: &str,
 ) -> Result<(), CoordinatorError> {
     let mut planned: HashMap<String, String> = HashMap::new();
+    // Timed phases plan no list: a record of one is checked against the id its own position gives.
+    let mut timed: HashMap<u32, &LoadPhase> = HashMap::new();
     for (index, phase) in plan.phases.iter().enumerate() {
         match phase {
             Phase::PairedRounds(paired) => planned.extend(
@@ -394,6 +527,9 @@ fn refuse_unwritten(
                     .flat_map(|round| round.requests.iter())
                     .map(|lane| (lane.request_id.clone(), lane.lane.clone())),
             ),
+            Phase::OpenLoop(load) | Phase::ClosedLoop(load) if load.is_timed() => {
+                timed.insert(u32::try_from(index).unwrap_or(u32::MAX), load);
+            }
             Phase::OpenLoop(load) | Phase::ClosedLoop(load) => {
                 let phase = u32::try_from(index).unwrap_or(u32::MAX);
                 planned.extend(load.positions(phase).map(|position| {
@@ -409,6 +545,9 @@ fn refuse_unwritten(
                 "run_id {:?}, this run is {run_id:?}",
                 record.run_id
             ));
+        }
+        if let Some(id) = timed_id(&timed, &plan.version, plan.attempt, record) {
+            return (id != record.request_id).then(|| format!("not the id of its position ({id})"));
         }
         match planned.get(&record.request_id) {
             None => Some(format!(
@@ -426,6 +565,26 @@ fn refuse_unwritten(
         }
     })?;
     Ok(())
+}
+
+/// The id a record of a timed phase must carry, from its phase, lane, slot and sequence; `None`
+/// when it does not claim a position in one of `timed`.
+fn timed_id(
+    timed: &HashMap<u32, &LoadPhase>,
+    version: &str,
+    attempt: u32,
+    record: &TerminalRecord,
+) -> Option<String> {
+    let load = timed.get(&record.phase?)?;
+    let lane_index = load.lanes.iter().position(|l| l.label == record.lane)?;
+    let position = LoadPosition {
+        phase: record.phase?,
+        lane: record.lane.clone(),
+        lane_index,
+        slot: record.slot?,
+        sequence: record.sequence?,
+    };
+    Some(load_request_id(version, &position, attempt))
 }
 
 async fn drive(
