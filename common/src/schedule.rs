@@ -138,6 +138,8 @@ pub struct RequestContent {
     pub item_key: String,
     /// The messages, in order.
     pub messages: Vec<ChatMessage>,
+    /// The request's own output length, when the workflow sets one.
+    pub output: Option<crate::request::OutputLength>,
 }
 
 /// Builds a load phase's requests on demand.

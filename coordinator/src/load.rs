@@ -171,6 +171,7 @@ impl Shared {
             },
             messages: content.messages,
             deadline_ms: self.deadline_ms,
+            output: content.output,
         })
     }
 

@@ -75,6 +75,7 @@ impl RoundJob {
                     identity: identity(&self.run_id, &self.round.plan, round, &lane),
                     messages: messages.clone(),
                     deadline_ms: self.deadline_ms,
+                    output: None,
                 };
                 (lane.into_owned(), request)
             })

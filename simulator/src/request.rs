@@ -19,6 +19,9 @@ pub struct SimRequest {
     pub forced: Vec<Quirk>,
     /// Exact gap schedule in ms (`x-sim-schedule`), unscaled.
     pub schedule: Option<Vec<f64>>,
+    /// With `ignore_eos: true`: the answer runs to exactly this many chunks (one token each),
+    /// the body's `max_tokens` (or `max_completion_tokens`), as a vLLM server would.
+    pub exact_answer_tokens: Option<u32>,
 }
 
 impl SimRequest {
@@ -67,7 +70,14 @@ impl SimRequest {
             .and_then(Value::as_bool)
             .unwrap_or(false);
         let schedule = schedule_header.map(parse_schedule).transpose()?;
+        let ignore_eos = json.get("ignore_eos").and_then(Value::as_bool) == Some(true);
+        let exact_answer_tokens = ["max_tokens", "max_completion_tokens"]
+            .iter()
+            .find_map(|field| json.get(*field).and_then(Value::as_u64))
+            .filter(|_| ignore_eos)
+            .map(|n| n.min(u64::from(u32::MAX)) as u32);
         Ok(SimRequest {
+            exact_answer_tokens,
             model,
             user_prompt,
             include_usage,

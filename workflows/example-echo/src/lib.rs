@@ -251,6 +251,7 @@ impl RequestSource for EchoSource {
                     content: user,
                 },
             ],
+            output: None,
         }
     }
 }

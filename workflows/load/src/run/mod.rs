@@ -228,7 +228,7 @@ pub fn context(
         _ => None,
     };
     Ok(RunContext {
-        layout: LaneLayout::new(lanes(spec), &spec.region_names()),
+        layout: LaneLayout::new(lanes(spec), &spec.region_names(), &section.ignore_eos),
         section,
         workload: Arc::new(workload),
         gold,

@@ -31,19 +31,26 @@ pub struct LaneLayout {
     pub region_of: Vec<usize>,
     /// Regions (K): each provider's load is split across them.
     pub regions: usize,
+    /// Whether each lane's provider is sent `ignore_eos` (`load.ignore_eos`).
+    pub ignore_eos: Vec<bool>,
 }
 
 impl LaneLayout {
-    /// The layout of `lanes` over `regions`.
-    pub fn new(lanes: Vec<Lane>, regions: &[String]) -> LaneLayout {
+    /// The layout of `lanes` over `regions`, `ignore_eos` naming providers.
+    pub fn new(lanes: Vec<Lane>, regions: &[String], ignore_eos: &[String]) -> LaneLayout {
         let region_of = lanes
             .iter()
             .map(|l| regions.iter().position(|r| *r == l.region).unwrap_or(0))
+            .collect();
+        let ignore_eos = lanes
+            .iter()
+            .map(|l| ignore_eos.contains(&l.provider))
             .collect();
         LaneLayout {
             lanes,
             region_of,
             regions: regions.len().max(1),
+            ignore_eos,
         }
     }
 
@@ -156,7 +163,7 @@ pub fn source_of(step: &Step, layout: &LaneLayout, workload: &Arc<Workload>) -> 
             StepSource::closed(step.index, concurrency, before, workload.clone())
         }
     };
-    source.with_regions(layout.region_of.clone())
+    source.with_lanes(layout.region_of.clone(), layout.ignore_eos.clone())
 }
 
 /// The smoke: one request per lane (step 0's first prompt), one at a time.
@@ -170,7 +177,7 @@ pub fn smoke_phase(layout: &LaneLayout, workload: &Arc<Workload>) -> Phase {
         },
         source: Arc::new(
             StepSource::open(0, layout.regions, workload.clone())
-                .with_regions(layout.region_of.clone()),
+                .with_lanes(layout.region_of.clone(), layout.ignore_eos.clone()),
         ),
     })
 }

@@ -9,7 +9,7 @@ use crate::spec::{LengthDist, LoadSection, WorkloadSpec};
 use crate::workload::jsonl::FilePrompt;
 use crate::workload::synthetic::Synthetic;
 use crate::workload::{Prompt, output_tokens};
-use openbench_common::request::{ChatMessage, Role};
+use openbench_common::request::{ChatMessage, OutputLength, Role};
 use openbench_common::schedule::{LoadPosition, RequestContent, RequestSource};
 use openbench_common::tokenizer::count_tokens;
 use openbench_common::workflow::WorkItem;
@@ -174,6 +174,8 @@ pub struct StepSource {
     workload: Arc<Workload>,
     /// Region index of each lane (base order).
     region_of: Vec<usize>,
+    /// Whether each lane's provider is sent `ignore_eos` (base order).
+    ignore_eos: Vec<bool>,
 }
 
 impl StepSource {
@@ -186,6 +188,7 @@ impl StepSource {
             },
             workload,
             region_of: Vec::new(),
+            ignore_eos: Vec::new(),
         }
     }
 
@@ -204,12 +207,14 @@ impl StepSource {
             },
             workload,
             region_of: Vec::new(),
+            ignore_eos: Vec::new(),
         }
     }
 
-    /// The same source, told each lane's region.
-    pub fn with_regions(mut self, region_of: Vec<usize>) -> StepSource {
+    /// The same source, told each lane's region and whether its provider gets `ignore_eos`.
+    pub fn with_lanes(mut self, region_of: Vec<usize>, ignore_eos: Vec<bool>) -> StepSource {
         self.region_of = region_of;
+        self.ignore_eos = ignore_eos;
         self
     }
 
@@ -235,6 +240,12 @@ impl StepSource {
 impl RequestSource for StepSource {
     fn request(&self, at: &LoadPosition) -> RequestContent {
         let built = self.built(at);
+        // A drawn output length is sent as the request's own ceiling (with `ignore_eos` where
+        // the spec lists the provider); the tasks keep the contract's, as micro-single-task.
+        let output = (!matches!(*self.workload, Workload::Tasks { .. })).then(|| OutputLength {
+            max_tokens: built.prompt.max_output_tokens,
+            ignore_eos: self.ignore_eos.get(at.lane_index).copied().unwrap_or(false),
+        });
         let mut messages = Vec::with_capacity(2);
         if let Some(system) = built.prompt.system {
             messages.push(ChatMessage {
@@ -250,6 +261,7 @@ impl RequestSource for StepSource {
             group: built.group,
             item_key: built.key,
             messages,
+            output,
         }
     }
 }
