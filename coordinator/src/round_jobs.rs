@@ -228,7 +228,7 @@ pub fn plan_full(
     let manifest = openbench_common::rundir::RunManifest::load(&run.dir).unwrap_or_else(|_| {
         openbench_common::rundir::RunManifest::new(run.run_id(), &run.lock.workflow)
     });
-    let schedule = crate::runner::plan_attempt(inputs, run, 0, &manifest)?;
+    let schedule = crate::schedule_files::plan_attempt(inputs, run, 0, &manifest)?;
     let Some(openbench_common::schedule::Phase::PairedRounds(paired)) = schedule.phases.first()
     else {
         return Err(CoordinatorError::Workflow(
