@@ -356,3 +356,47 @@ async fn task_success_under_load_is_scored_exactly() {
     assert!(wrong >= 1, "the seeded run has wrong answers to catch");
     assert!(by_record.iter().all(|(got, expected)| got == expected));
 }
+
+/// A saturation search on one slot and a queue of one (capacity 1/0.195 = 5.1/s): 4/s (a
+/// release every 250 ms, each served in 195 ms) is sustained; at 8/s the queue overflows and
+/// 429s leave under 95% of the target completed, so one bisection runs 6/s. Each chosen step is written once as its own
+/// plan file; a resume replays the choices from the records, writes the same bytes, sends
+/// nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saturation_search_chooses_steps_from_the_records_and_resumes_by_replaying_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let load = format!(
+        "  seed: 8
+  phases: {{warmup_s: 0.3, measure: {{duration_s: 1.5}}, cooldown_s: 0}}
+  saturation: {{arrivals: constant, start_rate_per_s: 4, growth: 2, max_rate_per_s: 16, refine_steps: 1}}
+{WORKLOAD}
+  ignore_eos: [p]"
+    );
+    let endpoint = "sim://plain?slots=1&queue=1";
+    let spec = write_spec(tmp.path(), &provider("p", endpoint), &load, "");
+    let (dir, results) = run(&spec).await;
+    let rates: Vec<f64> = results
+        .steps
+        .iter()
+        .map(|s| s.model.target_rate().unwrap())
+        .collect();
+    assert_eq!(rates, [4.0, 8.0, 6.0]);
+    let artifacts = dir.join("artifacts");
+    for name in [
+        "full-plan.json",
+        "full-plan-phase-1.json",
+        "full-plan-phase-2.json",
+    ] {
+        assert!(artifacts.join(name).exists(), "{name}");
+    }
+    let before = std::fs::read(dir.join(openbench_common::rundir::FULL_RESULTS)).unwrap();
+    let inputs = prepare_inputs(&spec, Arc::new(LoadWorkflow), "test-code-digest").unwrap();
+    let run = RunDir::open_or_create(&inputs, Some(&dir), None, "test").unwrap();
+    let outcome = run_full(&inputs, &run, "T-1", &options(&inputs))
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::Complete);
+    assert_eq!(outcome.session.records_written, 0);
+    let after = std::fs::read(dir.join(openbench_common::rundir::FULL_RESULTS)).unwrap();
+    assert_eq!(before, after);
+}

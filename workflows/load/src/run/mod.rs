@@ -117,13 +117,15 @@ impl Workflow for LoadWorkflow {
         if ctx.section.saturation.is_none() {
             return Ok(Vec::new());
         }
+        // The steps with records, replayed; on a resume they run past the schedule so far, and
+        // only its own steps decide what comes next.
         let ran = run_data::steps_run(&ctx, records);
-        if ran.len() != schedule.phases.len() {
-            // A step without records (or one more than planned): nothing to decide from.
+        let Some(ran) = ran.get(..schedule.phases.len()) else {
+            // A step of the schedule without records: nothing to decide from yet.
             return Ok(Vec::new());
-        }
+        };
         let mut history = Vec::new();
-        for (step, mine) in &ran {
+        for (step, mine) in ran {
             let samples: Vec<_> = mine
                 .iter()
                 .filter(|r| r.outcome != Outcome::HarnessError)
