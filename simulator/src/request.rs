@@ -123,6 +123,16 @@ mod tests {
     }
 
     #[test]
+    fn ignore_eos_asks_for_exactly_the_ceiling_and_only_with_it() {
+        let with = br#"{"model":"m","messages":[],"max_completion_tokens":32,"ignore_eos":true}"#;
+        let r = SimRequest::parse(with, None, None).unwrap();
+        assert_eq!(r.exact_answer_tokens, Some(32));
+        let without = br#"{"model":"m","messages":[],"max_tokens":32}"#;
+        let r = SimRequest::parse(without, None, None).unwrap();
+        assert_eq!(r.exact_answer_tokens, None);
+    }
+
+    #[test]
     fn errors_name_the_field() {
         let err = SimRequest::parse(br#"{"messages":[]}"#, None, None).unwrap_err();
         assert_eq!(

@@ -200,3 +200,50 @@ pub fn next_step(section: &LoadSection, history: &[(f64, bool)]) -> Option<Step>
     let rate = next_rate(search, history)?;
     section.saturation_step(history.len(), rate)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(regions: &[&str]) -> LaneLayout {
+        let regions: Vec<String> = regions.iter().map(|r| r.to_string()).collect();
+        let lanes = regions
+            .iter()
+            .map(|r| Lane {
+                label: format!("p@{r}"),
+                provider: "p".into(),
+                region: r.clone(),
+            })
+            .collect();
+        LaneLayout::new(lanes, &regions, &[])
+    }
+
+    #[test]
+    fn users_split_across_regions_with_the_remainder_first() {
+        let three = layout(&["a", "b", "c"]);
+        let split = |n| (0..3).map(|r| three.users_of(n, r)).collect::<Vec<_>>();
+        assert_eq!(split(7), [3, 2, 2]);
+        assert_eq!(split(2), [1, 1, 0]);
+        assert_eq!(split(9), [3, 3, 3]);
+        assert_eq!(layout(&["only"]).users_of(5, 0), 5);
+    }
+
+    #[test]
+    fn lane_targets_count_each_region_share_of_the_window() {
+        let section: LoadSection = serde_json::from_value(serde_json::json!({
+            "seed": 1,
+            "phases": {"warmup_s": 1.0, "measure": {"duration_s": 2.0}, "cooldown_s": 0.0},
+            "steps": [{"model": "constant", "rate_per_s": 5.0}],
+            "workload": {"kind": "tasks"}
+        }))
+        .unwrap();
+        let step = &section.sweep_steps()[0];
+        // Releases at k/5 s; the window [1, 3) s holds k = 5..=14: 10 of them, k odd at region
+        // 1 (5, 7, 9, 11, 13) and k even at region 0 (6, 8, 10, 12, 14): 2.5/s each.
+        assert_eq!(
+            lane_targets(step, 1, &layout(&["a", "b"])),
+            [Some(2.5), Some(2.5)]
+        );
+        assert_eq!(lane_targets(step, 1, &layout(&["a"])), [Some(5.0)]);
+    }
+}
