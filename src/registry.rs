@@ -7,6 +7,7 @@ pub fn workflows() -> Vec<Box<dyn Workflow>> {
     vec![
         Box::new(openbench_micro_single_task::MicroSingleTask),
         Box::new(openbench_example_echo::ExampleEcho),
+        Box::new(openbench_load::run::LoadWorkflow),
     ]
 }
 

@@ -66,7 +66,12 @@ impl LocalTargets {
                     .providers
                     .iter()
                     .find_map(|p| match p.endpoint_kind() {
-                        Endpoint::Simulator { profile } => Some(profile.to_string()),
+                        // The profile's name, without a capacity query (`plain?slots=2`).
+                        Endpoint::Simulator { profile } => Some(
+                            openbench_simulator::capacity::split_profile(profile)
+                                .0
+                                .to_string(),
+                        ),
                         _ => None,
                     })
                     .unwrap_or_default();

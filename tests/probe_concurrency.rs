@@ -101,6 +101,7 @@ fn call(session_id: &str, n: usize) -> ExecuteRequest {
             content: format!("question {n}"),
         }],
         deadline_ms: 20_000,
+        output: None,
     };
     ExecuteRequest {
         planned_request_json: serde_json::to_string(&planned).unwrap(),

@@ -87,6 +87,7 @@ async fn execute(executor: Executor, r: usize) -> Execution {
             content: format!("question {r}"),
         }],
         deadline_ms: 20_000,
+        output: None,
     };
     executor.execute(&request).await
 }

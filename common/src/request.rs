@@ -36,6 +36,22 @@ pub struct PlannedRequest {
     pub messages: Vec<ChatMessage>,
     /// Absolute client deadline covering connect and the whole stream, ms.
     pub deadline_ms: u64,
+    /// This request's own output length (the load workflow's drawn length); absent, the
+    /// contract's ceiling applies. Serialised only when present, so plans without it keep
+    /// their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<OutputLength>,
+}
+
+/// How long one request's answer may (or, with `ignore_eos`, must) run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputLength {
+    /// Completion ceiling sent in the adapter's max-tokens field instead of the contract's.
+    pub max_tokens: u32,
+    /// Also send `ignore_eos: true`, so the server generates exactly `max_tokens` (vLLM,
+    /// SGLang and llama.cpp honour it; the simulator too).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ignore_eos: bool,
 }
 
 /// Who a request is: the one definition of the fields that follow a request from the plan to its
@@ -159,6 +175,7 @@ mod tests {
                 content: "q".into(),
             }],
             deadline_ms: 7,
+            output: None,
         };
         let json = serde_json::to_string(&planned).unwrap_or_default();
         assert_eq!(

@@ -3,11 +3,11 @@
 //! A phase is one of three kinds, each a way of deciding *when* a lane sends its next request:
 //! - [`PairedRounds`]: every lane gets the same request per round, released together through one
 //!   gate, the next round only when every lane of this one is terminal (micro-single-task).
-//! - [`OpenLoop`]: each lane sends its requests at planned offsets from the phase's start,
-//!   whatever the provider does (constant or seeded Poisson gaps); each request carries its
-//!   scheduled offset so `send_lag = actual − scheduled` can be measured.
-//! - [`ClosedLoop`]: each lane keeps `concurrency` slots busy; a slot sends its next request
-//!   when its previous one is terminal, until a count of requests per slot.
+//! - [`OpenLoop`]: each lane sends its requests at offsets from the phase's start that the
+//!   workflow planned (its own arrival process), whatever the provider does; each request
+//!   carries its scheduled offset so `send_lag = actual − scheduled` can be measured.
+//! - [`ClosedLoop`]: each lane keeps its slots busy; a slot sends its next request when its
+//!   previous one is terminal, until a count of requests per slot or until a time.
 //!
 //! Requests are built when they are due, never materialised up front: paired rounds from the
 //! shared plan ([`RoundPrompts`]), open and closed loops from a [`RequestSource`]. Every request
@@ -85,14 +85,13 @@ pub struct LoadPhase {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Pacing {
-    /// Open loop: `count` requests per lane, released at the arrival process's offsets. A lane
-    /// holds at most `max_in_flight` at once: a release due while it is full waits for one to
-    /// end, and its send lag says so.
-    Arrivals {
-        /// Requests per lane.
-        count: u64,
-        /// The arrival process.
-        arrivals: Arrivals,
+    /// Open loop: lane i releases request k at `offsets_ms[i][k]` (ms from the phase start, as
+    /// the workflow computed them: its arrival process is its own). A lane holds at most
+    /// `max_in_flight` at once: a release due while it is full waits for one to end, and its
+    /// send lag says so.
+    Releases {
+        /// One ascending list of release offsets per lane, in base order.
+        offsets_ms: Vec<Vec<f64>>,
         /// Requests one lane may have in flight at once.
         max_in_flight: u32,
     },
@@ -104,78 +103,15 @@ pub enum Pacing {
         /// Requests each slot sends.
         per_slot: u64,
     },
-}
-
-/// An arrival process: the gaps between one lane's planned send times.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "process", rename_all = "snake_case")]
-pub enum Arrivals {
-    /// Evenly spaced, `rate_per_s` requests a second.
-    Constant {
-        /// Requests per second.
-        rate_per_s: f64,
+    /// Closed loop for a time: lane i keeps `users[i]` slots busy, each sending its next request
+    /// when its last one ends, until `until_ms` from the phase start. How many requests that is
+    /// is an outcome, so the phase plans no request list ([`LoadPhase::is_timed`]).
+    Users {
+        /// Slots of each lane, in base order.
+        users: Vec<u32>,
+        /// No request is sent at or after this offset (ms from the phase start).
+        until_ms: f64,
     },
-    /// Exponential gaps of mean `1 / rate_per_s`, drawn from `seed` (each lane its own stream).
-    Poisson {
-        /// Mean requests per second.
-        rate_per_s: f64,
-        /// Seed of the gaps.
-        seed: u64,
-    },
-}
-
-impl Arrivals {
-    /// The planned offsets (ms from the phase start) of one lane's first `count` requests: the
-    /// first at 0, then one gap per request. Lazy, so a long phase holds no list.
-    pub fn offsets_ms(self, lane_index: usize, count: u64) -> impl Iterator<Item = f64> + Send {
-        let mut stream = Gaps::new(self, lane_index);
-        let mut at = 0.0;
-        (0..count).map(move |sequence| {
-            if sequence > 0 {
-                at += stream.next_gap_ms();
-            }
-            at
-        })
-    }
-}
-
-/// One lane's gap generator: splitmix64 seeded by the phase seed and the lane (a tiny, exactly
-/// specified generator, so the offsets can be recomputed anywhere from the plan file).
-struct Gaps {
-    arrivals: Arrivals,
-    state: u64,
-}
-
-impl Gaps {
-    fn new(arrivals: Arrivals, lane_index: usize) -> Gaps {
-        let seed = match arrivals {
-            Arrivals::Constant { .. } => 0,
-            Arrivals::Poisson { seed, .. } => seed,
-        };
-        Gaps {
-            arrivals,
-            state: seed ^ (lane_index as u64).wrapping_mul(0xD1B5_4A32_D192_ED03),
-        }
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn next_gap_ms(&mut self) -> f64 {
-        match self.arrivals {
-            Arrivals::Constant { rate_per_s } => 1000.0 / rate_per_s,
-            Arrivals::Poisson { rate_per_s, .. } => {
-                // A uniform in (0, 1]: 53 random bits, never 0, so the logarithm is finite.
-                let u = ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
-                -u.ln() * 1000.0 / rate_per_s
-            }
-        }
-    }
 }
 
 /// Where one request of a load phase sits: its lane, slot and sequence number.
@@ -202,6 +138,8 @@ pub struct RequestContent {
     pub item_key: String,
     /// The messages, in order.
     pub messages: Vec<ChatMessage>,
+    /// The request's own output length, when the workflow sets one.
+    pub output: Option<crate::request::OutputLength>,
 }
 
 /// Builds a load phase's requests on demand.
@@ -272,23 +210,27 @@ pub fn lanes(spec: &Spec) -> Vec<Lane> {
 }
 
 /// Every request position of a load phase (index `phase`) over `lanes` paced by `pacing`, lane by
-/// lane, slot by slot: what its plan file implies, so a reader of that file rebuilds its ids.
+/// lane, slot by slot: what its plan file implies, so a reader of that file rebuilds its ids (a
+/// timed closed loop plans none).
 pub fn positions<'a>(
     lanes: &'a [Lane],
-    pacing: &Pacing,
+    pacing: &'a Pacing,
     phase: u32,
 ) -> impl Iterator<Item = LoadPosition> + 'a {
-    let (slots, per_slot) = match *pacing {
-        Pacing::Arrivals { count, .. } => (1, count),
-        Pacing::Slots {
-            concurrency,
-            per_slot,
-        } => (concurrency, per_slot),
-    };
     lanes
         .iter()
         .enumerate()
         .flat_map(move |(lane_index, lane)| {
+            let (slots, per_slot) = match pacing {
+                Pacing::Releases { offsets_ms, .. } => {
+                    (1, offsets_ms.get(lane_index).map_or(0, |o| o.len() as u64))
+                }
+                Pacing::Slots {
+                    concurrency,
+                    per_slot,
+                } => (*concurrency, *per_slot),
+                Pacing::Users { .. } => (0, 0),
+            };
             (0..slots).flat_map(move |slot| {
                 (0..per_slot).map(move |sequence| LoadPosition {
                     phase,
@@ -307,16 +249,27 @@ impl LoadPhase {
         positions(&self.lanes, &self.pacing, phase)
     }
 
-    /// Requests this phase plans.
+    /// Requests this phase plans (0 for a timed closed loop, which plans none).
     pub fn request_count(&self) -> usize {
-        let per_lane = match self.pacing {
-            Pacing::Arrivals { count, .. } => count,
+        match &self.pacing {
+            Pacing::Releases { offsets_ms, .. } => {
+                offsets_ms.iter().take(self.lanes.len()).map(Vec::len).sum()
+            }
             Pacing::Slots {
                 concurrency,
                 per_slot,
-            } => u64::from(concurrency) * per_slot,
-        };
-        usize::try_from(per_lane).unwrap_or(usize::MAX) * self.lanes.len()
+            } => {
+                let per_lane = u64::from(*concurrency) * per_slot;
+                usize::try_from(per_lane).unwrap_or(usize::MAX) * self.lanes.len()
+            }
+            Pacing::Users { .. } => 0,
+        }
+    }
+
+    /// True for a timed closed loop: its requests are whatever its users sent before the time
+    /// ran out, so it is finished when it ran to its end, not when a list is committed.
+    pub fn is_timed(&self) -> bool {
+        matches!(self.pacing, Pacing::Users { .. })
     }
 
     /// Requests one lane may have in flight at once: the slots of a closed loop, the open
@@ -324,7 +277,8 @@ impl LoadPhase {
     pub fn max_in_flight(&self) -> u32 {
         match self.pacing {
             Pacing::Slots { concurrency, .. } => concurrency.max(1),
-            Pacing::Arrivals { max_in_flight, .. } => max_in_flight.max(1),
+            Pacing::Releases { max_in_flight, .. } => max_in_flight.max(1),
+            Pacing::Users { ref users, .. } => users.iter().copied().max().unwrap_or(1).max(1),
         }
     }
 }
@@ -407,6 +361,13 @@ pub struct PhasesFile<'a> {
 }
 
 impl Schedule {
+    /// Phase `index` as its plan file lists it: what a schedule chosen as it runs writes for
+    /// each phase it appends (`None` past the end).
+    pub fn phase_file(&self, index: usize) -> Option<PhaseFile<'_>> {
+        let phase = self.phases.get(index)?;
+        Some(PhaseFile::new(&self.version, self.attempt, index, phase))
+    }
+
     /// The id of every request of load phase `index` (a closed or open loop), lane by lane, slot
     /// by slot; empty for a paired phase (its ids are in its plan).
     pub fn load_request_ids(&self, index: usize) -> Vec<String> {
@@ -490,31 +451,6 @@ impl<'a> PhaseFile<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn constant_arrivals_are_evenly_spaced_from_zero() {
-        let offsets: Vec<f64> = Arrivals::Constant { rate_per_s: 4.0 }
-            .offsets_ms(3, 4)
-            .collect();
-        assert_eq!(offsets, [0.0, 250.0, 500.0, 750.0]);
-    }
-
-    #[test]
-    fn poisson_arrivals_are_seeded_per_lane_with_the_right_mean() {
-        let poisson = Arrivals::Poisson {
-            rate_per_s: 100.0,
-            seed: 7,
-        };
-        let a: Vec<f64> = poisson.offsets_ms(0, 20_001).collect();
-        assert_eq!(a, poisson.offsets_ms(0, 20_001).collect::<Vec<_>>());
-        let b: Vec<f64> = poisson.offsets_ms(1, 20_001).collect();
-        assert_ne!(a[1], b[1]);
-        assert!(a.windows(2).all(|w| w[1] > w[0]));
-        // 20,000 exponential gaps of mean 10 ms: the mean is within 3% (the standard error is
-        // 0.7%).
-        let mean = a[20_000] / 20_000.0;
-        assert!((mean - 10.0).abs() < 0.3, "{mean}");
-    }
 
     #[test]
     fn load_ids_differ_per_slot_and_sequence_and_repeat_on_a_resume() {

@@ -197,6 +197,20 @@ pub trait Workflow: Send + Sync {
     /// to which lane, when, and what a request waits for. A pure function of the inputs, so a
     /// resume plans the same request ids.
     fn plan(&self, inputs: &PlanInputs<'_>, attempt: u32) -> Result<Schedule, WorkflowError>;
+    /// For a schedule chosen as it runs (the load workflow's saturation search): the phases to
+    /// append once every phase of `schedule` is done, given its records so far (request id →
+    /// record); none when the schedule is complete. The runner asks after each phase ends and, on
+    /// a resume, replays the questions from the records, so it must be a pure function of them.
+    /// None by default (a schedule planned in full by [`Workflow::plan`]).
+    fn next_phases(
+        &self,
+        inputs: &PlanInputs<'_>,
+        schedule: &Schedule,
+        records: &BTreeMap<String, TerminalRecord>,
+    ) -> Result<Vec<crate::schedule::Phase>, WorkflowError> {
+        let _ = (inputs, schedule, records);
+        Ok(Vec::new())
+    }
     /// Smoke attempts at most (a second attempt runs only when the first fails).
     fn smoke_attempts(&self, spec: &Spec) -> u32 {
         let _ = spec;

@@ -52,14 +52,19 @@ pub struct LoadContext<'a> {
     pub committed: &'a BTreeSet<String>,
 }
 
-/// Requests of load phase `index` without a committed record.
+/// Requests of load phase `index` without a committed record; for a timed phase (which plans
+/// no list), 0 once it ran to its end (`finished`) and 1 before.
 pub fn remaining(
     load: &LoadPhase,
     index: u32,
     version: &str,
     attempt: u32,
     committed: &BTreeSet<String>,
+    finished: bool,
 ) -> usize {
+    if load.is_timed() {
+        return usize::from(!finished);
+    }
     load.positions(index)
         .filter(|p| !committed.contains(&load_request_id(version, p, attempt)))
         .count()
@@ -78,13 +83,21 @@ pub fn rounds_total(schedule: &Schedule) -> usize {
 }
 
 /// Progress units done: paired rounds whose every lane is committed, load phases whose every
-/// request is.
-pub fn rounds_done(schedule: &Schedule, version: &str, committed: impl Fn(&str) -> bool) -> usize {
+/// request is, and timed load phases in `finished`.
+pub fn rounds_done(
+    schedule: &Schedule,
+    version: &str,
+    committed: impl Fn(&str) -> bool,
+    finished: &BTreeSet<u32>,
+) -> usize {
     let mut done = 0;
     for (index, phase) in schedule.phases.iter().enumerate() {
         let index = u32::try_from(index).unwrap_or(u32::MAX);
         done += match phase {
             Phase::PairedRounds(p) => p.plan.rounds_done(&committed),
+            Phase::OpenLoop(l) | Phase::ClosedLoop(l) if l.is_timed() => {
+                usize::from(finished.contains(&index))
+            }
             Phase::OpenLoop(l) | Phase::ClosedLoop(l) => usize::from(
                 l.positions(index)
                     .all(|p| committed(&load_request_id(version, &p, schedule.attempt))),
@@ -92,6 +105,17 @@ pub fn rounds_done(schedule: &Schedule, version: &str, committed: impl Fn(&str) 
         };
     }
     done
+}
+
+/// True when every phase of `schedule` is done: its requests committed in `records`, or, timed,
+/// in `finished`.
+pub fn is_done(
+    schedule: &Schedule,
+    records: &std::collections::BTreeMap<String, openbench_common::record::TerminalRecord>,
+    finished: &BTreeSet<u32>,
+) -> bool {
+    let committed = |id: &str| records.get(id).is_some_and(|r| r.outcome.is_committed());
+    rounds_done(schedule, &schedule.version, committed, finished) == rounds_total(schedule)
 }
 
 /// What every lane task of a phase shares.
@@ -147,6 +171,7 @@ impl Shared {
             },
             messages: content.messages,
             deadline_ms: self.deadline_ms,
+            output: content.output,
         })
     }
 
@@ -219,28 +244,46 @@ pub async fn drive(
                 .unwrap_or_default(),
         };
         let (shared, tx, halted) = (shared.clone(), tx.clone(), halted.clone());
-        tasks.push(tokio::spawn(match load.pacing.clone() {
+        let task: std::pin::Pin<Box<dyn Future<Output = ()> + Send>> = match &load.pacing {
             Pacing::Slots {
                 concurrency,
                 per_slot,
-            } => Box::pin(closed_lane(
-                target,
-                shared,
-                concurrency,
-                per_slot,
-                halted,
-                tx,
-            )) as std::pin::Pin<Box<dyn Future<Output = ()> + Send>>,
-            Pacing::Arrivals {
-                count,
-                arrivals,
+            } => {
+                let users = Users {
+                    concurrency: *concurrency,
+                    per_slot: *per_slot,
+                    until: None,
+                };
+                Box::pin(closed_lane(target, shared, users, halted, tx))
+            }
+            Pacing::Users { users, until_ms } => {
+                let until = Duration::try_from_secs_f64(until_ms.max(0.0) / 1000.0)
+                    .ok()
+                    .and_then(|d| shared.start.checked_add(d));
+                let users = Users {
+                    concurrency: users.get(lane_index).copied().unwrap_or(0),
+                    per_slot: u64::MAX,
+                    until: Some(until.unwrap_or(shared.start)),
+                };
+                Box::pin(closed_lane(target, shared, users, halted, tx))
+            }
+            Pacing::Releases {
+                offsets_ms,
                 max_in_flight,
             } => {
-                let offsets = arrivals.offsets_ms(lane_index, count);
-                let limit = max_in_flight.max(1) as usize;
-                Box::pin(open_lane(target, shared, offsets, limit, halted, tx))
+                let offsets = offsets_ms.get(lane_index).cloned().unwrap_or_default();
+                let limit = (*max_in_flight).max(1) as usize;
+                Box::pin(open_lane(
+                    target,
+                    shared,
+                    offsets.into_iter(),
+                    limit,
+                    halted,
+                    tx,
+                ))
             }
-        }));
+        };
+        tasks.push(tokio::spawn(task));
     }
     drop(tx);
     let mut report = SittingReport::empty(progress);
@@ -307,20 +350,32 @@ pub async fn drive(
     Ok(report)
 }
 
-/// A closed-loop lane: its slots, each sending its next request when its last one ended.
+/// A closed loop's slots on one lane: how many, how many requests each, and until when.
+struct Users {
+    concurrency: u32,
+    per_slot: u64,
+    until: Option<Instant>,
+}
+
+/// A closed-loop lane: its slots, each sending its next request when its last one ended, until
+/// its count is sent or its time is up.
 async fn closed_lane(
     target: LaneTarget,
     shared: Arc<Shared>,
-    concurrency: u32,
-    per_slot: u64,
+    users: Users,
     halted: watch::Receiver<bool>,
     tx: mpsc::UnboundedSender<Box<Execution>>,
 ) {
+    let Users {
+        concurrency,
+        per_slot,
+        until,
+    } = users;
     let slot = |slot: u32| {
         let (target, shared, halted, tx) = (&target, &shared, &halted, &tx);
         async move {
             for sequence in 0..per_slot {
-                if *halted.borrow() {
+                if *halted.borrow() || until.is_some_and(|end| Instant::now() >= end) {
                     return;
                 }
                 let position = shared.position(target, slot, sequence);

@@ -75,6 +75,7 @@ impl RoundJob {
                     identity: identity(&self.run_id, &self.round.plan, round, &lane),
                     messages: messages.clone(),
                     deadline_ms: self.deadline_ms,
+                    output: None,
                 };
                 (lane.into_owned(), request)
             })
@@ -224,7 +225,10 @@ pub fn plan_full(
     inputs: &crate::RunInputs,
     run: &crate::RunDir,
 ) -> Result<PlannedWork, CoordinatorError> {
-    let schedule = crate::runner::plan_attempt(inputs, run, 0)?;
+    let manifest = openbench_common::rundir::RunManifest::load(&run.dir).unwrap_or_else(|_| {
+        openbench_common::rundir::RunManifest::new(run.run_id(), &run.lock.workflow)
+    });
+    let schedule = crate::schedule_files::plan_attempt(inputs, run, 0, &manifest)?;
     let Some(openbench_common::schedule::Phase::PairedRounds(paired)) = schedule.phases.first()
     else {
         return Err(CoordinatorError::Workflow(

@@ -14,16 +14,18 @@ use crate::health::{FaultPolicy, Monitors, RegionSession};
 use crate::probe_links::{Infra, RemoteProbes, TargetHost};
 use crate::round_jobs::jobs;
 use crate::run_dir::{RunDir, RunInputs};
+use crate::schedule_files::{
+    finished_phases, grow, plan_attempt, refuse_unwritten, write_appended,
+};
 use crate::writer_thread::DurableWriter;
 use openbench_common::record::TerminalRecord;
 use openbench_common::rundir::{
     RunFiles, RunManifest, RunMode, RunStatus, RunWriter, SessionProbes, SmokeAttempt,
-    counting_records, refuse_strays, repair, repair_jsonl, write_json_once,
+    counting_records, repair, repair_jsonl,
 };
-use openbench_common::schedule::{Phase, Schedule, load_request_id};
-use openbench_common::workflow::PlanInputs;
+use openbench_common::schedule::{Phase, Schedule};
 use ractor::Actor;
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::{oneshot, watch};
@@ -104,18 +106,19 @@ pub async fn run_full(
             });
         }
     }
-    let plan = plan_attempt(inputs, run, 0)?;
     let files = RunFiles::new(&run.dir, 0);
     if manifest.mode != RunMode::Full {
         manifest.mode = RunMode::Full;
         manifest.period_start = None;
         manifest.period_end = None;
         manifest.sessions = 0;
+        manifest.finished_phases.remove(&0);
     }
+    let mut plan = plan_attempt(inputs, run, 0, &manifest)?;
     manifest.approval_id = Some(approval_id.to_string());
     let (sitting, records) =
-        execute_plan(inputs, run, &plan, &files, options, &mut manifest).await?;
-    let status = final_status(&sitting, &plan, &records);
+        execute_plan(inputs, run, &mut plan, &files, options, &mut manifest).await?;
+    let status = final_status(&sitting, &plan, &records, &manifest);
     manifest.status = status;
     if status == RunStatus::Complete && manifest.period_end.is_none() {
         manifest.period_end = Some(openbench_common::clock::now_rfc3339());
@@ -144,14 +147,13 @@ pub async fn run_smoke(
     }
     let mut attempts = Vec::new();
     for attempt in 1..=inputs.workflow.smoke_attempts(&inputs.spec.spec) {
-        let plan = plan_attempt(inputs, run, attempt)?;
+        let mut plan = plan_attempt(inputs, run, attempt, &manifest)?;
         let files = RunFiles::new(&run.dir, attempt);
         let (sitting, records) =
-            execute_plan(inputs, run, &plan, &files, options, &mut manifest).await?;
-        if sitting.status != SittingStatus::Complete
-            || final_status(&sitting, &plan, &records) != RunStatus::Complete
-        {
-            manifest.status = final_status(&sitting, &plan, &records);
+            execute_plan(inputs, run, &mut plan, &files, options, &mut manifest).await?;
+        let status = final_status(&sitting, &plan, &records, &manifest);
+        if sitting.status != SittingStatus::Complete || status != RunStatus::Complete {
+            manifest.status = status;
             manifest.smoke = attempts.clone();
             manifest.save(&run.dir)?;
             return Ok(SmokeOutcome {
@@ -186,43 +188,18 @@ pub async fn run_smoke(
     })
 }
 
-/// The workflow's schedule of `attempt`, its plan file written (or checked, on a resume).
-pub(crate) fn plan_attempt(
-    inputs: &RunInputs,
-    run: &RunDir,
-    attempt: u32,
-) -> Result<Schedule, CoordinatorError> {
-    let plan_inputs = PlanInputs {
-        spec: &inputs.spec.spec,
-        dataset: &inputs.dataset,
-        run_dir: &run.dir,
-    };
-    let schedule = inputs
-        .workflow
-        .plan(&plan_inputs, attempt)
-        .map_err(|source| CoordinatorError::Plan {
-            workflow: inputs.workflow.name().to_string(),
-            source,
-        })?;
-    let files = RunFiles::new(&run.dir, attempt);
-    write_json_once(&files.plan, &schedule.plan_file())?;
-    Ok(schedule)
-}
-
 fn final_status(
     sitting: &SittingReport,
     plan: &Schedule,
     records: &BTreeMap<String, TerminalRecord>,
+    manifest: &RunManifest,
 ) -> RunStatus {
     match &sitting.status {
         SittingStatus::Interrupted | SittingStatus::RegionDown(_) => RunStatus::Interrupted,
         SittingStatus::Failed(_) => RunStatus::Failed,
         SittingStatus::Complete => {
-            let committed = records
-                .values()
-                .filter(|r| r.outcome.is_committed())
-                .count();
-            if committed == plan.request_count() {
+            let finished = finished_phases(manifest, plan.attempt);
+            if crate::load::is_done(plan, records, &finished) {
                 RunStatus::Complete
             } else {
                 RunStatus::Incomplete
@@ -236,7 +213,7 @@ fn final_status(
 async fn execute_plan(
     inputs: &RunInputs,
     run: &RunDir,
-    plan: &Schedule,
+    plan: &mut Schedule,
     files: &RunFiles,
     options: &RunOptions,
     manifest: &mut RunManifest,
@@ -251,7 +228,9 @@ async fn execute_plan(
         .collect();
     repair(files, &committed)?;
     let deadline_ms = inputs.spec.spec.request.timeout_ms;
-    let version = &plan.version;
+    let version = plan.version.clone();
+    let version = &version;
+    let finished = finished_phases(manifest, plan.attempt);
     let mut work = Vec::new();
     for (index, phase) in plan.phases.iter().enumerate() {
         let index = u32::try_from(index).unwrap_or(u32::MAX);
@@ -269,15 +248,22 @@ async fn execute_plan(
                 }
             }
             Phase::OpenLoop(load) | Phase::ClosedLoop(load) => {
-                let remaining =
-                    crate::load::remaining(load, index, version, plan.attempt, &committed);
+                let remaining = crate::load::remaining(
+                    load,
+                    index,
+                    version,
+                    plan.attempt,
+                    &committed,
+                    finished.contains(&index),
+                );
                 if remaining > 0 {
                     work.push(Work::Load(index, phase.clone()));
                 }
             }
         }
     }
-    let rounds_done = crate::load::rounds_done(plan, version, |id| committed.contains(id));
+    let rounds_done =
+        crate::load::rounds_done(plan, version, |id| committed.contains(id), &finished);
     let progress = Progress {
         rounds_done,
         rounds_total: crate::load::rounds_total(plan),
@@ -324,8 +310,15 @@ async fn execute_plan(
         return Err(e.into());
     }
     let mut sitting = SittingReport::empty(progress);
-    for phase in work {
+    let mut work: VecDeque<Work> = work.into();
+    while let Some(phase) = work.pop_front() {
         let progress = sitting.progress.clone();
+        let timed = match &phase {
+            Work::Load(index, Phase::OpenLoop(l) | Phase::ClosedLoop(l)) if l.is_timed() => {
+                Some(*index)
+            }
+            _ => None,
+        };
         let report = match phase {
             Work::Rounds(jobs) => drive(inputs, files, jobs, &infra, progress, options).await,
             Work::Load(index, phase) => {
@@ -340,17 +333,55 @@ async fn execute_plan(
                 crate::load::drive(&ctx, index, &phase, progress, options).await
             }
         };
-        match report {
-            Ok(report) => {
-                let stop = report.status != SittingStatus::Complete;
-                sitting.absorb(report);
-                if stop {
-                    break;
-                }
-            }
+        let report = match report {
+            Ok(report) => report,
             Err(e) => {
                 infra.shutdown().await;
                 return Err(e);
+            }
+        };
+        let stop = report.status != SittingStatus::Complete;
+        sitting.absorb(report);
+        if stop {
+            break;
+        }
+        if let Some(index) = timed {
+            manifest
+                .finished_phases
+                .entry(plan.attempt)
+                .or_default()
+                .insert(index);
+            if let Err(e) = manifest.save(&run.dir) {
+                infra.shutdown().await;
+                return Err(e.into());
+            }
+        }
+        if work.is_empty() {
+            // A schedule chosen as it runs: the workflow picks the next phases from the records.
+            let before = plan.phases.len();
+            let grown = counting_records(&files.results)
+                .map_err(CoordinatorError::from)
+                .and_then(|records| grow(inputs, run, plan, &records))
+                .and_then(|grew| {
+                    if grew {
+                        write_appended(files, plan, before)?;
+                    }
+                    Ok(grew)
+                });
+            match grown {
+                Ok(true) => {
+                    sitting.progress.rounds_total = crate::load::rounds_total(plan);
+                    sitting.progress.requests_total = plan.request_count();
+                    for (index, phase) in plan.phases.iter().enumerate().skip(before) {
+                        let index = u32::try_from(index).unwrap_or(u32::MAX);
+                        work.push_back(Work::Load(index, phase.clone()));
+                    }
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    infra.shutdown().await;
+                    return Err(e);
+                }
             }
         }
     }
@@ -359,9 +390,14 @@ async fn execute_plan(
     manifest.outages.extend(sitting.outages.iter().cloned());
 
     let records = counting_records(&files.results)?;
-    manifest.rounds_done = crate::load::rounds_done(plan, version, |id| {
-        records.get(id).is_some_and(|r| r.outcome.is_committed())
-    });
+    manifest.rounds_done = crate::load::rounds_done(
+        plan,
+        version,
+        |id| records.get(id).is_some_and(|r| r.outcome.is_committed()),
+        &finished_phases(manifest, plan.attempt),
+    );
+    manifest.planned_requests = plan.request_count();
+    manifest.rounds_total = crate::load::rounds_total(plan);
     manifest.count(records.values());
     Ok((sitting, records))
 }
@@ -372,60 +408,6 @@ enum Work {
     Rounds(VecDeque<RoundJob>),
     /// A load phase (its index) with requests still uncommitted.
     Load(u32, Phase),
-}
-
-/// Refuses a results file holding a record this run did not write — another run's `run_id`, a
-/// request outside the plan, or a planned request on another lane — naming its line and request,
-/// before anything is repaired, counted or executed (counting it would make a complete run look
-/// incomplete forever, or pass another run's figures off as this one's).
-fn refuse_unwritten(
-    files: &RunFiles,
-    plan: &Schedule,
-    run_id: &str,
-) -> Result<(), CoordinatorError> {
-    let mut planned: HashMap<String, String> = HashMap::new();
-    for (index, phase) in plan.phases.iter().enumerate() {
-        match phase {
-            Phase::PairedRounds(paired) => planned.extend(
-                paired
-                    .plan
-                    .rounds
-                    .iter()
-                    .flat_map(|round| round.requests.iter())
-                    .map(|lane| (lane.request_id.clone(), lane.lane.clone())),
-            ),
-            Phase::OpenLoop(load) | Phase::ClosedLoop(load) => {
-                let phase = u32::try_from(index).unwrap_or(u32::MAX);
-                planned.extend(load.positions(phase).map(|position| {
-                    let id = load_request_id(&plan.version, &position, plan.attempt);
-                    (id, position.lane)
-                }));
-            }
-        }
-    }
-    refuse_strays(&files.results, |record| {
-        if record.run_id != run_id {
-            return Some(format!(
-                "run_id {:?}, this run is {run_id:?}",
-                record.run_id
-            ));
-        }
-        match planned.get(&record.request_id) {
-            None => Some(format!(
-                "not a request of {}",
-                files
-                    .plan
-                    .file_name()
-                    .map(|n| n.to_string_lossy())
-                    .unwrap_or_default()
-            )),
-            Some(lane) if *lane != record.lane => {
-                Some(format!("lane {:?}, planned as {lane:?}", record.lane))
-            }
-            Some(_) => None,
-        }
-    })?;
-    Ok(())
 }
 
 async fn drive(

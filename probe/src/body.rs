@@ -5,7 +5,7 @@
 
 use crate::credentials::Credentials;
 use crate::error::ProbeError;
-use openbench_common::request::ChatMessage;
+use openbench_common::request::{ChatMessage, OutputLength};
 use openbench_common::spec::{Auth, ProviderAdapter, RequestContract};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
@@ -55,6 +55,22 @@ pub fn build_body(
         body.insert(key.clone(), value.clone());
     }
     Value::Object(body)
+}
+
+/// Sets a request's own output length over the contract's ceiling (the adapter's max-tokens
+/// field) and, when asked, `ignore_eos: true`; nothing without one, so other bodies keep their
+/// bytes.
+pub fn apply_output(body: &mut Value, adapter: &ProviderAdapter, output: Option<&OutputLength>) {
+    let (Some(output), Some(map)) = (output, body.as_object_mut()) else {
+        return;
+    };
+    map.insert(
+        adapter.max_tokens_field.as_str().into(),
+        json!(output.max_tokens),
+    );
+    if output.ignore_eos {
+        map.insert("ignore_eos".into(), json!(true));
+    }
 }
 
 /// The request headers: auth from credentials (marked sensitive), the adapter's extra headers,

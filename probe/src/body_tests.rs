@@ -158,3 +158,28 @@ fn modal_custom_headers_and_extra_headers() {
         "{err}"
     );
 }
+
+#[test]
+fn a_request_output_length_replaces_the_ceiling_and_adds_ignore_eos_only_when_asked() {
+    let a = adapter("vllm", "m", Auth::None, MaxTokensField::MaxCompletionTokens);
+    let plain = build_body(&a, &contract(), &messages());
+    let mut same = plain.clone();
+    apply_output(&mut same, &a, None);
+    assert_eq!(same, plain, "no output setting: the body keeps its bytes");
+    let mut held = plain.clone();
+    let output = OutputLength {
+        max_tokens: 32,
+        ignore_eos: true,
+    };
+    apply_output(&mut held, &a, Some(&output));
+    assert_eq!(held["max_completion_tokens"], serde_json::json!(32));
+    assert_eq!(held["ignore_eos"], serde_json::json!(true));
+    let mut ceiling = plain;
+    let output = OutputLength {
+        max_tokens: 7,
+        ignore_eos: false,
+    };
+    apply_output(&mut ceiling, &a, Some(&output));
+    assert_eq!(ceiling["max_completion_tokens"], serde_json::json!(7));
+    assert!(ceiling.get("ignore_eos").is_none());
+}

@@ -176,7 +176,8 @@ impl Executor {
         record.set_identity(&req.identity);
         record.requested_model.clone_from(&inner.adapter.model);
 
-        let body = build_body(&inner.adapter, &inner.contract, &req.messages);
+        let mut body = build_body(&inner.adapter, &inner.contract, &req.messages);
+        crate::body::apply_output(&mut body, &inner.adapter, req.output.as_ref());
         let request = serde_json::to_vec(&body)
             .map_err(|e| e.to_string())
             .and_then(|bytes| {

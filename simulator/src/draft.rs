@@ -187,6 +187,11 @@ pub fn draft(
         text = answer::first_half(&text);
     }
     let mut pieces = answer::pieces(&text, lo, hi, draws);
+    // `ignore_eos`: the answer runs to exactly the asked length, padded with one-token words.
+    let exact = request.exact_answer_tokens.map(|n| n as usize);
+    if let Some(n) = exact {
+        pieces.resize(n.max(1), " ok".to_string());
+    }
     if has(Quirk::WhitespaceFirstDelta) {
         pieces.insert(0, "\n".to_string());
     }
@@ -219,7 +224,7 @@ pub fn draft(
             payload: Payload::Fault(fault),
         }),
         None => {
-            let reason = if has(Quirk::FinishLength) {
+            let reason = if has(Quirk::FinishLength) || exact.is_some() {
                 "length"
             } else {
                 "stop"

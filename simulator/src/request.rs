@@ -19,6 +19,9 @@ pub struct SimRequest {
     pub forced: Vec<Quirk>,
     /// Exact gap schedule in ms (`x-sim-schedule`), unscaled.
     pub schedule: Option<Vec<f64>>,
+    /// With `ignore_eos: true`: the answer runs to exactly this many chunks (one token each),
+    /// the body's `max_tokens` (or `max_completion_tokens`), as a vLLM server would.
+    pub exact_answer_tokens: Option<u32>,
 }
 
 impl SimRequest {
@@ -67,7 +70,14 @@ impl SimRequest {
             .and_then(Value::as_bool)
             .unwrap_or(false);
         let schedule = schedule_header.map(parse_schedule).transpose()?;
+        let ignore_eos = json.get("ignore_eos").and_then(Value::as_bool) == Some(true);
+        let exact_answer_tokens = ["max_tokens", "max_completion_tokens"]
+            .iter()
+            .find_map(|field| json.get(*field).and_then(Value::as_u64))
+            .filter(|_| ignore_eos)
+            .map(|n| n.min(u64::from(u32::MAX)) as u32);
         Ok(SimRequest {
+            exact_answer_tokens,
             model,
             user_prompt,
             include_usage,
@@ -110,6 +120,16 @@ mod tests {
         assert_eq!(r.prompt_tokens, 3); // 10 characters / 4, rounded up
         assert_eq!(r.forced, vec![Quirk::Crlf, Quirk::RoleFirst, Quirk::NoDone]);
         assert_eq!(r.schedule, Some(vec![0.0, 12.5, 3.0]));
+    }
+
+    #[test]
+    fn ignore_eos_asks_for_exactly_the_ceiling_and_only_with_it() {
+        let with = br#"{"model":"m","messages":[],"max_completion_tokens":32,"ignore_eos":true}"#;
+        let r = SimRequest::parse(with, None, None).unwrap();
+        assert_eq!(r.exact_answer_tokens, Some(32));
+        let without = br#"{"model":"m","messages":[],"max_tokens":32}"#;
+        let r = SimRequest::parse(without, None, None).unwrap();
+        assert_eq!(r.exact_answer_tokens, None);
     }
 
     #[test]

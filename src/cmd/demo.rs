@@ -10,12 +10,17 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-/// The bundled simulated spec, relative to the repository root.
-const SIMULATED_SPEC: &str = "workflows/micro-single-task/specs/simulated.yaml";
+/// The bundled simulated spec of a workflow, relative to the repository root.
+fn simulated_spec(workflow: &str) -> String {
+    format!("workflows/{workflow}/specs/simulated.yaml")
+}
 
 /// Arguments of `demo`.
 #[derive(Debug, clap::Args)]
 pub struct DemoArgs {
+    /// Workflow to demonstrate (`load`: a simulated sweep to saturation, about two minutes).
+    #[arg(long, default_value = "micro-single-task")]
+    workflow: String,
     /// Spec to run (default: the bundled simulated spec).
     #[arg(long)]
     spec: Option<PathBuf>,
@@ -28,10 +33,10 @@ pub struct DemoArgs {
 pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let spec = match args.spec {
         Some(spec) => spec,
-        None => bundled_spec()?,
+        None => bundled_spec(&args.workflow)?,
     };
     let started = Instant::now();
-    let inputs = load_inputs("micro-single-task", &spec)?;
+    let inputs = load_inputs(&args.workflow, &spec)?;
     let run = RunDir::open_or_create(&inputs, args.run_dir.as_deref(), Some("demo"), "demo")?;
     println!("run directory: {}", run.dir.display());
     println!(
@@ -48,7 +53,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     );
     let outcome = full_run_sitting(&inputs, &run, "demo").await?;
     let resume = format!(
-        "openbench-inference demo --spec {} --run-dir {}",
+        "openbench-inference demo --workflow {} --spec {} --run-dir {}",
+        args.workflow,
         spec.display(),
         run.dir.display()
     );
@@ -66,17 +72,18 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
 
 /// The simulated spec in the current directory's checkout, else in the checkout this binary was
 /// built from.
-fn bundled_spec() -> anyhow::Result<PathBuf> {
-    let here = Path::new(SIMULATED_SPEC);
+fn bundled_spec(workflow: &str) -> anyhow::Result<PathBuf> {
+    let relative = simulated_spec(workflow);
+    let here = Path::new(&relative);
     if here.exists() {
         return Ok(here.to_path_buf());
     }
-    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join(SIMULATED_SPEC);
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join(&relative);
     if built.exists() {
         return Ok(built);
     }
     anyhow::bail!(
-        "cannot find the bundled spec {SIMULATED_SPEC}: run the demo from the repository root or pass --spec"
+        "cannot find the bundled spec {relative}: run the demo from the repository root or pass --spec"
     )
 }
 

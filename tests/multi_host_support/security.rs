@@ -105,6 +105,7 @@ fn call(
             },
         ],
         deadline_ms,
+        output: None,
     };
     ExecuteRequest {
         planned_request_json: serde_json::to_string(&planned).unwrap(),

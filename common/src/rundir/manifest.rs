@@ -36,6 +36,7 @@ impl RunManifest {
             session_probes: Vec::new(),
             links: BTreeMap::new(),
             outages: Vec::new(),
+            finished_phases: BTreeMap::new(),
             updated_at: crate::clock::now_rfc3339(),
         }
     }

@@ -239,6 +239,10 @@ pub struct RunManifest {
     /// Every period a region was unreachable, over all sessions, in detection order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outages: Vec<RegionOutage>,
+    /// Attempt → the timed load phases of its schedule that ran to their end (a timed closed
+    /// loop plans no request list, so only this says it is finished; absent when there are none).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub finished_phases: BTreeMap<u32, std::collections::BTreeSet<u32>>,
     /// Last update, RFC 3339 UTC.
     pub updated_at: String,
 }

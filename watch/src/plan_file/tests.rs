@@ -5,7 +5,7 @@ use super::*;
 use crate::state::tests::plan;
 use openbench_common::rundir::write_json_atomic;
 use openbench_common::schedule::{
-    Arrivals, LoadPhase, LoadPosition, Phase, RequestContent, RequestSource, Schedule,
+    LoadPhase, LoadPosition, Phase, RequestContent, RequestSource, Schedule,
 };
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -19,6 +19,7 @@ impl RequestSource for Same {
             group: "g".into(),
             item_key: "k".into(),
             messages: Vec::new(),
+            output: None,
         }
     }
 }
@@ -52,9 +53,8 @@ fn schedule() -> Schedule {
             )),
             Phase::OpenLoop(load(
                 "open",
-                Pacing::Arrivals {
-                    count: 5,
-                    arrivals: Arrivals::Constant { rate_per_s: 10.0 },
+                Pacing::Releases {
+                    offsets_ms: vec![(0..5).map(|k| f64::from(k) * 100.0).collect(); 2],
                     max_in_flight: 2,
                 },
             )),

@@ -15,8 +15,7 @@ use openbench_common::rundir::{
     self as layout, RunLock, counting_records, read_json, write_atomic,
 };
 use openbench_common::schedule::{
-    Arrivals, LoadPhase, LoadPosition, Pacing, Phase, RequestContent, RequestSource, Schedule,
-    lanes,
+    LoadPhase, LoadPosition, Pacing, Phase, RequestContent, RequestSource, Schedule, lanes,
 };
 use openbench_common::spec::Spec;
 use openbench_common::stats::nearest_rank;
@@ -24,6 +23,8 @@ use openbench_common::workflow::{
     CannedAnswer, DatasetRelease, PlanInputs, ReportOptions, ReportOutcome, WorkItem, Workflow,
     WorkflowError, smoke_problem,
 };
+use openbench_load::arrivals::Offsets;
+use openbench_load::spec::Arrivals;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -110,22 +111,25 @@ impl Workflow for ExampleEcho {
                     rate_per_s,
                     max_in_flight,
                     poisson_seed,
-                } => Phase::OpenLoop(load(
-                    name,
-                    Pacing::Arrivals {
-                        count: *count,
-                        arrivals: match poisson_seed {
-                            Some(seed) => Arrivals::Poisson {
-                                rate_per_s: *rate_per_s,
-                                seed: *seed,
-                            },
-                            None => Arrivals::Constant {
-                                rate_per_s: *rate_per_s,
-                            },
+                } => {
+                    // The load workflow's arrival process: one generator for the repository.
+                    let arrivals = match poisson_seed {
+                        Some(_) => Arrivals::Poisson,
+                        None => Arrivals::Constant,
+                    };
+                    let offsets: Vec<f64> =
+                        Offsets::new(arrivals, *rate_per_s, poisson_seed.unwrap_or(0), 0)
+                            .take(usize::try_from(*count).unwrap_or(usize::MAX))
+                            .map(|ns| ns as f64 / 1e6)
+                            .collect();
+                    Phase::OpenLoop(load(
+                        name,
+                        Pacing::Releases {
+                            offsets_ms: vec![offsets; lanes.len()],
+                            max_in_flight: *max_in_flight,
                         },
-                        max_in_flight: *max_in_flight,
-                    },
-                )),
+                    ))
+                }
             }
         };
         // The smoke: one request per lane, one at a time.
@@ -247,6 +251,7 @@ impl RequestSource for EchoSource {
                     content: user,
                 },
             ],
+            output: None,
         }
     }
 }

@@ -7,12 +7,15 @@
 //! - [`metrics`]: per-request timings → per-step aggregates, goodput, achieved rate, and the
 //!   saturation rule (docs/load.md holds every definition).
 //!
-//! Nothing here sleeps, sends or writes: the runner that will drive these (docs/load.md, "What
-//! is left to wire") owns time and the network.
+//! - [`run`]: the [`run::LoadWorkflow`] the registry lists: the section checked at `init`, one
+//!   load phase per step, the saturation search step by step, the run read back for the report.
+//!
+//! Nothing here sleeps or sends: the coordinator's runner owns time and the network.
 
 pub mod arrivals;
 pub mod metrics;
 pub mod report;
 pub mod rng;
+pub mod run;
 pub mod spec;
 pub mod workload;

@@ -64,6 +64,11 @@ pub struct LoadSection {
     pub sustain_fraction: f64,
     /// What the requests ask.
     pub workload: WorkloadSpec,
+    /// Provider keys whose requests carry `ignore_eos: true`, so answers run to the drawn
+    /// output length (vLLM, SGLang and llama.cpp accept it; most hosted APIs refuse or ignore
+    /// it, and the report says where output length could not be held).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignore_eos: Vec<String>,
 }
 
 fn default_goodput_threshold() -> f64 {

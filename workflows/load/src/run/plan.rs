@@ -1,0 +1,249 @@
+//! From the `load:` section to the runner's schedule: one load phase per step (its warm-up,
+//! measured window and cool-down run as one stretch of load, so nothing drains between them),
+//! lanes = providers × regions, each step's load split across a provider's regions.
+//!
+//! - **Open loop**: the provider's releases ([`OpenSchedule::releases`]) dealt round-robin to its
+//!   regions, release k to region k mod K, so the regions together send exactly the step's
+//!   arrival process and each sends its share on its own clock.
+//! - **Closed loop**: N users per provider, region r getting ⌊N/K⌋ (+1 for r < N mod K), until the
+//!   end of the cool-down.
+//! - **Saturation search**: one step at a time ([`next_step`]), each rate from the records of the
+//!   steps before (`metrics::saturation::next_rate`).
+
+use super::workload::{StepSource, Workload};
+use crate::arrivals::{OpenSchedule, Window, closed_window};
+use crate::metrics::saturation::next_rate;
+use crate::spec::{LoadSection, Step, StepModel};
+use openbench_common::rundir::Lane;
+use openbench_common::schedule::{LoadPhase, Pacing, Phase};
+use std::sync::Arc;
+
+/// Requests one lane may hold in flight in an open-loop step: the most a probe session allows.
+/// A release due while a lane is full waits, and its send lag shows it (never skipped).
+pub const MAX_IN_FLIGHT: u32 = 256;
+
+/// Where a run's lanes sit: their labels and each one's region index.
+#[derive(Debug, Clone)]
+pub struct LaneLayout {
+    /// Lanes in base order (providers in spec order, each in every region).
+    pub lanes: Vec<Lane>,
+    /// Region of each lane, as its index in the spec's region list.
+    pub region_of: Vec<usize>,
+    /// Regions (K): each provider's load is split across them.
+    pub regions: usize,
+    /// Whether each lane's provider is sent `ignore_eos` (`load.ignore_eos`).
+    pub ignore_eos: Vec<bool>,
+}
+
+impl LaneLayout {
+    /// The layout of `lanes` over `regions`, `ignore_eos` naming providers.
+    pub fn new(lanes: Vec<Lane>, regions: &[String], ignore_eos: &[String]) -> LaneLayout {
+        let region_of = lanes
+            .iter()
+            .map(|l| regions.iter().position(|r| *r == l.region).unwrap_or(0))
+            .collect();
+        let ignore_eos = lanes
+            .iter()
+            .map(|l| ignore_eos.contains(&l.provider))
+            .collect();
+        LaneLayout {
+            lanes,
+            region_of,
+            regions: regions.len().max(1),
+            ignore_eos,
+        }
+    }
+
+    /// Users of region `r` when a provider has `n` split over the regions.
+    pub fn users_of(&self, n: u32, r: usize) -> u32 {
+        let k = self.regions as u32;
+        n / k + u32::from((r as u32) < n % k)
+    }
+}
+
+/// The measured window of a step (a closed loop's duration window; count windows of closed
+/// loops are refused at `init`).
+pub fn window_of(step: &Step, seed: u64) -> Window {
+    match OpenSchedule::new(step, seed) {
+        Some(schedule) => schedule.window(),
+        None => closed_window(&step.phases, &[]).unwrap_or(Window {
+            start_ns: 0,
+            end_ns: 0,
+            load_end_ns: 0,
+        }),
+    }
+}
+
+/// Each lane's target rate in `step` (base order; `None` in a closed loop): the requests its
+/// share of the schedule releases inside the measured window ÷ the window's length. For a
+/// constant process that is the lane's share of the nominal rate; for Poisson it is the rate the
+/// seeded draw actually asked for in the window, so arrival noise (±1/√n) is never read as the
+/// client or the server falling behind.
+pub fn lane_targets(step: &Step, seed: u64, layout: &LaneLayout) -> Vec<Option<f64>> {
+    let Some(schedule) = OpenSchedule::new(step, seed) else {
+        return vec![None; layout.lanes.len()];
+    };
+    let window = schedule.window();
+    let mut in_window = vec![0u64; layout.regions];
+    for release in schedule.releases() {
+        if release.phase == crate::arrivals::Phase::Measured {
+            in_window[(release.index % layout.regions as u64) as usize] += 1;
+        }
+    }
+    let length_s = window.length_s();
+    layout
+        .region_of
+        .iter()
+        .map(|&r| {
+            let n = in_window.get(r).copied().unwrap_or(0) as f64;
+            Some(if length_s > 0.0 { n / length_s } else { 0.0 })
+        })
+        .collect()
+}
+
+/// The load phase of `step`.
+pub fn step_phase(
+    step: &Step,
+    section: &LoadSection,
+    layout: &LaneLayout,
+    workload: &Arc<Workload>,
+) -> Phase {
+    let name = format!("step-{} {}", step.index, step.model.label());
+    match step.model {
+        StepModel::Open { .. } => {
+            let mut per_region = vec![Vec::new(); layout.regions];
+            if let Some(schedule) = OpenSchedule::new(step, section.seed) {
+                for release in schedule.releases() {
+                    let r = (release.index % layout.regions as u64) as usize;
+                    per_region[r].push(release.offset_ns as f64 / 1e6);
+                }
+            }
+            let offsets_ms = layout
+                .region_of
+                .iter()
+                .map(|&r| per_region.get(r).cloned().unwrap_or_default())
+                .collect();
+            let source = source_of(step, layout, workload);
+            Phase::OpenLoop(LoadPhase {
+                name,
+                lanes: layout.lanes.clone(),
+                pacing: Pacing::Releases {
+                    offsets_ms,
+                    max_in_flight: MAX_IN_FLIGHT,
+                },
+                source: Arc::new(source),
+            })
+        }
+        StepModel::Closed { concurrency } => {
+            let users: Vec<u32> = layout
+                .region_of
+                .iter()
+                .map(|&r| layout.users_of(concurrency, r))
+                .collect();
+            let until_ms = window_of(step, section.seed).load_end_ns as f64 / 1e6;
+            let source = source_of(step, layout, workload);
+            Phase::ClosedLoop(LoadPhase {
+                name,
+                lanes: layout.lanes.clone(),
+                pacing: Pacing::Users { users, until_ms },
+                source: Arc::new(source),
+            })
+        }
+    }
+}
+
+/// The request source of `step`: how it numbers its requests and builds their prompts.
+pub fn source_of(step: &Step, layout: &LaneLayout, workload: &Arc<Workload>) -> StepSource {
+    let source = match step.model {
+        StepModel::Open { .. } => StepSource::open(step.index, layout.regions, workload.clone()),
+        StepModel::Closed { concurrency } => {
+            let before: Vec<u32> = (0..layout.regions)
+                .map(|r| (0..r).map(|q| layout.users_of(concurrency, q)).sum())
+                .collect();
+            StepSource::closed(step.index, concurrency, before, workload.clone())
+        }
+    };
+    source.with_lanes(layout.region_of.clone(), layout.ignore_eos.clone())
+}
+
+/// The smoke: one request per lane (step 0's first prompt), one at a time.
+pub fn smoke_phase(layout: &LaneLayout, workload: &Arc<Workload>) -> Phase {
+    Phase::ClosedLoop(LoadPhase {
+        name: "smoke".into(),
+        lanes: layout.lanes.clone(),
+        pacing: Pacing::Slots {
+            concurrency: 1,
+            per_slot: 1,
+        },
+        source: Arc::new(
+            StepSource::open(0, layout.regions, workload.clone())
+                .with_lanes(layout.region_of.clone(), layout.ignore_eos.clone()),
+        ),
+    })
+}
+
+/// The first steps of the run: a sweep's every step; a search's first.
+pub fn first_steps(section: &LoadSection) -> Vec<Step> {
+    match &section.saturation {
+        None => section.sweep_steps(),
+        Some(search) => section
+            .saturation_step(0, search.start_rate_per_s)
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// The next step of a saturation search after `history` (each step's rate and whether it was
+/// sustained, in run order); `None` for a sweep or when the search is over.
+pub fn next_step(section: &LoadSection, history: &[(f64, bool)]) -> Option<Step> {
+    let search = section.saturation.as_ref()?;
+    let rate = next_rate(search, history)?;
+    section.saturation_step(history.len(), rate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(regions: &[&str]) -> LaneLayout {
+        let regions: Vec<String> = regions.iter().map(|r| r.to_string()).collect();
+        let lanes = regions
+            .iter()
+            .map(|r| Lane {
+                label: format!("p@{r}"),
+                provider: "p".into(),
+                region: r.clone(),
+            })
+            .collect();
+        LaneLayout::new(lanes, &regions, &[])
+    }
+
+    #[test]
+    fn users_split_across_regions_with_the_remainder_first() {
+        let three = layout(&["a", "b", "c"]);
+        let split = |n| (0..3).map(|r| three.users_of(n, r)).collect::<Vec<_>>();
+        assert_eq!(split(7), [3, 2, 2]);
+        assert_eq!(split(2), [1, 1, 0]);
+        assert_eq!(split(9), [3, 3, 3]);
+        assert_eq!(layout(&["only"]).users_of(5, 0), 5);
+    }
+
+    #[test]
+    fn lane_targets_count_each_region_share_of_the_window() {
+        let section: LoadSection = serde_json::from_value(serde_json::json!({
+            "seed": 1,
+            "phases": {"warmup_s": 1.0, "measure": {"duration_s": 2.0}, "cooldown_s": 0.0},
+            "steps": [{"model": "constant", "rate_per_s": 5.0}],
+            "workload": {"kind": "tasks"}
+        }))
+        .unwrap();
+        let step = &section.sweep_steps()[0];
+        // Releases at k/5 s; the window [1, 3) s holds k = 5..=14: 10 of them, k odd at region
+        // 1 (5, 7, 9, 11, 13) and k even at region 0 (6, 8, 10, 12, 14): 2.5/s each.
+        assert_eq!(
+            lane_targets(step, 1, &layout(&["a", "b"])),
+            [Some(2.5), Some(2.5)]
+        );
+        assert_eq!(lane_targets(step, 1, &layout(&["a"])), [Some(5.0)]);
+    }
+}

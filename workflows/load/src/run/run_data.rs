@@ -1,0 +1,289 @@
+//! A load run's raw files read back into what the rules and the report need: the steps that
+//! ran (a saturation search's replayed from its records), every request as a
+//! [`RequestSample`], and the settings of the rules.
+
+use super::plan::{LaneLayout, first_steps, lane_targets, next_step, source_of, window_of};
+use super::workload::Workload;
+use crate::metrics::saturation::StepResult;
+use crate::metrics::step::{StepSettings, step_metrics};
+use crate::metrics::{RequestSample, Slo};
+use crate::report::{LaneLoad, LoadResults, ReportSettings, StepResults};
+use crate::spec::{LoadSection, Step, StepModel, WorkloadSpec};
+use openbench_common::record::{Outcome, StreamEvent, TerminalRecord};
+use openbench_common::schedule::LoadPosition;
+use openbench_common::workflow::WorkflowError;
+use openbench_micro_single_task::scoring::{GoldRef, score_answer};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// What reading a run needs besides its records.
+pub struct RunContext {
+    /// The checked section.
+    pub section: LoadSection,
+    /// Lanes and regions.
+    pub layout: LaneLayout,
+    /// The prompts.
+    pub workload: Arc<Workload>,
+    /// Gold answers by item id (the `tasks` workload only).
+    pub gold: Option<BTreeMap<String, GoldRef>>,
+}
+
+impl RunContext {
+    /// Whether a record's answer was exactly right (`None` without scoring): a failed request
+    /// is not right.
+    pub fn correct(&self, record: &TerminalRecord) -> Option<bool> {
+        let gold = self.gold.as_ref()?;
+        Some(
+            record.outcome == Outcome::Completed
+                && gold
+                    .get(&record.item_id)
+                    .is_some_and(|g| score_answer(g, &record.answer_text).correct),
+        )
+    }
+
+    /// The load of each lane in `step` (an open loop's target: [`lane_targets`]).
+    pub fn lane_loads(&self, step: &Step) -> Vec<LaneLoad> {
+        let targets = lane_targets(step, self.section.seed, &self.layout);
+        self.layout
+            .lanes
+            .iter()
+            .zip(&self.layout.region_of)
+            .zip(targets)
+            .map(|((lane, &r), target)| LaneLoad {
+                lane: lane.label.clone(),
+                provider: lane.provider.clone(),
+                region: lane.region.clone(),
+                target_rate_per_s: target,
+                concurrency: match step.model {
+                    StepModel::Closed { concurrency } => Some(self.layout.users_of(concurrency, r)),
+                    StepModel::Open { .. } => None,
+                },
+            })
+            .collect()
+    }
+
+    /// True when some lane sustained `step` (the search goes on while any provider keeps up,
+    /// so every lane's saturation point is bracketed), each lane against its own target.
+    pub fn sustained(&self, step: &Step, samples: &[RequestSample]) -> bool {
+        let load = match step.model {
+            StepModel::Closed { concurrency } => f64::from(concurrency),
+            StepModel::Open { rate_per_s, .. } => rate_per_s,
+        };
+        self.lane_loads(step).iter().any(|lane| {
+            let settings = StepSettings {
+                window: window_of(step, self.section.seed),
+                target_rate_per_lane: lane.target_rate_per_s,
+                sustain_fraction: self.section.sustain_fraction,
+                slo: Slo::from_spec(&self.section.slo),
+            };
+            let mine: Vec<&RequestSample> =
+                samples.iter().filter(|s| s.lane == lane.lane).collect();
+            let metrics = step_metrics(&mine, &settings, 1);
+            StepResult::of(load, &metrics).is_sustained(
+                self.section.sustain_fraction,
+                self.section.goodput_threshold,
+            )
+        })
+    }
+
+    /// o200k tokens of the prompt the record's request sent, rebuilt from its position.
+    pub fn input_tokens(&self, step: &Step, record: &TerminalRecord) -> u64 {
+        let Some(lane_index) = self
+            .layout
+            .lanes
+            .iter()
+            .position(|l| l.label == record.lane)
+        else {
+            return 0;
+        };
+        let at = LoadPosition {
+            phase: step.index as u32,
+            lane: record.lane.clone(),
+            lane_index,
+            slot: record.slot.unwrap_or(0),
+            sequence: record.sequence.unwrap_or(0),
+        };
+        source_of(step, &self.layout, &self.workload)
+            .built(&at)
+            .prompt
+            .input_tokens
+    }
+}
+
+/// One record as the metrics see it. `chunks` are its answer-bearing chunk offsets from the
+/// events file; without them (the runner's replay, which reads no events) the first and last
+/// stand in, which gives the same TTFA, E2E and TPOT (and so the same goodput and verdicts).
+pub fn sample_of(
+    record: &TerminalRecord,
+    chunks: Option<Vec<f64>>,
+    input_tokens: u64,
+    correct: Option<bool>,
+) -> RequestSample {
+    let answer_chunks_ms = chunks.unwrap_or_else(|| {
+        let mut ends: Vec<f64> = [record.ttfa_ms, record.e2e_ms]
+            .into_iter()
+            .flatten()
+            .collect();
+        ends.dedup();
+        ends
+    });
+    let finished_ms = record
+        .stream_end_ms
+        .or(record.e2e_ms)
+        .or(record.headers_ms)
+        .unwrap_or(0.0);
+    RequestSample {
+        lane: record.lane.clone(),
+        scheduled_ms: record.scheduled_offset_ms,
+        sent_ms: record.sent_offset_ms.unwrap_or(0.0),
+        ttfo_ms: record.ttfo_ms,
+        answer_chunks_ms,
+        finished_ms,
+        input_tokens,
+        answer_tokens: record.answer_tokens.unwrap_or(0),
+        usage_prompt_tokens: record.usage.as_ref().and_then(|u| u.prompt_tokens),
+        usage_completion_tokens: record.usage.as_ref().and_then(|u| u.completion_tokens),
+        outcome: record.outcome,
+        error_type: record.error_type,
+        correct,
+    }
+}
+
+/// The full run's records of each phase (step), in phase order.
+pub fn by_phase(records: &BTreeMap<String, TerminalRecord>) -> BTreeMap<u32, Vec<&TerminalRecord>> {
+    let mut out: BTreeMap<u32, Vec<&TerminalRecord>> = BTreeMap::new();
+    for r in records.values() {
+        if let Some(phase) = r.phase {
+            out.entry(phase).or_default().push(r);
+        }
+    }
+    out
+}
+
+/// The steps that ran, each with its records: a sweep's steps that have records; a search's
+/// replayed one by one, each next rate from the verdicts of the steps before.
+pub fn steps_run<'a>(
+    ctx: &RunContext,
+    records: &'a BTreeMap<String, TerminalRecord>,
+) -> Vec<(Step, Vec<&'a TerminalRecord>)> {
+    let mut phases = by_phase(records);
+    let mut steps: Vec<Step> = first_steps(&ctx.section);
+    let mut history = Vec::new();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(step) = steps.get(i).cloned() {
+        let Some(mine) = phases.remove(&(i as u32)) else {
+            break;
+        };
+        if ctx.section.saturation.is_some() {
+            let samples: Vec<RequestSample> = mine
+                .iter()
+                .filter(|r| r.outcome != Outcome::HarnessError)
+                .map(|r| sample_of(r, None, 0, ctx.correct(r)))
+                .collect();
+            let rate = step.model.target_rate().unwrap_or(0.0);
+            history.push((rate, ctx.sustained(&step, &samples)));
+            steps.extend(next_step(&ctx.section, &history));
+        }
+        out.push((step, mine));
+        i += 1;
+    }
+    out
+}
+
+/// Answer-bearing chunk offsets of every request in the events file (ascending by event index;
+/// a request executed twice keeps its last execution's events). Unreadable lines (a torn tail)
+/// are skipped: the records, not the events, say what ran.
+pub fn answer_chunks(path: &Path) -> Result<BTreeMap<String, Vec<f64>>, WorkflowError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => {
+            return Err(WorkflowError(
+                format!("events {}: {e}", path.display()).into(),
+            ));
+        }
+    };
+    let mut by: BTreeMap<String, BTreeMap<u32, Option<f64>>> = BTreeMap::new();
+    for line in text.lines() {
+        let Ok(event) = serde_json::from_str::<StreamEvent>(line) else {
+            continue;
+        };
+        let offset = (!event.answer.is_empty()).then_some(event.offset_ms);
+        let events = by.entry(event.request_id).or_default();
+        if event.index == 0 {
+            events.clear();
+        }
+        events.insert(event.index, offset);
+    }
+    Ok(by
+        .into_iter()
+        .map(|(id, events)| (id, events.into_values().flatten().collect()))
+        .collect())
+}
+
+/// Everything the report is computed from, read from a run's records and events.
+pub fn results_of(
+    ctx: &RunContext,
+    run_id: &str,
+    records: &BTreeMap<String, TerminalRecord>,
+    chunks: &BTreeMap<String, Vec<f64>>,
+    ceiling_notes: Vec<String>,
+) -> LoadResults {
+    let steps = steps_run(ctx, records)
+        .into_iter()
+        .map(|(step, mine)| {
+            let harness_failures = mine
+                .iter()
+                .filter(|r| r.outcome == Outcome::HarnessError)
+                .count() as u64;
+            let mut kept: Vec<&TerminalRecord> = mine
+                .into_iter()
+                .filter(|r| r.outcome != Outcome::HarnessError)
+                .collect();
+            kept.sort_by(|a, b| (&a.lane, a.slot, a.sequence).cmp(&(&b.lane, b.slot, b.sequence)));
+            let samples = kept
+                .iter()
+                .map(|r| {
+                    sample_of(
+                        r,
+                        Some(chunks.get(&r.request_id).cloned().unwrap_or_default()),
+                        ctx.input_tokens(&step, r),
+                        ctx.correct(r),
+                    )
+                })
+                .collect();
+            // Sample i is `kept[i]`: the waits the 429s asked for, by sample index.
+            let retry_after_s = kept
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| {
+                    crate::report::retry_after_s(&r.rate_limit_headers, &r.started_at)
+                        .map(|s| (i, s))
+                })
+                .collect();
+            StepResults {
+                index: step.index,
+                model: step.model,
+                window: window_of(&step, ctx.section.seed),
+                lanes: ctx.lane_loads(&step),
+                samples,
+                harness_failures,
+                retry_after_s,
+            }
+        })
+        .collect();
+    LoadResults {
+        run_id: run_id.to_string(),
+        steps,
+        settings: ReportSettings {
+            slo: Slo::from_spec(&ctx.section.slo),
+            sustain_fraction: ctx.section.sustain_fraction,
+            goodput_threshold: ctx.section.goodput_threshold,
+            seed: ctx.section.seed,
+        },
+        scored: matches!(ctx.section.workload, WorkloadSpec::Tasks),
+        notes: ceiling_notes,
+    }
+}
