@@ -24,100 +24,17 @@
 
 mod real_targets;
 
-use real_targets::child::{LoggedChild, address_after};
+use real_targets::llama::{installed, server_paths, start};
 use real_targets::skip::skip_or_fail;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 /// The test's client deadline (see where the spec is rewritten for why it is not 20 s).
 const E2E_DEADLINE_MS: u64 = 180_000;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn script() -> PathBuf {
-    repo().join("deploy/local/llama-server.sh")
-}
-
-/// How long an instance may take to load the model and listen.
-const START_LIMIT: Duration = Duration::from_secs(180);
-
-/// The server binary and the model file, as `llama-server.sh paths` prints them.
-struct ServerPaths {
-    server: PathBuf,
-    model: PathBuf,
-}
-
-fn server_paths() -> ServerPaths {
-    let out = Command::new("bash")
-        .arg(script())
-        .arg("paths")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "llama-server.sh paths failed: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .map(PathBuf::from)
-            .unwrap_or_else(|| panic!("llama-server.sh paths printed no {name}: {text}"))
-    };
-    ServerPaths {
-        server: field("server="),
-        model: field("model="),
-    }
-}
-
-/// One llama-server instance on the port it chose itself (`--port 0`, read back from its
-/// `listening on http://…` line); killed when dropped. Flags as `llama-server.sh start` uses.
-struct Instance {
-    _child: LoggedChild,
-    port: u16,
-}
-
-/// Starts an instance named `name` with `threads` threads, its log in `dir`. When it dies at
-/// start, the failure quotes why (the signal or the exit code) and its log's last lines.
-fn start(paths: &ServerPaths, name: &str, threads: u32, dir: &Path) -> Instance {
-    let bin_dir = paths.server.parent().unwrap_or(Path::new("."));
-    let library_path = match std::env::var_os("LD_LIBRARY_PATH") {
-        Some(old) => format!("{}:{}", bin_dir.display(), old.to_string_lossy()),
-        None => bin_dir.display().to_string(),
-    };
-    let mut command = Command::new(&paths.server);
-    command
-        .env("LD_LIBRARY_PATH", library_path)
-        .arg("-m")
-        .arg(&paths.model)
-        .args(["--host", "127.0.0.1", "--port", "0", "-t"])
-        .arg(threads.to_string())
-        .args([
-            "--jinja",
-            "--alias",
-            "gemma-3-270m",
-            "-c",
-            "4096",
-            "-np",
-            "1",
-        ]);
-    let what = format!("llama-server instance {name}");
-    let log = dir.join(format!("{name}.log"));
-    let mut child = LoggedChild::spawn(&what, command, &log).unwrap_or_else(|e| panic!("{e}"));
-    let addr = child
-        .wait_ready(START_LIMIT, |line| {
-            address_after(line, "listening on http://")
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
-    Instance {
-        _child: child,
-        port: addr.port(),
-    }
 }
 
 fn jsonl(path: &Path) -> Vec<Value> {
@@ -166,15 +83,7 @@ fn run_dir_of(output: &str, root: &Path) -> PathBuf {
 
 #[test]
 fn smoke_and_short_run_against_llama_server() {
-    let installed = Command::new("bash")
-        .arg(script())
-        .arg("installed")
-        .output()
-        .unwrap();
-    if !installed.status.success() {
-        let why = String::from_utf8_lossy(&installed.stdout)
-            .trim()
-            .to_string();
+    if let Err(why) = installed() {
         skip_or_fail(
             "llama_server_e2e::smoke_and_short_run_against_llama_server",
             &why,
@@ -184,8 +93,8 @@ fn smoke_and_short_run_against_llama_server() {
 
     let tmp = tempfile::tempdir().unwrap();
     let paths = server_paths();
-    let one = start(&paths, "e2e-t1", 1, tmp.path());
-    let two = start(&paths, "e2e-t2", 2, tmp.path());
+    let one = start(&paths, "e2e-t1", 1, 1, tmp.path());
+    let two = start(&paths, "e2e-t2", 2, 1, tmp.path());
     let (port_a, port_b) = (one.port, two.port);
 
     // The bundled spec, pointed at this test's ports, dataset and run root; 2 items per family.

@@ -390,3 +390,96 @@ fn an_https_collector_is_reached_with_a_test_ca_and_never_fails_the_command_with
     );
     assert!(spans.iter().all(|g| g.service == "openbench-inference"));
 }
+
+/// A load run's traces: one root `openbench.load_phase` span per step, named for the step and its
+/// load, and every request span a child of its step's span (so a trace says which step and load a
+/// request served).
+#[test]
+fn a_load_run_arrives_as_one_phase_span_per_step_parenting_its_requests() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = tmp.path().join("load.yaml");
+    std::fs::write(
+        &spec,
+        "benchmark: {slug: load-otlp, workflow: load, schedule_version: load-otlp-v1}
+request: {temperature: 0, top_p: 1, presence_penalty: 0, frequency_penalty: 0,
+  max_output_tokens: 64, response_format: json_object, timeout_ms: 20000,
+  harness_grace_ms: 60000}
+providers:
+  - {key: p, endpoint: 'sim://plain?slots=4', model: m, auth: {scheme: none}, max_tokens_field: max_tokens}
+dataset: {source: ., manifest: none}
+simulator: {time_scale: 1.0, seed: 7}
+run_root: runs
+load:
+  seed: 2
+  phases: {warmup_s: 0.2, measure: {duration_s: 0.6}, cooldown_s: 0}
+  steps: [{model: closed, concurrency: 2}, {model: constant, rate_per_s: 10}]
+  workload:
+    kind: synthetic
+    input_tokens: {dist: fixed, tokens: 20}
+    output_tokens: {dist: fixed, tokens: 8}
+",
+    )
+    .unwrap();
+    let receiver = Receiver::start();
+    let endpoint = format!("http://{}", receiver.addr);
+    let o = run_bin(
+        tmp.path(),
+        &[
+            "demo",
+            "--workflow",
+            "load",
+            "--spec",
+            spec.to_str().unwrap(),
+        ],
+        &[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint.as_str())],
+    );
+    let out = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "load demo failed: {out}");
+    let recs = records(&printed_run_dir(&o.stdout).join(layout::FULL_RESULTS));
+    let spans = receiver.spans();
+    let phases: Vec<&Got> = spans
+        .iter()
+        .filter(|g| g.name == "openbench.load_phase")
+        .collect();
+    let names: Vec<(Option<&Val>, Option<&Val>, Option<&Val>)> = phases
+        .iter()
+        .map(|g| {
+            (
+                g.attributes.get("openbench.phase_index"),
+                g.attributes.get("openbench.phase_name"),
+                g.attributes.get("openbench.phase_kind"),
+            )
+        })
+        .collect();
+    let (i0, i1) = (Val::I(0), Val::I(1));
+    let (n0, n1) = (s("step-0 closed c=2"), s("step-1 constant 10/s"));
+    let (closed, open) = (s("closed_loop"), s("open_loop"));
+    assert_eq!(
+        names,
+        vec![
+            (Some(&i0), Some(&n0), Some(&closed)),
+            (Some(&i1), Some(&n1), Some(&open)),
+        ],
+        "{out}"
+    );
+    for phase in &phases {
+        assert_eq!(phase.parent_id, "", "a phase span is a root");
+        assert_eq!(
+            phase.attributes.get("openbench.phase_lanes"),
+            Some(&Val::I(1))
+        );
+    }
+    let requests = request_spans(&spans);
+    assert!(!recs.is_empty());
+    assert_eq!(requests.len(), recs.len(), "one request span per record");
+    for r in &recs {
+        let span = &requests[&r.request_id];
+        let phase = phases[r.phase.unwrap() as usize];
+        assert_eq!(
+            (span.parent_id.as_str(), span.trace_id.as_str()),
+            (phase.span_id.as_str(), phase.trace_id.as_str()),
+            "request {} under its step's span",
+            r.request_id
+        );
+    }
+}

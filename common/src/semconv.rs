@@ -95,6 +95,18 @@ pub const HARNESS_ERRORS: &str = "openbench.harness_errors";
 pub const SPAN_RUN: &str = "openbench.run";
 /// Name of a round's span, the parent of its lanes' request spans.
 pub const SPAN_ROUND: &str = "openbench.round";
+/// Name of a load phase's span (one step of the load workflow), the root of its trace and the
+/// parent of its requests' spans.
+pub const SPAN_LOAD_PHASE: &str = "openbench.load_phase";
+/// Phase index in the schedule (on load phase spans; for the load workflow, the step index).
+pub const PHASE_INDEX: &str = "openbench.phase_index";
+/// Phase name (on load phase spans; for the load workflow `step-N <load>`, e.g.
+/// `step-2 poisson 8/s`, so the step and its load are on every trace).
+pub const PHASE_NAME: &str = "openbench.phase_name";
+/// How the phase paces its requests: `open_loop` or `closed_loop` (on load phase spans).
+pub const PHASE_KIND: &str = "openbench.phase_kind";
+/// Lanes the phase's load is spread over (on load phase spans).
+pub const PHASE_LANES: &str = "openbench.phase_lanes";
 /// Event at the first output chunk (reasoning or answer), timed at TTFO.
 pub const EVENT_FIRST_OUTPUT: &str = "openbench.first_output";
 /// Event at the first visible answer chunk, timed at TTFA.

@@ -35,6 +35,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::{mpsc, watch};
+use tracing::Instrument;
 
 /// What a load phase needs of its sitting.
 pub struct LoadContext<'a> {
@@ -225,6 +226,8 @@ pub async fn drive(
         start: Instant::now(),
         start_wall: SystemTime::now(),
     });
+    let phase_span =
+        crate::spans::load_phase_span(index, matches!(phase, Phase::OpenLoop(_)), load);
     let (tx, mut rx) = mpsc::unbounded_channel::<Box<Execution>>();
     let (halt, halted) = watch::channel(false);
     let mut tasks = Vec::new();
@@ -283,7 +286,7 @@ pub async fn drive(
                 ))
             }
         };
-        tasks.push(tokio::spawn(task));
+        tasks.push(tokio::spawn(task.instrument(phase_span.clone())));
     }
     drop(tx);
     let mut report = SittingReport::empty(progress);

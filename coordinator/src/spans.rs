@@ -1,11 +1,13 @@
 //! The coordinator's spans: one `openbench.run` span per sitting (the root of its trace) and one
 //! `openbench.round` span per round, opened when the round is released and closed when its last
 //! lane is terminal. Each lane's request span is opened on its probe as a child of the round (the
-//! round's context travels in the gRPC metadata). Attribute names are in
+//! round's context travels in the gRPC metadata). A load phase has one `openbench.load_phase`
+//! span, the parent of its requests' spans in the same way. Attribute names are in
 //! [`openbench_common::semconv`].
 
 use crate::actor::RoundJob;
 use openbench_common::rundir::PlannedRound;
+use openbench_common::schedule::LoadPhase;
 use openbench_common::semconv as sc;
 use std::collections::VecDeque;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -35,6 +37,25 @@ pub fn round_span(run: &tracing::Span, round: &PlannedRound) -> tracing::Span {
     span.set_attribute(sc::ROUND_ID, round.round_id.clone());
     span.set_attribute(sc::TASK_FAMILY, round.task_family.clone());
     span.set_attribute(sc::ITEM_ID, round.item_id.clone());
+    span
+}
+
+/// The span of load phase `index` (a root span: a trace per phase), named for its step and load
+/// so that every request span under it says which step it served.
+pub fn load_phase_span(index: u32, open_loop: bool, load: &LoadPhase) -> tracing::Span {
+    let span = tracing::info_span!(parent: None, "load_phase", otel.name = sc::SPAN_LOAD_PHASE);
+    span.set_attribute(sc::PHASE_INDEX, i64::from(index));
+    span.set_attribute(sc::PHASE_NAME, load.name.clone());
+    let kind = if open_loop {
+        "open_loop"
+    } else {
+        "closed_loop"
+    };
+    span.set_attribute(sc::PHASE_KIND, kind);
+    span.set_attribute(
+        sc::PHASE_LANES,
+        i64::try_from(load.lanes.len()).unwrap_or(i64::MAX),
+    );
     span
 }
 

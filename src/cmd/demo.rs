@@ -40,9 +40,9 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let run = RunDir::open_or_create(&inputs, args.run_dir.as_deref(), Some("demo"), "demo")?;
     println!("run directory: {}", run.dir.display());
     println!(
-        "demo: {} simulated providers × {} rounds, time-scaled ×{} (spec {})",
+        "demo: {} simulated providers × {}, time-scaled ×{} (spec {})",
         inputs.spec.spec.providers.len(),
-        planned_rounds(&inputs, &run)?,
+        planned_units(&inputs, &run)?,
         inputs
             .spec
             .spec
@@ -87,16 +87,26 @@ fn bundled_spec(workflow: &str) -> anyhow::Result<PathBuf> {
     )
 }
 
-/// Rounds of the full run's schedule (paired rounds, plus one per load phase).
-fn planned_rounds(
+/// What the first plan holds, in its own units: "N rounds" of paired rounds, or "N load
+/// phases" (a saturation search plans its later steps as it runs, so it says so).
+fn planned_units(
     inputs: &openbench_coordinator::RunInputs,
     run: &RunDir,
-) -> anyhow::Result<usize> {
+) -> anyhow::Result<String> {
     let plan_inputs = openbench_common::workflow::PlanInputs {
         spec: &inputs.spec.spec,
         dataset: &inputs.dataset,
         run_dir: &run.dir,
     };
     let schedule = inputs.workflow.plan(&plan_inputs, 0)?;
-    Ok(openbench_coordinator::load::rounds_total(&schedule))
+    let units = openbench_coordinator::load::rounds_total(&schedule);
+    let paired = schedule
+        .phases
+        .iter()
+        .all(|p| matches!(p, openbench_common::schedule::Phase::PairedRounds(_)));
+    Ok(if paired {
+        format!("{units} rounds")
+    } else {
+        format!("{units} load phases planned first (a saturation search adds steps as it runs)")
+    })
 }

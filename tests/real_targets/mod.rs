@@ -3,5 +3,6 @@
 #![allow(dead_code)]
 
 pub mod child;
+pub mod llama;
 pub mod ours;
 pub mod skip;

@@ -110,14 +110,19 @@ pub fn summary_text(metrics: &LoadMetrics) -> String {
             out,
             "saturation point of {}: closed loop {}; open loop {}",
             s.name,
-            point_text(s.closed.as_ref()),
-            point_text(s.open.as_ref())
+            point_text(metrics, s.closed.as_ref(), true),
+            point_text(metrics, s.open.as_ref(), false)
         );
     }
     out
 }
 
-fn point_text(point: Option<&SaturationPoint>) -> String {
+/// A saturation point in words; "no steps" when the run had no load of that kind (closed or
+/// open loop), so an absent kind is not read as one that never kept up.
+fn point_text(m: &LoadMetrics, point: Option<&SaturationPoint>, closed: bool) -> String {
+    if !m.steps.iter().any(|s| (s.model == "closed") == closed) {
+        return "no steps".to_string();
+    }
     point.map_or("none sustained".to_string(), |p| {
         format!(
             "step {} ({}), achieved {}/s",
@@ -389,8 +394,8 @@ fn saturation_section(out: &mut String, m: &LoadMetrics) {
         .map(|s| {
             vec![
                 s.name.clone(),
-                point_text(s.closed.as_ref()),
-                point_text(s.open.as_ref()),
+                point_text(m, s.closed.as_ref(), true),
+                point_text(m, s.open.as_ref(), false),
             ]
         })
         .collect();

@@ -345,3 +345,17 @@ fn latency_intervals_need_thirty_values_and_bracket_the_percentile() {
     let md = markdown::render(&m);
     assert!(md.contains("| 0 constant 10/s | x | [100.0, 200.0] | [200.0, 200.0] | [110.0, 210.0] | [210.0, 210.0] |\n"));
 }
+
+#[test]
+fn a_kind_of_load_that_never_ran_reads_no_steps_not_none_sustained() {
+    // The fixture without its closed-loop step (step 2): only open loops ran.
+    let mut only_open = results();
+    only_open.steps.retain(|s| s.index != 2);
+    let text = markdown::summary_text(&compute(&only_open));
+    assert!(
+        text.contains(
+            "saturation point of b: closed loop no steps; open loop step 1 (constant 4/s), achieved 4.00/s\n"
+        ),
+        "{text}"
+    );
+}
