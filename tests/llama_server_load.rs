@@ -6,31 +6,30 @@
 //! machine's speed: it generates for at most two requests at once (one per slot) and queues the
 //! rest until a slot frees. So, from the records alone:
 //! - with 4 users the client has 4 requests in flight (all four send at the step's start), while
-//!   at most 2 of them are being processed at any instant, and 2 are (both slots busy together);
+//!   at most 2 of them are being generated at any instant, and 2 are (both slots busy together);
 //! - with 1 user, never more than one of each.
 //!
-//! A request is "being processed" from the moment the server started on its prompt to its stream
-//! end: the end as the probe read it, the start that end minus the server's own `timings`
-//! (`prompt_ms` + `predicted_ms`, kept in each record's `server_timings`), so a request that waited
-//! for a slot is counted from when it got one, whatever its answer holds (Gemma under a JSON
-//! grammar sometimes streams only whitespace). The server ends a request before it starts the next
-//! on that slot; the client reads connections in turn, so each start is trimmed by `READ_SKEW_MS`
-//! before counting overlaps (a prompt alone takes longer than that here).
+//! A request is "being generated" from its first sampled token to its stream end: the end as the
+//! probe read it, the start that end minus the server's own generation time (`predicted_ms` of
+//! llama.cpp's `timings`, kept in each record's `server_timings`), so a request that waited for a
+//! slot is counted from when it got one, whatever its answer holds (Gemma under a JSON grammar
+//! sometimes streams only whitespace). The server finishes a request before it starts the next
+//! prompt on that slot, and that prompt's processing (hundreds of ms here) lies between the two
+//! intervals: the margin that absorbs the client reading one connection later than another (a
+//! stream's end can reach the client tens of ms late on a loaded machine). Each start is also
+//! trimmed by `READ_SKEW_MS`.
 //! Latency figures are printed for the notes, not asserted: they depend on the machine's load.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod coordinator_support;
 mod real_targets;
 
-use coordinator_support::options;
+use coordinator_support::run_load;
 use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_common::rundir::{FULL_RESULTS, counting_records};
-use openbench_coordinator::{RunDir, RunStatus, prepare_inputs, run_full};
 use openbench_load::report::write_reports;
-use openbench_load::run::{LoadWorkflow, load_results};
 use real_targets::llama::{installed, server_paths, start};
 use real_targets::skip::skip_or_fail;
-use std::sync::Arc;
 
 /// How far apart the client may read two connections' chunks that the server sent in order.
 const READ_SKEW_MS: f64 = 5.0;
@@ -64,9 +63,9 @@ fn in_flight(records: &[&TerminalRecord]) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// Each request's processing on the server, placed on the client's clock: its stream end minus
-/// the server's prompt and generation time, the start trimmed by the read skew.
-fn processing(records: &[&TerminalRecord]) -> Vec<(f64, f64)> {
+/// Each request's generation on the server, placed on the client's clock: its stream end minus
+/// the server's generation time, the start trimmed by the read skew.
+fn generating(records: &[&TerminalRecord]) -> Vec<(f64, f64)> {
     records
         .iter()
         .map(|r| {
@@ -121,15 +120,7 @@ load:
     );
     let spec_path = tmp.path().join("spec.yaml");
     std::fs::write(&spec_path, spec).unwrap();
-    let inputs = prepare_inputs(&spec_path, Arc::new(LoadWorkflow), "test-code-digest").unwrap();
-    let run = RunDir::create(&inputs, Some("L-1"), "test").unwrap();
-    let outcome = run_full(&inputs, &run, "L-1", &options(&inputs))
-        .await
-        .unwrap();
-    assert_eq!(outcome.status, RunStatus::Complete);
-    let dir = run.dir.clone();
-    drop(run);
-    let results = load_results(&dir).unwrap();
+    let (dir, results) = run_load(&spec_path, "L-1").await;
     assert_eq!(results.steps.len(), 2);
 
     let records = counting_records(&dir.join(FULL_RESULTS)).unwrap();
@@ -148,9 +139,9 @@ load:
             "step {phase}: requests in flight on the client"
         );
         assert_eq!(
-            max_overlap(&processing(&mine)),
+            max_overlap(&generating(&mine)),
             users.min(2),
-            "step {phase}: requests processed at once on two slots"
+            "step {phase}: requests generated at once on two slots"
         );
     }
 

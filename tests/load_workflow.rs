@@ -7,14 +7,14 @@
 
 mod coordinator_support;
 
-use coordinator_support::options;
+use coordinator_support::{options, run_load};
 use openbench_common::record::Outcome;
 use openbench_common::workflow::Workflow;
 use openbench_coordinator::{RunDir, RunStatus, prepare_inputs, run_full};
 use openbench_load::metrics::step::{StepSettings, step_metrics};
 use openbench_load::metrics::{RequestSample, RequestTimings, Slo};
 use openbench_load::report::{LoadResults, StepResults};
-use openbench_load::run::{LoadWorkflow, load_results};
+use openbench_load::run::LoadWorkflow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -54,16 +54,7 @@ const WORKLOAD: &str = "  workload:
     output_tokens: {dist: fixed, tokens: 32}";
 
 async fn run(spec: &Path) -> (PathBuf, LoadResults) {
-    let inputs = prepare_inputs(spec, Arc::new(LoadWorkflow), "test-code-digest").unwrap();
-    let run = RunDir::create(&inputs, Some("T-1"), "test").unwrap();
-    let outcome = run_full(&inputs, &run, "T-1", &options(&inputs))
-        .await
-        .unwrap();
-    assert_eq!(outcome.status, RunStatus::Complete);
-    let dir = run.dir.clone();
-    drop(run);
-    let results = load_results(&dir).unwrap();
-    (dir, results)
+    run_load(spec, "T-1").await
 }
 
 /// The metrics of one lane of a step, with the report's own aggregation.

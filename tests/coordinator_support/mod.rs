@@ -209,6 +209,22 @@ pub fn options(inputs: &RunInputs) -> openbench_coordinator::RunOptions {
     }
 }
 
+/// Runs the load workflow's spec at `spec` in process to completion (run id `run_id`) and reads
+/// its results back as the report does; returns the run directory and the results.
+pub async fn run_load(spec: &Path, run_id: &str) -> (PathBuf, openbench_load::report::LoadResults) {
+    let workflow = Arc::new(openbench_load::run::LoadWorkflow);
+    let inputs = prepare_inputs(spec, workflow, "test-code-digest").unwrap();
+    let run = openbench_coordinator::RunDir::create(&inputs, Some(run_id), "test").unwrap();
+    let outcome = openbench_coordinator::run_full(&inputs, &run, run_id, &options(&inputs))
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, openbench_coordinator::RunStatus::Complete);
+    let dir = run.dir.clone();
+    drop(run);
+    let results = openbench_load::run::load_results(&dir).unwrap();
+    (dir, results)
+}
+
 /// Every file below `dir`, at any depth (directories themselves are not listed).
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
