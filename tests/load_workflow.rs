@@ -57,6 +57,45 @@ async fn run(spec: &Path) -> (PathBuf, LoadResults) {
     run_load(spec, "T-1").await
 }
 
+/// Every open-loop request was sent by its probe no earlier than its scheduled time: each
+/// record's clock zero (`started_at`, the probe's wall clock) is at or after its `scheduled_at`
+/// (the coordinator's) moved onto the probe's clock by the region's measured offset, less that
+/// offset's error bound (both from the manifest) and the 1 µs of the timestamps' rounding. The
+/// coordinator hands requests over 250 ms early, so a release timed anywhere but on the probe
+/// breaks this by about that much. Every such record carries its send lag, and its sent offset is
+/// the scheduled one plus that lag. Returns how many records were checked.
+fn assert_released_on_time(dir: &Path) -> usize {
+    use openbench_common::clock::rfc3339_unix_micros;
+    let manifest: openbench_common::rundir::RunManifest = serde_json::from_slice(
+        &std::fs::read(dir.join(openbench_common::rundir::layout::RUN_MANIFEST)).unwrap(),
+    )
+    .unwrap();
+    let records = openbench_common::rundir::counting_records(
+        &dir.join(openbench_common::rundir::FULL_RESULTS),
+    )
+    .unwrap();
+    let mut checked = 0;
+    for r in records.values().filter(|r| r.scheduled_at.is_some()) {
+        let link = &manifest.links[&r.region];
+        let scheduled = rfc3339_unix_micros(r.scheduled_at.as_deref().unwrap()).unwrap() as f64;
+        let started = rfc3339_unix_micros(&r.started_at).unwrap() as f64;
+        let slack_us = 1000.0 * link.clock_offset_error_ms + 1.0;
+        assert!(
+            started >= scheduled + 1000.0 * link.clock_offset_ms - slack_us,
+            "{}: started {} µs before its release",
+            r.request_id,
+            scheduled + 1000.0 * link.clock_offset_ms - started
+        );
+        let lag = r.send_lag_ms.unwrap();
+        assert!(lag >= 0.0);
+        // Offsets are written to the µs (6 decimals).
+        let sent = r.scheduled_offset_ms.unwrap() + lag;
+        assert!((r.sent_offset_ms.unwrap() - sent).abs() < 1e-6, "{sent}");
+        checked += 1;
+    }
+    checked
+}
+
 /// The metrics of one lane of a step, with the report's own aggregation.
 fn lane_metrics(step: &StepResults, lane: &str) -> openbench_load::metrics::StepMetrics {
     let mine: Vec<&RequestSample> = step.samples.iter().filter(|s| s.lane == lane).collect();
@@ -203,6 +242,7 @@ async fn an_open_loop_above_capacity_is_refused_with_retry_after_and_timed_from_
             .count() as u64
     );
     assert!(retry.iter().all(|&s| s == 3.0), "{retry:?}");
+    assert_eq!(assert_released_on_time(&dir), 53);
     for s in &step.samples {
         let t = RequestTimings::of(s);
         let lag = s.sent_ms - s.scheduled_ms.unwrap();
@@ -224,7 +264,7 @@ async fn a_two_region_run_splits_each_step_and_pools_it_again() {
     let load = format!(
         "  seed: 5
   phases: {{warmup_s: 0.5, measure: {{duration_s: 2}}, cooldown_s: 0}}
-  steps: [{{model: constant, rate_per_s: 10}}, {{model: closed, concurrency: 3}}]
+  steps: [{{model: closed, concurrency: 3}}, {{model: constant, rate_per_s: 10}}]
 {WORKLOAD}
   ignore_eos: [p]"
     );
@@ -235,10 +275,13 @@ async fn a_two_region_run_splits_each_step_and_pools_it_again() {
         &load,
         regions,
     );
-    let (_, results) = run(&spec).await;
-    let open = &results.steps[0];
+    let (dir, results) = run(&spec).await;
+    // The open loop runs last, so the manifest's links are the ones its sitting measured.
+    let open = &results.steps[1];
     let lanes: Vec<&str> = open.lanes.iter().map(|l| l.lane.as_str()).collect();
     assert_eq!(lanes, ["p@east", "p@west"]);
+    // Each region's probe released its share on its own clock: 25 open-loop records.
+    assert_eq!(assert_released_on_time(&dir), 25);
     // 10/s for 2.5 s: k = 0..=24; east k even (13), west k odd (12), k/10 s apart.
     for (lane, first, count) in [("p@east", 0.0, 13), ("p@west", 100.0, 12)] {
         let mut offsets: Vec<f64> = open
@@ -265,7 +308,7 @@ async fn a_two_region_run_splits_each_step_and_pools_it_again() {
     assert_eq!(targets, [5.0, 5.0]);
     assert!(open.samples.iter().all(|s| s.outcome == Outcome::Completed));
     // Closed loop of 3 users: east gets 2, west 1.
-    let closed = &results.steps[1];
+    let closed = &results.steps[0];
     let users: Vec<u32> = closed
         .lanes
         .iter()

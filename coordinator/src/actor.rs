@@ -325,6 +325,7 @@ async fn run_lane(
     let call = LaneCall {
         body,
         session: lane_session,
+        release_at_unix_us: 0,
     };
     let (mut execution, from_probe) =
         execute(client, region, call, &request, &model, wait, &round_span).await;

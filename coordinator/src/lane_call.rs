@@ -28,6 +28,9 @@ pub struct LaneCall {
     pub body: Result<String, String>,
     /// The session the call names (`None`: a probe without sessions).
     pub session: Option<LaneSession>,
+    /// When the probe sends it, on the probe's wall clock (µs since the UNIX epoch; 0: at
+    /// once): an open-loop release.
+    pub release_at_unix_us: i64,
 }
 
 /// The session a lane's call names, and where to report that the probe no longer has it (its
@@ -67,7 +70,11 @@ pub async fn execute(
             false,
         );
     }
-    let LaneCall { body, session } = call;
+    let LaneCall {
+        body,
+        session,
+        release_at_unix_us,
+    } = call;
     let json = match body {
         Ok(json) => json,
         Err(e) => return fail(format!("cannot encode request: {e}")),
@@ -76,6 +83,7 @@ pub async fn execute(
     let call = ExecuteRequest {
         planned_request_json: json,
         session_id: session.id.clone(),
+        release_at_unix_us,
     };
     let mut call = tonic::Request::new(call);
     openbench_proto::trace_context::inject(round, call.metadata_mut());

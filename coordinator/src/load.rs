@@ -3,9 +3,13 @@
 //!
 //! - Closed loop: each of the lane's `concurrency` slots sends its next request as soon as its
 //!   previous one is terminal, `per_slot` requests in all.
-//! - Open loop: the lane releases each request at its planned offset from the phase's start,
-//!   with at most `max_in_flight` in flight (a release due while the lane is full waits, and its
-//!   `send_lag_ms` says by how much). Each record carries its `scheduled_at` and `send_lag_ms`.
+//! - Open loop: each request is released at its planned offset from the phase's start **by its
+//!   region's probe, on the probe's clock**: the lane hands it over [`RELEASE_LEAD`] early with
+//!   the release time translated by the region's measured clock offset (probe − coordinator,
+//!   from the health monitor's pings), and the probe sends it at that time and measures its
+//!   `send_lag_ms` (`openbench_probe::release`). At most `max_in_flight` requests are handed over
+//!   or in flight per lane (a release due while the lane is full is handed over late, and its
+//!   lag says by how much). Each record carries its `scheduled_at` and `send_lag_ms`.
 //!
 //! Resume: request ids are a pure function of (schedule version, lane, phase, slot, sequence,
 //! attempt), so a resumed phase skips every committed id and sends only the others, open-loop
@@ -119,6 +123,13 @@ pub fn is_done(
     rounds_done(schedule, &schedule.version, committed, finished) == rounds_total(schedule)
 }
 
+/// How long before its release an open-loop request is handed to its probe: more than a
+/// coordinator-to-probe dispatch takes across regions (one way, with gRPC), so the probe, not the
+/// link, decides when it is sent. A request reaching its probe after its release is sent at
+/// once, and its send lag says how late. Also the delay between a phase's start and its first
+/// release (so the first releases get the full lead too).
+pub const RELEASE_LEAD: Duration = Duration::from_millis(250);
+
 /// What every lane task of a phase shares.
 struct Shared {
     version: String,
@@ -130,8 +141,13 @@ struct Shared {
     wait: Duration,
     source: Arc<dyn RequestSource>,
     committed: BTreeSet<String>,
+    /// Offset 0 of the phase (an open loop's first release; [`RELEASE_LEAD`] after the phase
+    /// began, so that release too can be handed over early).
     start: Instant,
+    /// `start` on the coordinator's wall clock.
     start_wall: SystemTime,
+    /// How early an open-loop request is handed to its probe (zero for closed loops).
+    lead: Duration,
 }
 
 /// One lane of the phase: where its requests go.
@@ -144,6 +160,8 @@ struct LaneTarget {
     lost: Option<mpsc::UnboundedSender<String>>,
     region: Option<watch::Receiver<RegionState>>,
     model: String,
+    /// The region's clock offset, probe − coordinator, µs (0 when not measured).
+    clock_offset_us: i64,
 }
 
 impl Shared {
@@ -193,6 +211,16 @@ struct Due {
     offset: Duration,
 }
 
+/// The probe-clock time (µs since the UNIX epoch) of a release `offset` after a phase that
+/// starts at `start_wall` on the coordinator's clock, for a probe whose clock reads
+/// `clock_offset_us` ahead of the coordinator's.
+pub fn release_at_unix_us(start_wall: SystemTime, offset: Duration, clock_offset_us: i64) -> i64 {
+    let on_coordinator = (start_wall + offset)
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+    on_coordinator.saturating_add(clock_offset_us)
+}
+
 /// Runs load phase `index` to its end (or a stop), writing every record.
 pub async fn drive(
     ctx: &LoadContext<'_>,
@@ -211,8 +239,18 @@ pub async fn drive(
     };
     let spec = &ctx.inputs.spec.spec;
     let mut monitors = start_monitors(ctx.infra, options).await;
+    // The monitors queue each region's first pings before they start: their clock offsets.
+    let mut faults = FaultBook::new(options.faults);
+    let mut gone = None;
+    while let Ok((region, event)) = monitors.events.try_recv() {
+        gone = gone.or(faults.on_event(&region, event));
+    }
     let mut writer = DurableWriter::spawn(RunWriter::open_grouped(ctx.files.clone())?)?;
     let version = spec.benchmark.schedule_version.clone();
+    let lead = match phase {
+        Phase::OpenLoop(_) => RELEASE_LEAD,
+        _ => Duration::ZERO,
+    };
     let shared = Arc::new(Shared {
         phase_id: phase_id(&version, index, &load.name, ctx.attempt),
         version,
@@ -223,8 +261,9 @@ pub async fn drive(
         wait: harness_wait(spec.request.timeout_ms, spec.request.harness_grace_ms),
         source: load.source.clone(),
         committed: ctx.committed.clone(),
-        start: Instant::now(),
-        start_wall: SystemTime::now(),
+        start: Instant::now() + lead,
+        start_wall: SystemTime::now() + lead,
+        lead,
     });
     let phase_span =
         crate::spans::load_phase_span(index, matches!(phase, Phase::OpenLoop(_)), load);
@@ -245,6 +284,7 @@ pub async fn drive(
                 .find(|p| p.key == lane.provider)
                 .map(|p| p.model.clone())
                 .unwrap_or_default(),
+            clock_offset_us: faults.offset_us(&lane.region).round() as i64,
         };
         let (shared, tx, halted) = (shared.clone(), tx.clone(), halted.clone());
         let task: std::pin::Pin<Box<dyn Future<Output = ()> + Send>> = match &load.pacing {
@@ -290,8 +330,11 @@ pub async fn drive(
     }
     drop(tx);
     let mut report = SittingReport::empty(progress);
-    let mut faults = FaultBook::new(options.faults);
     let mut status = SittingStatus::Complete;
+    if let Some(gone) = gone {
+        status = SittingStatus::RegionDown(gone);
+        let _ = halt.send(true);
+    }
     let mut stop = options.stop.clone();
     if let Some(rx) = stop.as_mut()
         && *rx.borrow_and_update() != StopRequest::None
@@ -419,14 +462,16 @@ async fn open_lane(
             break;
         };
         let due = Due { instant, offset };
-        // Drive the calls in flight while waiting for the release time and for room.
+        // Hand it over one lead before its release (the probe times the release itself).
+        let hand_over = instant.checked_sub(shared.lead).unwrap_or(instant);
+        // Drive the calls in flight while waiting for the hand-over time and for room.
         loop {
             let full = running.len() >= limit;
-            if !full && Instant::now() >= due.instant {
+            if !full && Instant::now() >= hand_over {
                 break;
             }
             tokio::select! {
-                _ = tokio::time::sleep_until(due.instant.into()), if !full => {}
+                _ = tokio::time::sleep_until(hand_over.into()), if !full => {}
                 Some(execution) = running.next(), if !running.is_empty() => {
                     if tx.send(execution).is_err() {
                         return;
@@ -438,8 +483,7 @@ async fn open_lane(
             break;
         }
         running.push(call(&target, &shared, request, Some(due)));
-        // Poll it once now, so it is dispatched at its release even when the next release is
-        // already due too.
+        // Poll it once now, so it is handed over now even when the next one is due too.
         if let Some(Some(execution)) = running.next().now_or_never()
             && tx.send(execution).is_err()
         {
@@ -465,9 +509,13 @@ async fn call(
         id: s.session_id.clone(),
         lost: target.lost.clone(),
     });
+    let release_at_unix_us = due.as_ref().map_or(0, |due| {
+        release_at_unix_us(shared.start_wall, due.offset, target.clock_offset_us)
+    });
     let call = LaneCall {
         body: encode(&request),
         session: lane_session,
+        release_at_unix_us,
     };
     let dispatched = Instant::now();
     let span = tracing::Span::current();
@@ -477,19 +525,26 @@ async fn call(
         call,
         &request,
         &target.model,
-        shared.wait,
+        shared.wait + shared.lead,
         &span,
     )
     .await;
     execution.record.probe_id = session.map(|s| s.probe.probe_id);
+    let record = &mut execution.record;
     let sent = dispatched.saturating_duration_since(shared.start);
-    execution.record.sent_offset_ms = Some(sent.as_secs_f64() * 1000.0);
+    record.sent_offset_ms = Some(sent.as_secs_f64() * 1000.0);
     if let Some(due) = due {
-        execution.record.scheduled_offset_ms = Some(due.offset.as_secs_f64() * 1000.0);
+        let scheduled_ms = due.offset.as_secs_f64() * 1000.0;
+        record.scheduled_offset_ms = Some(scheduled_ms);
         let scheduled = shared.start_wall + due.offset;
-        execution.record.scheduled_at = Some(openbench_common::clock::rfc3339_utc(scheduled));
-        let lag = dispatched.saturating_duration_since(due.instant);
-        execution.record.send_lag_ms = Some(lag.as_secs_f64() * 1000.0);
+        record.scheduled_at = Some(openbench_common::clock::rfc3339_utc(scheduled));
+        // The probe measured when it sent; a record that never reached it (a harness record)
+        // was never sent, and its lag is the hand-over's own lateness.
+        let lag_ms = *record.send_lag_ms.get_or_insert_with(|| {
+            let lag = dispatched.saturating_duration_since(due.instant);
+            lag.as_secs_f64() * 1000.0
+        });
+        record.sent_offset_ms = Some(scheduled_ms + lag_ms);
     }
     Box::new(execution)
 }

@@ -29,9 +29,11 @@ pub(crate) struct Lane {
 
 /// Messages a provider actor handles.
 pub(crate) enum ProviderMsg {
-    /// Execute one planned request inside `span`; the reply carries the execution.
+    /// Execute one planned request inside `span`, released at the instant given (open loop;
+    /// `None`: at once); the reply carries the execution.
     Execute(
         Box<PlannedRequest>,
+        Option<std::time::Instant>,
         tracing::Span,
         RpcReplyPort<Result<Execution, Busy>>,
     ),
@@ -81,7 +83,7 @@ impl Actor for ProviderActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match message {
-            ProviderMsg::Execute(request, span, reply) => {
+            ProviderMsg::Execute(request, release, span, reply) => {
                 let max_in_flight = state.lane.max_in_flight.max(1);
                 if state.in_flight >= max_in_flight {
                     let _ = reply.send(Err(Busy { max_in_flight }));
@@ -91,7 +93,10 @@ impl Actor for ProviderActor {
                 let executor = state.lane.executor.clone();
                 tokio::spawn(async move {
                     let done = DoneOnDrop(myself);
-                    let execution = executor.execute(&request).instrument(span).await;
+                    let execution = executor
+                        .execute_released(&request, release)
+                        .instrument(span)
+                        .await;
                     // `Done` is queued before the reply leaves, so a caller that sends its next
                     // request as soon as it has this reply always finds a free place.
                     drop(done);

@@ -166,6 +166,17 @@ impl Executor {
     /// docs/methodology.md §9). Every failure is a record; every string in it is redacted. The
     /// deadline is `req.deadline_ms`, or the contract's `timeout_ms` when that is 0.
     pub async fn execute(&self, req: &PlannedRequest) -> Execution {
+        self.execute_released(req, None).await
+    }
+
+    /// [`Executor::execute`] of an open-loop request released at `release`: the request is
+    /// built first, the send (and its clock) starts at the release ([`crate::release`]), and the
+    /// record's `send_lag_ms` says how late it started. `None` sends at once, as `execute`.
+    pub async fn execute_released(
+        &self,
+        req: &PlannedRequest,
+        release: Option<Instant>,
+    ) -> Execution {
         let inner = &self.inner;
         let deadline_ms = if req.deadline_ms > 0 {
             req.deadline_ms
@@ -200,11 +211,17 @@ impl Executor {
                 }
             }
             Ok(request) => {
-                inner.active.fetch_add(1, Ordering::AcqRel);
                 // A second copy, made off the clock, for the one resend on a fresh connection.
                 let spare = request.try_clone();
+                if let Some(due) = release {
+                    crate::release::wait_until(due).await;
+                }
+                inner.active.fetch_add(1, Ordering::AcqRel);
                 let wall = SystemTime::now();
                 let zero = Instant::now();
+                if let Some(due) = release {
+                    record.send_lag_ms = Some(crate::release::lag_ms(due, zero));
+                }
                 let ending = self
                     .timed(request, spare, zero, deadline_ms, &mut state, &mut exchange)
                     .await;

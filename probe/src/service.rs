@@ -231,9 +231,21 @@ impl Probe for ProbeService {
         let span = request_span(template, &planned, parent, self.span_policy);
         let actor_span = span.clone();
         let (provider, request_id) = (id.provider.clone(), id.request_id.clone());
+        let release = crate::release::due_instant(call.release_at_unix_us);
+        if let Some(due) = release {
+            let ahead = due.saturating_duration_since(std::time::Instant::now());
+            if ahead > crate::release::MAX_AHEAD {
+                return Err(Status::invalid_argument(format!(
+                    "request {request_id}: release_at_unix_us is {:.1} s ahead of this probe's \
+                     clock; at most {} s",
+                    ahead.as_secs_f64(),
+                    crate::release::MAX_AHEAD.as_secs()
+                )));
+            }
+        }
         let reply = actor
             .call(
-                |port| ProviderMsg::Execute(Box::new(planned), actor_span, port),
+                |port| ProviderMsg::Execute(Box::new(planned), release, actor_span, port),
                 None,
             )
             .await;

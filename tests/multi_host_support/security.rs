@@ -110,6 +110,7 @@ fn call(
     ExecuteRequest {
         planned_request_json: serde_json::to_string(&planned).unwrap(),
         session_id: session_id.into(),
+        release_at_unix_us: 0,
     }
 }
 

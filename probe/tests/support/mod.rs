@@ -74,6 +74,8 @@ pub struct Received {
     pub head: String,
     /// The body.
     pub body: Vec<u8>,
+    /// Wall clock when the request line had arrived.
+    pub arrived_at: std::time::SystemTime,
 }
 
 /// A running raw server.
@@ -184,11 +186,13 @@ pub async fn start_at(ip: &str, steps: Vec<Step>) -> RawServer {
 
 async fn read_request<R: tokio::io::AsyncBufRead + Unpin>(read: &mut R) -> Option<Received> {
     let mut head = String::new();
+    let mut arrived_at = None;
     loop {
         let mut line = String::new();
         if read.read_line(&mut line).await.ok()? == 0 {
             return None;
         }
+        arrived_at.get_or_insert_with(std::time::SystemTime::now);
         let end = line == "\r\n";
         head.push_str(&line);
         if end {
@@ -206,7 +210,11 @@ async fn read_request<R: tokio::io::AsyncBufRead + Unpin>(read: &mut R) -> Optio
         .unwrap_or(0);
     let mut body = vec![0; length];
     read.read_exact(&mut body).await.ok()?;
-    Some(Received { head, body })
+    Some(Received {
+        head,
+        body,
+        arrived_at: arrived_at?,
+    })
 }
 
 /// The METHODOLOGY §1 contract with a deadline.

@@ -53,6 +53,7 @@ pub fn execute_call(planned: &PlannedRequest, session_id: &str) -> ExecuteReques
     ExecuteRequest {
         planned_request_json: serde_json::to_string(planned).unwrap(),
         session_id: session_id.into(),
+        release_at_unix_us: 0,
     }
 }
 
