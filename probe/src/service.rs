@@ -231,6 +231,7 @@ impl Probe for ProbeService {
         let span = request_span(template, &planned, parent, self.span_policy);
         let actor_span = span.clone();
         let (provider, request_id) = (id.provider.clone(), id.request_id.clone());
+        let load = planned.load.clone();
         let reply = actor
             .call(
                 |port| ProviderMsg::Execute(Box::new(planned), actor_span, port),
@@ -255,7 +256,7 @@ impl Probe for ProbeService {
         };
         execution.record.probe_id = Some(self.identity.probe_id.clone());
         record_execution(&span, &execution, self.span_policy);
-        self.metrics.record(&execution);
+        self.metrics.record(&execution, load.as_deref());
         let within = GRPC_MESSAGE_LIMIT_BYTES - 64 * 1024;
         let execution_json = encode_within(&mut execution, within).map_err(|e| {
             Status::internal(format!(
