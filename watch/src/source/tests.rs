@@ -398,7 +398,7 @@ fn a_load_run_shows_its_current_step_target_achieved_rate_and_live_itl() {
         // A failure counts as a send and gives no gap.
         load_execution("s1-a2", "a@eu", 1, 520.0, Outcome::HttpError, &[]),
         // A harness failure is ours: neither a send of the provider's nor a gap.
-        load_execution("s1-a3", "a@eu", 1, 780.0, Outcome::HarnessError, &[]),
+        load_execution("s1-a3", "a@eu", 1, 900.0, Outcome::HarnessError, &[]),
     ]);
     assert!(source.refresh().is_ok_and(|r| r.changed));
     let v = view(&source);
