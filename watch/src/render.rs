@@ -147,8 +147,14 @@ fn draw_lanes(frame: &mut Frame<'_>, area: Rect, v: &View) {
 }
 
 fn draw_load(frame: &mut Frame<'_>, area: Rect, load: &LoadView) {
-    let header = Row::new(["lane", "target", "achieved", "requests", "ITL p50/p99 ms (gaps)"])
-        .style(Style::default().add_modifier(Modifier::BOLD));
+    let header = Row::new([
+        "lane",
+        "target",
+        "achieved",
+        "requests",
+        "ITL p50/p99 ms (gaps)",
+    ])
+    .style(Style::default().add_modifier(Modifier::BOLD));
     let rows = load.lanes.iter().map(|l| {
         Row::new([
             l.lane.clone(),

@@ -12,11 +12,11 @@
 
 use crate::plan_file::{Outline, PhaseLoad};
 use openbench_common::record::{Outcome, TerminalRecord};
-use openbench_load::metrics::RequestSample;
-use openbench_load::run::run_data::{AnswerChunks, sample_of};
 use openbench_common::rundir::Lane;
 #[cfg(doc)]
 use openbench_common::rundir::RoundLine;
+use openbench_load::metrics::RequestSample;
+use openbench_load::run::run_data::{AnswerChunks, sample_of};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// How many of a lane's most recent E2E values its sparkline shows.

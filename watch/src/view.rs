@@ -14,9 +14,9 @@ use crate::plan_file::{Target, rate_per_s};
 use crate::source::Header;
 use crate::state::{Cell, RoundPoint, RunState};
 use openbench_common::record::Outcome;
-use openbench_load::metrics::{Distribution, RequestTimings};
 use openbench_common::rundir::{RunMode, RunStatus};
 use openbench_common::stats::rank_index;
+use openbench_load::metrics::{Distribution, RequestTimings};
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -335,9 +335,7 @@ fn a_load_run_shows_its_current_step_target_achieved_rate_and_live_itl() {
         RunWriter::open(RunFiles::new(dir.path(), 0)).unwrap_or_else(|e| panic!("{e}"));
     let mut write = |executions: &[openbench_common::record::Execution]| {
         for e in executions {
-            writer
-                .append_execution(e)
-                .unwrap_or_else(|e| panic!("{e}"));
+            writer.append_execution(e).unwrap_or_else(|e| panic!("{e}"));
         }
     };
     let mut source = RunSource::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
@@ -347,7 +345,14 @@ fn a_load_run_shows_its_current_step_target_achieved_rate_and_live_itl() {
     write(&[
         load_execution("s0-a0", "a@eu", 0, 0.0, Outcome::Completed, &[50.0, 65.0]),
         load_execution("s0-b0", "b@us", 0, 100.0, Outcome::Completed, &[40.0]),
-        load_execution("s0-a1", "a@eu", 0, 300.0, Outcome::Completed, &[20.0, 30.0, 60.0]),
+        load_execution(
+            "s0-a1",
+            "a@eu",
+            0,
+            300.0,
+            Outcome::Completed,
+            &[20.0, 30.0, 60.0],
+        ),
     ]);
     assert!(source.refresh().is_ok_and(|r| r.changed));
     let load = view(&source).load.unwrap_or_else(|| panic!("a load row"));
@@ -394,7 +399,14 @@ fn a_load_run_shows_its_current_step_target_achieved_rate_and_live_itl() {
             &[100.0, 110.0, -120.0, 130.0],
         ),
         load_execution("s1-b0", "b@us", 1, 10.0, Outcome::Completed, &[50.0, 80.0]),
-        load_execution("s1-a1", "a@eu", 1, 260.0, Outcome::Completed, &[100.0, 140.0]),
+        load_execution(
+            "s1-a1",
+            "a@eu",
+            1,
+            260.0,
+            Outcome::Completed,
+            &[100.0, 140.0],
+        ),
         // A failure counts as a send and gives no gap.
         load_execution("s1-a2", "a@eu", 1, 520.0, Outcome::HttpError, &[]),
         // A harness failure is ours: neither a send of the provider's nor a gap.
