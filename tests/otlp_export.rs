@@ -231,6 +231,9 @@ fn a_smoke_arrives_as_run_round_and_genai_spans_equal_to_its_records() {
             ("server.address", Some(s("127.0.0.1"))),
             ("gen_ai.input.messages", None),
             ("gen_ai.output.messages", None),
+            // Paired rounds are no load phase: nothing new on their spans.
+            ("openbench.load.phase", None),
+            ("openbench.load.target", None),
         ];
         for (key, want) in expect {
             let got = a.get(key);
@@ -274,6 +277,13 @@ fn a_smoke_arrives_as_run_round_and_genai_spans_equal_to_its_records() {
 
     // Metrics: counts per provider equal the records per provider.
     let points = receiver.points();
+    assert!(
+        points.iter().all(|p| !p
+            .attributes
+            .keys()
+            .any(|k| k.starts_with("openbench.load."))),
+        "paired rounds label no point with a load: {points:#?}"
+    );
     assert_eq!(
         per_provider(&points, "openbench.client.requests"),
         records_per_provider(&recs, |_| true),
@@ -431,7 +441,7 @@ load:
             "--spec",
             spec.to_str().unwrap(),
         ],
-        &[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint.as_str())],
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str())],
     );
     let out = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "load demo failed: {out}");
@@ -462,6 +472,10 @@ load:
         ],
         "{out}"
     );
+    let loads = [s("closed c=2"), s("constant 10/s")];
+    for (phase, load) in phases.iter().zip(&loads) {
+        assert_eq!(phase.attributes.get("openbench.load.target"), Some(load));
+    }
     for phase in &phases {
         assert_eq!(phase.parent_id, "", "a phase span is a root");
         assert_eq!(
@@ -481,5 +495,50 @@ load:
             "request {} under its step's span",
             r.request_id
         );
+        // The request span itself says which step and load it served.
+        let step = r.phase.unwrap();
+        assert_eq!(
+            (
+                span.attributes.get("openbench.load.phase"),
+                span.attributes.get("openbench.load.target"),
+            ),
+            (Some(&Val::I(i64::from(step))), Some(&loads[step as usize])),
+            "request {}",
+            r.request_id
+        );
     }
+
+    // Metrics: every point carries its step and load, and the requests counted under each step
+    // are that step's records.
+    let points = receiver.points();
+    assert!(!points.is_empty(), "no metric point arrived: {out}");
+    for p in &points {
+        let step = match p.attributes.get("openbench.load.phase") {
+            Some(Val::I(step)) => *step as usize,
+            other => panic!("point without its step ({other:?}): {p:?}"),
+        };
+        assert_eq!(
+            p.attributes.get("openbench.load.target"),
+            Some(&loads[step]),
+            "{p:?}"
+        );
+    }
+    let mut latest: BTreeMap<String, &Point> = BTreeMap::new();
+    for p in points
+        .iter()
+        .filter(|p| p.name == "openbench.client.requests")
+    {
+        latest.insert(format!("{:?}", p.attributes), p);
+    }
+    let mut counted: BTreeMap<i64, u64> = BTreeMap::new();
+    for p in latest.values() {
+        if let Some(Val::I(step)) = p.attributes.get("openbench.load.phase") {
+            *counted.entry(*step).or_default() += p.count;
+        }
+    }
+    let mut per_step: BTreeMap<i64, u64> = BTreeMap::new();
+    for r in &recs {
+        *per_step.entry(i64::from(r.phase.unwrap())).or_default() += 1;
+    }
+    assert_eq!(counted, per_step, "requests counted per step");
 }

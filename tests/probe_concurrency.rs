@@ -102,6 +102,7 @@ fn call(session_id: &str, n: usize) -> ExecuteRequest {
         }],
         deadline_ms: 20_000,
         output: None,
+        load: None,
     };
     ExecuteRequest {
         planned_request_json: serde_json::to_string(&planned).unwrap(),

@@ -88,6 +88,7 @@ async fn execute(executor: Executor, r: usize) -> Execution {
         }],
         deadline_ms: 20_000,
         output: None,
+        load: None,
     };
     executor.execute(&request).await
 }

@@ -41,6 +41,11 @@ pub struct PlannedRequest {
     /// their bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<OutputLength>,
+    /// Load phases only: the load of the request's phase (`poisson 16/s`, `closed c=8`), so the
+    /// probe's spans and metrics say which load it served. Serialised only when present, so
+    /// paired-rounds plans keep their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<String>,
 }
 
 /// How long one request's answer may (or, with `ignore_eos`, must) run.
@@ -176,6 +181,7 @@ mod tests {
             }],
             deadline_ms: 7,
             output: None,
+            load: None,
         };
         let json = serde_json::to_string(&planned).unwrap_or_default();
         assert_eq!(

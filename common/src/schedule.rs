@@ -73,6 +73,9 @@ impl std::fmt::Debug for dyn RoundPrompts {
 pub struct LoadPhase {
     /// Label for plan files and reports (`step-2-measured`).
     pub name: String,
+    /// The load it applies, in the workflow's words (`poisson 16/s`, `closed c=8`): carried by
+    /// each of its requests ([`crate::request::PlannedRequest::load`]) into their telemetry.
+    pub load: String,
     /// Lanes taking part, in base order.
     pub lanes: Vec<Lane>,
     /// How requests are paced.

@@ -107,6 +107,12 @@ pub const PHASE_NAME: &str = "openbench.phase_name";
 pub const PHASE_KIND: &str = "openbench.phase_kind";
 /// Lanes the phase's load is spread over (on load phase spans).
 pub const PHASE_LANES: &str = "openbench.phase_lanes";
+/// Load phases only: the phase's index in the schedule (for the load workflow, the step index),
+/// on request spans and on every probe metric point of the request.
+pub const LOAD_PHASE: &str = "openbench.load.phase";
+/// Load phases only: the phase's load in the workflow's words (`poisson 16/s`, `closed c=8`),
+/// on request spans and metric points beside [`LOAD_PHASE`].
+pub const LOAD_TARGET: &str = "openbench.load.target";
 /// Event at the first output chunk (reasoning or answer), timed at TTFO.
 pub const EVENT_FIRST_OUTPUT: &str = "openbench.first_output";
 /// Event at the first visible answer chunk, timed at TTFA.

@@ -137,6 +137,8 @@ struct Shared {
     attempt: u32,
     index: u32,
     phase_id: String,
+    /// The phase's load, carried by every request into its spans and metrics.
+    load: String,
     deadline_ms: u64,
     wait: Duration,
     source: Arc<dyn RequestSource>,
@@ -191,6 +193,7 @@ impl Shared {
             messages: content.messages,
             deadline_ms: self.deadline_ms,
             output: content.output,
+            load: Some(self.load.clone()),
         })
     }
 
@@ -257,6 +260,7 @@ pub async fn drive(
         run_id: ctx.run_id.to_string(),
         attempt: ctx.attempt,
         index,
+        load: load.load.clone(),
         deadline_ms: spec.request.timeout_ms,
         wait: harness_wait(spec.request.timeout_ms, spec.request.harness_grace_ms),
         source: load.source.clone(),

@@ -76,6 +76,7 @@ impl RoundJob {
                     messages: messages.clone(),
                     deadline_ms: self.deadline_ms,
                     output: None,
+                    load: None,
                 };
                 (lane.into_owned(), request)
             })

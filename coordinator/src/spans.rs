@@ -46,6 +46,7 @@ pub fn load_phase_span(index: u32, open_loop: bool, load: &LoadPhase) -> tracing
     let span = tracing::info_span!(parent: None, "load_phase", otel.name = sc::SPAN_LOAD_PHASE);
     span.set_attribute(sc::PHASE_INDEX, i64::from(index));
     span.set_attribute(sc::PHASE_NAME, load.name.clone());
+    span.set_attribute(sc::LOAD_TARGET, load.load.clone());
     let kind = if open_loop {
         "open_loop"
     } else {

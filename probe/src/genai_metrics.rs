@@ -75,8 +75,9 @@ impl RequestMetrics {
         }
     }
 
-    /// Records one finished request.
-    pub fn record(&self, execution: &Execution) {
+    /// Records one finished request; `load` is its planned load (`PlannedRequest::load`), which
+    /// labels its points beside its phase when it served a load phase.
+    pub fn record(&self, execution: &Execution, load: Option<&str>) {
         let r = &execution.record;
         let mut labels = vec![
             KeyValue::new(sc::OPERATION_NAME, sc::OPERATION_CHAT),
@@ -85,6 +86,11 @@ impl RequestMetrics {
             KeyValue::new(sc::REGION, r.region.clone()),
             KeyValue::new(sc::TASK_FAMILY, r.task_family.clone()),
         ];
+        labels.extend(
+            crate::genai_span::load_labels(r.phase, load)
+                .into_iter()
+                .map(|(key, value)| KeyValue::new(key, value)),
+        );
         let outcome = crate::genai_span::snake_case(&r.outcome);
         let mut with_outcome = labels.clone();
         with_outcome.push(KeyValue::new(sc::OUTCOME, outcome.clone()));

@@ -105,10 +105,26 @@ pub fn request_span(
     if let Some(port) = template.server_port {
         span.set_attribute(sc::SERVER_PORT, i64::from(port));
     }
+    for (key, value) in load_labels(planned.identity.phase, planned.load.as_deref()) {
+        span.set_attribute(key, value);
+    }
     if policy.capture_content {
         span.set_attribute(sc::INPUT_MESSAGES, input_messages(planned));
     }
     span
+}
+
+/// The load phase a request served and its load, as span attributes and metric labels (none
+/// for a request outside a load phase, so paired rounds gain nothing).
+pub fn load_labels(phase: Option<u32>, load: Option<&str>) -> Vec<(&'static str, Value)> {
+    let Some(phase) = phase else {
+        return Vec::new();
+    };
+    let mut out = vec![(sc::LOAD_PHASE, Value::I64(i64::from(phase)))];
+    if let Some(load) = load {
+        out.push((sc::LOAD_TARGET, Value::from(load.to_string())));
+    }
+    out
 }
 
 /// Copies the terminal record of `execution` onto `span`: measured attributes, the first-output

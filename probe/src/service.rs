@@ -231,6 +231,7 @@ impl Probe for ProbeService {
         let span = request_span(template, &planned, parent, self.span_policy);
         let actor_span = span.clone();
         let (provider, request_id) = (id.provider.clone(), id.request_id.clone());
+        let load = planned.load.clone();
         let release = crate::release::due_instant(call.release_at_unix_us);
         if let Some(due) = release {
             let ahead = due.saturating_duration_since(std::time::Instant::now());
@@ -267,7 +268,7 @@ impl Probe for ProbeService {
         };
         execution.record.probe_id = Some(self.identity.probe_id.clone());
         record_execution(&span, &execution, self.span_policy);
-        self.metrics.record(&execution);
+        self.metrics.record(&execution, load.as_deref());
         let within = GRPC_MESSAGE_LIMIT_BYTES - 64 * 1024;
         let execution_json = encode_within(&mut execution, within).map_err(|e| {
             Status::internal(format!(

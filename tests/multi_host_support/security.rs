@@ -106,6 +106,7 @@ fn call(
         ],
         deadline_ms,
         output: None,
+        load: None,
     };
     ExecuteRequest {
         planned_request_json: serde_json::to_string(&planned).unwrap(),

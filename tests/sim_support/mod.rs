@@ -90,6 +90,7 @@ pub async fn execute(call: SimCall<'_>) -> Execution {
         messages: call.messages,
         deadline_ms: call.deadline_ms,
         output: None,
+        load: None,
     };
     executor.execute(&request).await
 }

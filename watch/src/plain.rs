@@ -1,7 +1,7 @@
 //! The plain-text view, for a `watch` whose output is not a terminal (a log, a pipe, CI): the
 //! same figures as the TUI, no colours, no cursor movement.
 
-use crate::view::{LaneView, Percentiles, View};
+use crate::view::{LaneView, LoadLaneView, LoadView, Percentiles, View};
 use openbench_common::rundir::{RunMode, RunStatus};
 
 /// Eight block characters, lowest first: one per sparkline sample.
@@ -108,6 +108,55 @@ pub fn lane_progress(l: &LaneView) -> String {
     format!("{}/{} {pct:.0}%", l.submitted, l.planned)
 }
 
+/// The current load step's heading: `load step 2: step-2 poisson 8/s`.
+pub fn load_title(load: &LoadView) -> String {
+    format!("load step {}: {}", load.phase, load.name)
+}
+
+/// A lane's target: `8.00/s` (open loop), `4 users` (closed loop) or `-`.
+pub fn load_target(l: &LoadLaneView) -> String {
+    match (l.target_per_s, l.users) {
+        (Some(rate), _) => format!("{rate:.2}/s"),
+        (None, Some(users)) => format!("{users} users"),
+        (None, None) => "-".into(),
+    }
+}
+
+/// A lane's achieved rate: `7.95/s`, or `-` before two sends.
+pub fn load_achieved(l: &LoadLaneView) -> String {
+    l.achieved_per_s
+        .map_or_else(|| "-".into(), |rate| format!("{rate:.2}/s"))
+}
+
+/// A lane's live ITL: `p50/p99 (gaps)`.
+pub fn load_itl(l: &LoadLaneView) -> String {
+    format!("{}/{} ({})", ms(l.itl_p50_ms), ms(l.itl_p99_ms), l.itl_gaps)
+}
+
+/// The load step's table, as text.
+fn load_section(load: &LoadView) -> String {
+    let mut out = format!(
+        "\n{}\n{:<24} {:>10} {:>10} {:>8} {:>24}\n",
+        load_title(load),
+        "lane",
+        "target",
+        "achieved",
+        "requests",
+        "ITL p50/p99 ms (gaps)"
+    );
+    for l in &load.lanes {
+        out.push_str(&format!(
+            "{:<24} {:>10} {:>10} {:>8} {:>24}\n",
+            l.lane,
+            load_target(l),
+            load_achieved(l),
+            l.requests,
+            load_itl(l)
+        ));
+    }
+    out
+}
+
 /// The whole view as text.
 pub fn render(v: &View) -> String {
     let mut out = format!(
@@ -145,6 +194,9 @@ pub fn render(v: &View) -> String {
             ),
             l.latest_error.as_deref().unwrap_or("-")
         ));
+    }
+    if let Some(load) = &v.load {
+        out.push_str(&load_section(load));
     }
     out.push_str("\nfailures by class: ");
     if v.failure_classes.is_empty() {

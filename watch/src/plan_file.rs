@@ -4,7 +4,8 @@
 //! [`Outline`]: the lanes, the columns the lane table shows, and the units progress is counted
 //! in, each with the ids of its requests. Paired rounds keep their task families as columns and
 //! their rounds as units; a phases plan shows one column and one unit per phase, so a closed and
-//! an open loop are told apart and "2/3" means two phases of three are done.
+//! an open loop are told apart and "2/3" means two phases of three are done. A load phase also
+//! says what it asks of each lane ([`PhaseLoad`]), for the live load row.
 
 use openbench_common::rundir::{Lane, Plan, RunDirError, read_json};
 #[cfg(doc)]
@@ -33,6 +34,57 @@ pub struct Unit {
     pub column: String,
     /// Its requests: (request id, lane).
     pub requests: Vec<(String, Lane)>,
+    /// What a load phase asks of each lane (`None` for paired rounds).
+    pub load: Option<PhaseLoad>,
+}
+
+/// What one load phase asks of each of its lanes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PhaseLoad {
+    /// The phase name (the load workflow's `step-N <load>`, e.g. `step-2 poisson 8/s`).
+    pub name: String,
+    /// Each lane (label) with its target, in base order.
+    pub lanes: Vec<(String, Target)>,
+}
+
+/// A lane's target in one load phase.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Target {
+    /// Open loop: the rate its releases ask for, (n − 1) ÷ (last − first release offset) per
+    /// second (exactly the nominal rate of a constant process); `None` under two releases.
+    RatePerS(Option<f64>),
+    /// Closed loop: the users (slots) it keeps busy.
+    Users(u32),
+}
+
+impl PhaseLoad {
+    /// The targets `pacing` sets for `lanes`.
+    pub fn of(name: &str, lanes: &[Lane], pacing: &Pacing) -> PhaseLoad {
+        let target = |i: usize| match pacing {
+            Pacing::Releases { offsets_ms, .. } => {
+                Target::RatePerS(offsets_ms.get(i).and_then(|o| rate_per_s(o)))
+            }
+            Pacing::Slots { concurrency, .. } => Target::Users(*concurrency),
+            Pacing::Users { users, .. } => Target::Users(users.get(i).copied().unwrap_or(0)),
+        };
+        PhaseLoad {
+            name: name.to_string(),
+            lanes: lanes
+                .iter()
+                .enumerate()
+                .map(|(i, lane)| (lane.label.clone(), target(i)))
+                .collect(),
+        }
+    }
+}
+
+/// Events per second of ascending `offsets_ms`: (n − 1) ÷ (last − first) in seconds; `None`
+/// under two offsets or when they do not spread. The target of a lane's releases and, over the
+/// sends recorded so far, its achieved rate are both this, so they compare like for like.
+pub fn rate_per_s(offsets_ms: &[f64]) -> Option<f64> {
+    let (first, last) = (offsets_ms.first()?, offsets_ms.last()?);
+    let span_s = (last - first) / 1000.0;
+    (offsets_ms.len() >= 2 && span_s > 0.0).then(|| (offsets_ms.len() - 1) as f64 / span_s)
 }
 
 /// A plan file of the phases kind, as the coordinator writes it.
@@ -93,6 +145,7 @@ pub fn of_rounds(plan: &Plan) -> Outline {
                         (r.request_id.clone(), lane)
                     })
                     .collect(),
+                load: None,
             })
             .collect(),
         by_phase: false,
@@ -130,6 +183,10 @@ fn phases_outline(file: &PhasesPlan) -> Outline {
         outline.units.push(Unit {
             column: phase.name.clone(),
             requests,
+            load: phase
+                .pacing
+                .as_ref()
+                .map(|pacing| PhaseLoad::of(&phase.name, &phase.lanes, pacing)),
         });
     }
     outline

@@ -1,12 +1,14 @@
 //! Drawing a [`View`] with ratatui: a header with the progress gauge, the lanes table (progress,
 //! TTFA/E2E p50/p95/p99, tokens/s, a sparkline of recent E2E, the latest error), failures by
-//! class, the E2E histogram and the round timeline (launch skew per round). Only layout here:
+//! class, the E2E histogram and the round timeline (launch skew per round), and for a run of
+//! load phases the current step's table (target, achieved rate, live ITL). Only layout here:
 //! every figure comes from the view model.
 
 use crate::plain::{
-    duration, lane_progress, ms, options_line, sparkline, sparkline_scale, title, triple,
+    duration, lane_progress, load_achieved, load_itl, load_target, load_title, ms, options_line,
+    sparkline, sparkline_scale, title, triple,
 };
-use crate::view::View;
+use crate::view::{LoadView, View};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -28,7 +30,17 @@ pub fn draw(frame: &mut Frame<'_>, view: &View) {
     ])
     .areas(frame.area());
     draw_header(frame, header, view);
-    draw_lanes(frame, lanes, view);
+    match &view.load {
+        Some(load) => {
+            // Borders and heading: 3 rows above the lanes.
+            let height = u16::try_from(load.lanes.len() + 3).unwrap_or(u16::MAX);
+            let [lanes, step] =
+                Layout::vertical([Constraint::Min(5), Constraint::Length(height)]).areas(lanes);
+            draw_lanes(frame, lanes, view);
+            draw_load(frame, step, load);
+        }
+        None => draw_lanes(frame, lanes, view),
+    }
     let [failures, histogram, rounds] = Layout::horizontal([
         Constraint::Percentage(30),
         Constraint::Percentage(30),
@@ -130,6 +142,39 @@ fn draw_lanes(frame: &mut Frame<'_>, area: Rect, v: &View) {
         Table::new(rows, widths)
             .header(header)
             .block(Block::bordered().title(title)),
+        area,
+    );
+}
+
+fn draw_load(frame: &mut Frame<'_>, area: Rect, load: &LoadView) {
+    let header = Row::new([
+        "lane",
+        "target",
+        "achieved",
+        "requests",
+        "ITL p50/p99 ms (gaps)",
+    ])
+    .style(Style::default().add_modifier(Modifier::BOLD));
+    let rows = load.lanes.iter().map(|l| {
+        Row::new([
+            l.lane.clone(),
+            load_target(l),
+            load_achieved(l),
+            l.requests.to_string(),
+            load_itl(l),
+        ])
+    });
+    let widths = [
+        Constraint::Length(22),
+        Constraint::Length(10),
+        Constraint::Length(10),
+        Constraint::Length(8),
+        Constraint::Min(22),
+    ];
+    frame.render_widget(
+        Table::new(rows, widths)
+            .header(header)
+            .block(Block::bordered().title(format!(" {} ", load_title(load)))),
         area,
     );
 }

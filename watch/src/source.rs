@@ -33,6 +33,8 @@ pub struct RunSource {
     has_plan: bool,
     results: LineFollower,
     rounds: LineFollower,
+    /// The stream events, followed only for a plan of phases (the live load row's ITL).
+    events: Option<LineFollower>,
     state: RunState,
 }
 
@@ -64,6 +66,7 @@ impl RunSource {
             has_plan: false,
             results: LineFollower::new(files.results),
             rounds: LineFollower::new(files.rounds),
+            events: None,
         }
     }
 
@@ -96,11 +99,21 @@ impl RunSource {
                 self.state = RunState::new(Some(&plan), &lanes, &self.lock.families);
                 self.results = LineFollower::new(files.results);
                 self.rounds = LineFollower::new(files.rounds);
+                self.events = plan.by_phase.then(|| LineFollower::new(files.events));
                 self.has_plan = true;
                 changed = true;
             }
         }
         let state = &mut self.state;
+        // Events before results: a record's events are written before it, so every record read
+        // here has its chunks (a torn read only delays them to the next refresh).
+        let events = match &mut self.events {
+            Some(follower) => follower.poll(|item| match item {
+                Followed::Reset => state.reset_events(),
+                Followed::Line(line) => state.events_line(line),
+            })?,
+            None => Default::default(),
+        };
         let results = self.results.poll(|item| match item {
             Followed::Reset => state.reset_records(),
             Followed::Line(line) => state.results_line(line),
@@ -110,6 +123,7 @@ impl RunSource {
             Followed::Line(line) => state.rounds_line(line),
         })?;
         changed |= results.lines > 0 || results.reset || rounds.lines > 0 || rounds.reset;
+        changed |= events.lines > 0 || events.reset;
         if results.lines > 0 || results.reset {
             state.settle();
         }

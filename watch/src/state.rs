@@ -5,12 +5,18 @@
 //! record, or the last harness record while that is all there is. A later record for a request id
 //! already seen replaces the earlier one's contribution, so the figures equal those of a full
 //! re-read of the file.
+//!
+//! A plan of load phases also keeps, per request of a load phase, what the load report's metrics
+//! take from its record ([`RequestSample`]) and its answer-bearing chunk offsets from the events
+//! file ([`AnswerChunks`], the report's own reader): the live load row is computed from them.
 
-use crate::plan_file::Outline;
+use crate::plan_file::{Outline, PhaseLoad};
 use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_common::rundir::Lane;
 #[cfg(doc)]
 use openbench_common::rundir::RoundLine;
+use openbench_load::metrics::RequestSample;
+use openbench_load::run::run_data::{AnswerChunks, sample_of};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// How many of a lane's most recent E2E values its sparkline shows.
@@ -127,6 +133,13 @@ pub struct RunState {
     pub by_phase: bool,
     /// Complete lines that did not parse (results and rounds files).
     pub unreadable_lines: u64,
+    /// What each phase of the plan asks of its lanes, by phase index (`None`: paired rounds).
+    pub phase_loads: Vec<Option<PhaseLoad>>,
+    /// Per request id of a load phase: its phase and its sample (answer chunks left empty: they
+    /// are in [`RunState::chunks`]). Only with a plan of phases.
+    pub load_samples: HashMap<String, (u32, RequestSample)>,
+    /// Answer-bearing chunk offsets per request id, from the events file.
+    pub chunks: AnswerChunks,
     lane_index: HashMap<String, usize>,
     family_index: HashMap<String, usize>,
     request_round: HashMap<String, usize>,
@@ -154,6 +167,7 @@ impl RunState {
         if let Some(plan) = plan {
             state.by_phase = plan.by_phase;
             state.rounds_total = plan.units.len();
+            state.phase_loads = plan.units.iter().map(|u| u.load.clone()).collect();
             for (index, unit) in plan.units.iter().enumerate() {
                 let family = state.family(&unit.column);
                 state.round_family.push(family);
@@ -179,6 +193,7 @@ impl RunState {
             }
         }
         self.kept.clear();
+        self.load_samples.clear();
         self.seq = 0;
         self.unreadable_lines = 0;
         self.round_open.clear();
@@ -205,6 +220,16 @@ impl RunState {
                 }
             }
         }
+    }
+
+    /// Takes one line of the events file (read only for a plan of load phases).
+    pub fn events_line(&mut self, line: &str) {
+        self.chunks.line(line);
+    }
+
+    /// Forgets every stream event (the events file started over).
+    pub fn reset_events(&mut self) {
+        self.chunks = AnswerChunks::default();
     }
 
     /// Forgets every round line (the rounds file started over).
@@ -283,6 +308,11 @@ impl RunState {
         };
         self.add(&new);
         self.kept.insert(r.request_id.clone(), new);
+        if let Some(phase) = r.phase.filter(|_| self.by_phase) {
+            let sample = sample_of(r, Some(Vec::new()), 0, None);
+            self.load_samples
+                .insert(r.request_id.clone(), (phase, sample));
+        }
         if committed && !was_committed {
             self.commit_round_request(&r.request_id);
         }

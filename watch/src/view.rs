@@ -5,11 +5,18 @@
 //! Percentiles are nearest-rank (METHODOLOGY §6, [`openbench_common::stats`]) over the requests
 //! that count so far: latency over completed requests, tokens/s over completed requests that have
 //! a tokens/s value, whose "p95" is the floor at p = 0.05.
+//!
+//! A run of load phases also has a load row ([`LoadView`]) for its current step: each lane's
+//! target against its achieved rate and its live ITL, computed with the load report's own
+//! definitions (`openbench_load::metrics`) over the records and events written so far.
 
+use crate::plan_file::{Target, rate_per_s};
 use crate::source::Header;
 use crate::state::{Cell, RoundPoint, RunState};
+use openbench_common::record::Outcome;
 use openbench_common::rundir::{RunMode, RunStatus};
 use openbench_common::stats::rank_index;
+use openbench_load::metrics::{Distribution, RequestTimings};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -183,6 +190,44 @@ pub struct Bin {
     pub count: usize,
 }
 
+/// The current step of a run of load phases: the highest phase index that has a record.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadView {
+    /// Phase index (the load workflow's step index).
+    pub phase: u32,
+    /// Its name in the plan (`step-2 poisson 8/s`).
+    pub name: String,
+    /// Its lanes shown (the region filter applies), in base order.
+    pub lanes: Vec<LoadLaneView>,
+}
+
+/// One lane of the current load step, over its records written so far (warm-up and cool-down
+/// included: `watch` does not know the measured window; harness failures left out, as the
+/// report leaves them out).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadLaneView {
+    /// Lane label.
+    pub lane: String,
+    /// Open loop: the rate its releases ask for, per second ([`Target::RatePerS`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_per_s: Option<f64>,
+    /// Closed loop: its users.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub users: Option<u32>,
+    /// Its requests of the step recorded so far.
+    pub requests: usize,
+    /// (n − 1) ÷ (last − first actual send) of those requests, per second: the same estimator
+    /// as an open loop's target, over the sends.
+    pub achieved_per_s: Option<f64>,
+    /// ITL gaps so far: every gap between consecutive answer-bearing chunks of each completed
+    /// request (the report's `RequestTimings::itl_ms`), pooled.
+    pub itl_gaps: usize,
+    /// Nearest-rank ITL p50, ms.
+    pub itl_p50_ms: Option<f64>,
+    /// Nearest-rank ITL p99, ms.
+    pub itl_p99_ms: Option<f64>,
+}
+
 /// Everything on screen.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct View {
@@ -227,6 +272,9 @@ pub struct View {
     pub e2e_histogram: Vec<Bin>,
     /// The round timeline.
     pub rounds: RoundsView,
+    /// The current load step (runs of load phases only; absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<LoadView>,
     /// A problem met while refreshing (shown, not fatal: the next refresh tries again).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notice: Option<String>,
@@ -311,6 +359,7 @@ impl View {
             failure_classes,
             e2e_histogram: histogram(&mut all_e2e, HISTOGRAM_BINS),
             rounds: rounds_view(&rounds),
+            load: load_view(state, options),
             notice: None,
         }
     }
@@ -359,6 +408,69 @@ fn lane_view(info: &crate::state::LaneInfo, cells: &[&Cell]) -> LaneView {
         tokens_per_second_p95_floor: at(&tps, 0.05),
         recent_e2e_ms: recent,
         latest_error,
+    }
+}
+
+/// The load row of the current step: the highest phase with a record, when the plan says what
+/// it asks of its lanes.
+fn load_view(state: &RunState, options: &ViewOptions) -> Option<LoadView> {
+    let phase = state.load_samples.values().map(|(p, _)| *p).max()?;
+    let plan = state.phase_loads.get(phase as usize)?.as_ref()?;
+    let region_of = |label: &str| {
+        state
+            .lanes
+            .iter()
+            .find(|l| l.label == label)
+            .map(|l| l.region.as_str())
+    };
+    let lanes = plan
+        .lanes
+        .iter()
+        .filter(|(label, _)| {
+            options
+                .region
+                .as_ref()
+                .is_none_or(|r| region_of(label) == Some(r.as_str()))
+        })
+        .map(|(label, target)| load_lane(state, phase, label, *target))
+        .collect();
+    Some(LoadView {
+        phase,
+        name: plan.name.clone(),
+        lanes,
+    })
+}
+
+/// One lane's row of the current step.
+fn load_lane(state: &RunState, phase: u32, label: &str, target: Target) -> LoadLaneView {
+    let mut sent = Vec::new();
+    let mut gaps = Vec::new();
+    for (request_id, (p, sample)) in &state.load_samples {
+        if *p != phase || sample.lane != label || sample.outcome == Outcome::HarnessError {
+            continue;
+        }
+        sent.push(sample.sent_ms);
+        let mut sample = sample.clone();
+        sample.answer_chunks_ms = state.chunks.of(request_id);
+        gaps.extend(RequestTimings::of(&sample).itl_ms);
+    }
+    sort(&mut sent);
+    let itl = Distribution::of(&gaps);
+    LoadLaneView {
+        lane: label.to_string(),
+        target_per_s: match target {
+            Target::RatePerS(rate) => rate,
+            Target::Users(_) => None,
+        },
+        users: match target {
+            Target::Users(n) => Some(n),
+            Target::RatePerS(_) => None,
+        },
+        requests: sent.len(),
+        achieved_per_s: rate_per_s(&sent),
+        itl_gaps: itl.count,
+        itl_p50_ms: itl.p50,
+        itl_p99_ms: itl.p99,
     }
 }
 

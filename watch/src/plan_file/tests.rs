@@ -36,6 +36,7 @@ fn lane(key: &str) -> Lane {
 fn schedule() -> Schedule {
     let load = |name: &str, pacing| LoadPhase {
         name: name.into(),
+        load: name.into(),
         lanes: vec![lane("a"), lane("b")],
         pacing,
         source: Arc::new(Same),

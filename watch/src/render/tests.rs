@@ -96,3 +96,57 @@ fn the_sort_and_filters_change_what_is_drawn() {
     assert!(text.contains("family f1  region eu"), "{text}");
     assert!(text.contains("lanes (1)"), "{text}");
 }
+
+/// A run of load phases gets the current step's table under the lanes; a paired run has none.
+#[test]
+fn a_load_step_is_drawn_under_the_lanes() {
+    use crate::view::{LoadLaneView, LoadView};
+    let header = Header {
+        run_id: "run-x".into(),
+        mode: RunMode::Full,
+        status: Some(RunStatus::Running),
+        attempt: 0,
+    };
+    let mut view = View::build(&header, &worked_state(), &ViewOptions::default());
+    let draw_it = |view: &View| {
+        let mut terminal =
+            Terminal::new(TestBackend::new(160, 40)).unwrap_or_else(|e| panic!("{e}"));
+        terminal
+            .draw(|frame| draw(frame, view))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let buffer = terminal.backend().buffer().clone();
+        (0..buffer.area.height)
+            .map(|y| {
+                (0..buffer.area.width)
+                    .map(|x| buffer[(x, y)].symbol())
+                    .collect::<String>()
+            })
+            .collect::<Vec<String>>()
+    };
+    assert!(!draw_it(&view).join("\n").contains("load step"));
+    view.load = Some(LoadView {
+        phase: 2,
+        name: "step-2 poisson 8/s".into(),
+        lanes: vec![LoadLaneView {
+            lane: "a@eu".into(),
+            target_per_s: Some(8.0),
+            users: None,
+            requests: 12,
+            achieved_per_s: Some(7.5),
+            itl_gaps: 40,
+            itl_p50_ms: Some(4.25),
+            itl_p99_ms: Some(12.0),
+        }],
+    });
+    let s = draw_it(&view);
+    let title = row_of(&s, "load step 2: step-2 poisson 8/s");
+    assert!(title > row_of(&s, "TTFA p50/p95/p99"), "under the lanes");
+    // Below the heading row: the cells in column order.
+    let row = &s[title + 2];
+    let at: Vec<Option<usize>> = ["a@eu", "8.00/s", "7.50/s", " 12 ", "4.2/12.0 (40)"]
+        .iter()
+        .map(|cell| row.find(cell))
+        .collect();
+    assert!(at.iter().all(Option::is_some), "{at:?} in {row}");
+    assert!(at.is_sorted(), "columns in order: {row}");
+}

@@ -24,7 +24,7 @@ use openbench_common::workflow::{
     WorkflowError, smoke_problem,
 };
 use openbench_load::arrivals::Offsets;
-use openbench_load::spec::Arrivals;
+use openbench_load::spec::{Arrivals, StepModel};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -87,8 +87,9 @@ impl Workflow for ExampleEcho {
         let source: Arc<dyn RequestSource> = Arc::new(EchoSource::new(inputs.dataset));
         let lanes = lanes(inputs.spec);
         let phase = |spec: &PhaseSpec| {
-            let load = |name: &str, pacing| LoadPhase {
+            let load = |name: &str, model: StepModel, pacing| LoadPhase {
                 name: name.to_string(),
+                load: model.label(),
                 lanes: lanes.clone(),
                 pacing,
                 source: source.clone(),
@@ -100,6 +101,9 @@ impl Workflow for ExampleEcho {
                     per_slot,
                 } => Phase::ClosedLoop(load(
                     name,
+                    StepModel::Closed {
+                        concurrency: *concurrency,
+                    },
                     Pacing::Slots {
                         concurrency: *concurrency,
                         per_slot: *per_slot,
@@ -124,6 +128,10 @@ impl Workflow for ExampleEcho {
                             .collect();
                     Phase::OpenLoop(load(
                         name,
+                        StepModel::Open {
+                            arrivals,
+                            rate_per_s: *rate_per_s,
+                        },
                         Pacing::Releases {
                             offsets_ms: vec![offsets; lanes.len()],
                             max_in_flight: *max_in_flight,

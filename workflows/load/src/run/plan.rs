@@ -126,6 +126,7 @@ pub fn step_phase(
             let source = source_of(step, layout, workload);
             Phase::OpenLoop(LoadPhase {
                 name,
+                load: step.model.label(),
                 lanes: layout.lanes.clone(),
                 pacing: Pacing::Releases {
                     offsets_ms,
@@ -144,6 +145,7 @@ pub fn step_phase(
             let source = source_of(step, layout, workload);
             Phase::ClosedLoop(LoadPhase {
                 name,
+                load: step.model.label(),
                 lanes: layout.lanes.clone(),
                 pacing: Pacing::Users { users, until_ms },
                 source: Arc::new(source),
@@ -170,6 +172,7 @@ pub fn source_of(step: &Step, layout: &LaneLayout, workload: &Arc<Workload>) -> 
 pub fn smoke_phase(layout: &LaneLayout, workload: &Arc<Workload>) -> Phase {
     Phase::ClosedLoop(LoadPhase {
         name: "smoke".into(),
+        load: StepModel::Closed { concurrency: 1 }.label(),
         lanes: layout.lanes.clone(),
         pacing: Pacing::Slots {
             concurrency: 1,

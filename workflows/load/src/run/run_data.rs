@@ -205,22 +205,52 @@ pub fn answer_chunks(path: &Path) -> Result<BTreeMap<String, Vec<f64>>, Workflow
             ));
         }
     };
-    let mut by: BTreeMap<String, BTreeMap<u32, Option<f64>>> = BTreeMap::new();
+    let mut chunks = AnswerChunks::default();
     for line in text.lines() {
+        chunks.line(line);
+    }
+    Ok(chunks.into_map())
+}
+
+/// Answer-bearing chunk offsets per request, taken one events line at a time: the report reads
+/// the whole file through it ([`answer_chunks`]), `watch` the lines as they are appended, so
+/// both see the same chunks (and so the same ITL gaps).
+#[derive(Debug, Clone, Default)]
+pub struct AnswerChunks {
+    /// Request id → event index → the event's offset when it carried answer text.
+    by: BTreeMap<String, BTreeMap<u32, Option<f64>>>,
+}
+
+impl AnswerChunks {
+    /// Takes one line of the events file; an unreadable one (a torn tail) is skipped. Event 0 of
+    /// a request starts its events over (a re-execution replaces the earlier one's).
+    pub fn line(&mut self, line: &str) {
         let Ok(event) = serde_json::from_str::<StreamEvent>(line) else {
-            continue;
+            return;
         };
         let offset = (!event.answer.is_empty()).then_some(event.offset_ms);
-        let events = by.entry(event.request_id).or_default();
+        let events = self.by.entry(event.request_id).or_default();
         if event.index == 0 {
             events.clear();
         }
         events.insert(event.index, offset);
     }
-    Ok(by
-        .into_iter()
-        .map(|(id, events)| (id, events.into_values().flatten().collect()))
-        .collect())
+
+    /// The answer-bearing chunk offsets of `request_id` so far, ascending by event index.
+    pub fn of(&self, request_id: &str) -> Vec<f64> {
+        self.by
+            .get(request_id)
+            .map(|events| events.values().flatten().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// Every request's offsets.
+    pub fn into_map(self) -> BTreeMap<String, Vec<f64>> {
+        self.by
+            .into_iter()
+            .map(|(id, events)| (id, events.into_values().flatten().collect()))
+            .collect()
+    }
 }
 
 /// Everything the report is computed from, read from a run's records and events.
