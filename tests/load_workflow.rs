@@ -388,3 +388,90 @@ async fn a_saturation_search_chooses_steps_from_the_records_and_resumes_by_repla
     let after = std::fs::read(dir.join(openbench_common::rundir::FULL_RESULTS)).unwrap();
     assert_eq!(before, after);
 }
+
+/// A closed-loop count-window run: 2 users on each of two providers (4 slots in all, 4 users),
+/// warm-up 0.5 s, 12 measured requests, `cooldown_s` of cool-down; its run directory, its one
+/// step and every send (ms, ascending).
+async fn count_window_run(dir: &Path, cooldown_s: &str) -> (PathBuf, StepResults, Vec<f64>) {
+    let load = format!(
+        "  seed: 4
+  phases: {{warmup_s: 0.5, measure: {{requests: 12}}, cooldown_s: {cooldown_s}}}
+  steps: [{{model: closed, concurrency: 2}}]
+{WORKLOAD}
+  ignore_eos: [p, q]"
+    );
+    let providers = format!(
+        "{}{}",
+        provider("p", "sim://plain?slots=2"),
+        provider("q", "sim://plain?slots=2")
+    );
+    let spec = write_spec(dir, &providers, &load, "");
+    let (run_dir, results) = run(&spec).await;
+    let step = results.steps[0].clone();
+    let mut sends: Vec<f64> = step.samples.iter().map(|s| s.sent_ms).collect();
+    sends.sort_by(f64::total_cmp);
+    (run_dir, step, sends)
+}
+
+/// A closed loop with a count window (`count_window_run`). The step's sends over both lanes
+/// are counted together: the window ends at the 13th send at or after 500 ms, exactly 12
+/// requests are measured (however they fall between the providers); with no cool-down that
+/// closing send is the last one sent, with 0.3 s sends go on after it and none 300 ms after it;
+/// a resume of the finished run sends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_loop_count_window_measures_exactly_its_count_and_resumes_finished() {
+    // No cool-down: the gate lets exactly 13 sends through from 500 ms on, the 13th closing.
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, step, sends) = count_window_run(tmp.path(), "0").await;
+    let after: Vec<f64> = sends.iter().copied().filter(|&s| s >= 500.0).collect();
+    assert_eq!(after.len(), 13, "{sends:?}");
+    assert!((step.window.end_ms() - after[12]).abs() < 1e-6);
+    let (p, q) = (lane_metrics(&step, "p"), lane_metrics(&step, "q"));
+    assert_eq!(p.measured + q.measured, 12, "p {} q {}", p.measured, q.measured);
+
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, step, sends) = count_window_run(tmp.path(), "0.3").await;
+    // The window from the records by hand: the 13th send at or after 500 ms closes it.
+    let after: Vec<f64> = sends.iter().copied().filter(|&s| s >= 500.0).collect();
+    assert!(after.len() >= 13, "{sends:?}");
+    let closing = after[12];
+    assert_eq!(step.window.start_ms(), 500.0);
+    assert!(
+        (step.window.end_ms() - closing).abs() < 1e-6,
+        "window end {} ms, closing send {closing} ms",
+        step.window.end_ms()
+    );
+    assert_eq!(step.window.load_end_ns, step.window.end_ns + 300_000_000);
+    // Exactly 12 measured, pooled over both providers, all completed.
+    let (p, q) = (lane_metrics(&step, "p"), lane_metrics(&step, "q"));
+    eprintln!(
+        "count window [{} ms, {closing:.1} ms): p {} q {}, {} sends in all, last {:.1} ms",
+        step.window.start_ms(),
+        p.measured,
+        q.measured,
+        sends.len(),
+        sends.last().unwrap()
+    );
+    assert_eq!(p.measured + q.measured, 12, "p {} q {}", p.measured, q.measured);
+    assert_eq!(p.completed + q.completed, 12);
+    // Load went on through the cool-down and stopped at its end: sends follow the closing one
+    // (a 195 ms request ends well inside 300 ms), none at or after its end.
+    let last = *sends.last().unwrap();
+    assert!(last < closing + 300.0, "last send {last} ms, closing {closing} ms");
+    assert!(last > closing, "no cool-down send after {closing} ms: {sends:?}");
+    // Warm-up sends happened and are not measured.
+    assert!(sends[0] < 500.0);
+
+    // The step ran to its end: a resume sends nothing and leaves the records as they were.
+    let spec = tmp.path().join("spec.yaml");
+    let before = std::fs::read(dir.join(openbench_common::rundir::FULL_RESULTS)).unwrap();
+    let inputs = prepare_inputs(&spec, Arc::new(LoadWorkflow), "test-code-digest").unwrap();
+    let run = RunDir::open_or_create(&inputs, Some(&dir), None, "test").unwrap();
+    let outcome = run_full(&inputs, &run, "T-1", &options(&inputs))
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::Complete);
+    assert_eq!(outcome.sitting.records_written, 0);
+    let after_resume = std::fs::read(dir.join(openbench_common::rundir::FULL_RESULTS)).unwrap();
+    assert_eq!(before, after_resume);
+}

@@ -17,7 +17,7 @@ use crate::report;
 use crate::spec::{JsonlFormat, LoadSection, WorkloadSpec};
 use crate::workload::jsonl::{FilePrompt, parse_prompts};
 use openbench_common::hash::sha256_hex;
-use openbench_common::record::{Outcome, TerminalRecord};
+use openbench_common::record::TerminalRecord;
 use openbench_common::rundir::{self as layout, RunLock, counting_records, read_json};
 use openbench_common::schedule::{Phase, Schedule, lanes};
 use openbench_common::spec::{LoadedSpec, Spec};
@@ -126,13 +126,8 @@ impl Workflow for LoadWorkflow {
         };
         let mut history = Vec::new();
         for (step, mine) in ran {
-            let samples: Vec<_> = mine
-                .iter()
-                .filter(|r| r.outcome != Outcome::HarnessError)
-                .map(|r| run_data::sample_of(r, None, 0, ctx.correct(r)))
-                .collect();
             let rate = step.model.target_rate().unwrap_or(0.0);
-            history.push((rate, ctx.sustained(step, &samples)));
+            history.push((rate, ctx.sustained(step, mine)));
         }
         Ok(plan::next_step(&ctx.section, &history)
             .map(|step| plan::step_phase(&step, &ctx.section, &ctx.layout, &ctx.workload))
