@@ -475,3 +475,57 @@ async fn a_closed_loop_count_window_measures_exactly_its_count_and_resumes_finis
     let after_resume = std::fs::read(dir.join(openbench_common::rundir::FULL_RESULTS)).unwrap();
     assert_eq!(before, after_resume);
 }
+
+/// The prompt file of a `jsonl` workload is an input like the spec: the lock holds its sha256,
+/// a resume after it changed is refused naming it (and so is a report, which rebuilds each
+/// request's prompt from it), and the same bytes put back resume again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_prompt_file_refuses_the_resume_naming_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prompts = tmp.path().join("prompts.jsonl");
+    let original = "{\"messages\": [{\"role\": \"user\", \"content\": \"one two three\"}]}\n\
+                    {\"messages\": [{\"role\": \"user\", \"content\": \"four five\"}]}\n";
+    std::fs::write(&prompts, original).unwrap();
+    let load = "  seed: 2
+  phases: {warmup_s: 0, measure: {duration_s: 0.5}, cooldown_s: 0}
+  steps: [{model: constant, rate_per_s: 4}]
+  workload: {kind: jsonl, path: prompts.jsonl, format: openai_messages, output_tokens: {dist: fixed, tokens: 8}}";
+    let spec = write_spec(tmp.path(), &provider("p", "sim://plain"), load, "");
+    let (dir, results) = run(&spec).await;
+    assert_eq!(results.steps[0].samples.len(), 2);
+    let lock: openbench_common::rundir::RunLock =
+        openbench_common::rundir::read_json(&dir.join(openbench_common::rundir::RUN_LOCK))
+            .unwrap();
+    let expected = openbench_common::hash::sha256_hex(original);
+    assert_eq!(
+        lock.input_files_sha256,
+        [("prompts.jsonl".to_string(), expected)].into()
+    );
+
+    // One changed byte: the resume is refused before anything runs, naming the file.
+    std::fs::write(&prompts, original.replace("four", "f0ur")).unwrap();
+    let inputs = prepare_inputs(&spec, Arc::new(LoadWorkflow), "test-code-digest").unwrap();
+    let err = RunDir::open(&inputs, &dir, "test").unwrap_err().to_string();
+    assert!(err.contains("input file prompts.jsonl changed"), "{err}");
+    let err = openbench_load::run::load_results(&dir)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains("prompt file") && err.contains("prompts.jsonl"),
+        "{err}"
+    );
+    // A missing file is a change too.
+    std::fs::remove_file(&prompts).unwrap();
+    let err = RunDir::open(&inputs, &dir, "test").unwrap_err().to_string();
+    assert!(err.contains("input file prompts.jsonl changed"), "{err}");
+
+    // The locked bytes back: the run resumes, finished, and sends nothing.
+    std::fs::write(&prompts, original).unwrap();
+    let run = RunDir::open(&inputs, &dir, "test").unwrap();
+    let outcome = run_full(&inputs, &run, "T-1", &options(&inputs))
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::Complete);
+    assert_eq!(outcome.sitting.records_written, 0);
+}
