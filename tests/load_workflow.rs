@@ -427,7 +427,13 @@ async fn a_closed_loop_count_window_measures_exactly_its_count_and_resumes_finis
     assert_eq!(after.len(), 13, "{sends:?}");
     assert!((step.window.end_ms() - after[12]).abs() < 1e-6);
     let (p, q) = (lane_metrics(&step, "p"), lane_metrics(&step, "q"));
-    assert_eq!(p.measured + q.measured, 12, "p {} q {}", p.measured, q.measured);
+    assert_eq!(
+        p.measured + q.measured,
+        12,
+        "p {} q {}",
+        p.measured,
+        q.measured
+    );
 
     let tmp = tempfile::tempdir().unwrap();
     let (dir, step, sends) = count_window_run(tmp.path(), "0.3").await;
@@ -452,13 +458,25 @@ async fn a_closed_loop_count_window_measures_exactly_its_count_and_resumes_finis
         sends.len(),
         sends.last().unwrap()
     );
-    assert_eq!(p.measured + q.measured, 12, "p {} q {}", p.measured, q.measured);
+    assert_eq!(
+        p.measured + q.measured,
+        12,
+        "p {} q {}",
+        p.measured,
+        q.measured
+    );
     assert_eq!(p.completed + q.completed, 12);
     // Load went on through the cool-down and stopped at its end: sends follow the closing one
     // (a 195 ms request ends well inside 300 ms), none at or after its end.
     let last = *sends.last().unwrap();
-    assert!(last < closing + 300.0, "last send {last} ms, closing {closing} ms");
-    assert!(last > closing, "no cool-down send after {closing} ms: {sends:?}");
+    assert!(
+        last < closing + 300.0,
+        "last send {last} ms, closing {closing} ms"
+    );
+    assert!(
+        last > closing,
+        "no cool-down send after {closing} ms: {sends:?}"
+    );
     // Warm-up sends happened and are not measured.
     assert!(sends[0] < 500.0);
 
@@ -494,8 +512,7 @@ async fn a_changed_prompt_file_refuses_the_resume_naming_the_file() {
     let (dir, results) = run(&spec).await;
     assert_eq!(results.steps[0].samples.len(), 2);
     let lock: openbench_common::rundir::RunLock =
-        openbench_common::rundir::read_json(&dir.join(openbench_common::rundir::RUN_LOCK))
-            .unwrap();
+        openbench_common::rundir::read_json(&dir.join(openbench_common::rundir::RUN_LOCK)).unwrap();
     let expected = openbench_common::hash::sha256_hex(original);
     assert_eq!(
         lock.input_files_sha256,

@@ -81,7 +81,11 @@ mod tests {
     #[test]
     fn warm_up_sends_are_not_counted() {
         // The warm-up lasts an hour: nothing is counted, so the gate never closes.
-        let gate = CountGate::new(Instant::now() + Duration::from_secs(3600), 1, Duration::ZERO);
+        let gate = CountGate::new(
+            Instant::now() + Duration::from_secs(3600),
+            1,
+            Duration::ZERO,
+        );
         assert!((0..10).all(|_| gate.admit().is_some()));
     }
 

@@ -380,7 +380,11 @@ fn count_gate(pacing: &Pacing, start: Instant) -> Option<Arc<CountGate>> {
     };
     let millis = |ms: f64| Duration::try_from_secs_f64(ms.max(0.0) / 1000.0).unwrap_or_default();
     let from = start.checked_add(millis(*from_ms)).unwrap_or(start);
-    Some(Arc::new(CountGate::new(from, *requests, millis(*cooldown_ms))))
+    Some(Arc::new(CountGate::new(
+        from,
+        *requests,
+        millis(*cooldown_ms),
+    )))
 }
 
 /// A closed loop's slots on one lane: how many, how many requests each, until when, and the

@@ -88,7 +88,10 @@ impl InputHashes {
             .chain(self.files.keys())
             .collect();
         for name in names {
-            let locked = lock.input_files_sha256.get(name).map_or("none", String::as_str);
+            let locked = lock
+                .input_files_sha256
+                .get(name)
+                .map_or("none", String::as_str);
             let now = self.files.get(name).map_or("none", String::as_str);
             if locked != now {
                 changes.push(format!(

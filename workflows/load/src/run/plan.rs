@@ -75,7 +75,9 @@ pub fn window_of(step: &Step, seed: u64, sends_ms: &[f64]) -> Window {
     closed_window(&step.phases, &sends_ns).unwrap_or_else(|| {
         // Only a count window waits for its sends; without its closing one, it ends after the last.
         let start_ns = closed_window(&step.phases, &[]).map_or(0, |w| w.start_ns);
-        let end_ns = sends_ns.last().map_or(start_ns, |&last| (last + 1).max(start_ns));
+        let end_ns = sends_ns
+            .last()
+            .map_or(start_ns, |&last| (last + 1).max(start_ns));
         Window {
             start_ns,
             end_ns,

@@ -4,9 +4,9 @@
 
 use super::plan::{LaneLayout, first_steps, lane_targets, next_step, source_of, window_of};
 use super::workload::Workload;
+use crate::arrivals::Window;
 use crate::metrics::saturation::StepResult;
 use crate::metrics::step::{StepSettings, step_metrics};
-use crate::arrivals::Window;
 use crate::metrics::{RequestSample, Slo};
 use crate::report::{LaneLoad, LoadResults, ReportSettings, StepResults};
 use crate::spec::{LoadSection, Step, StepModel, WorkloadSpec};
