@@ -7,7 +7,7 @@
 
 mod coordinator_support;
 
-use coordinator_support::{options, run_load};
+use coordinator_support::{committed_counts, options, records, run_load, stopping_after};
 use openbench_common::record::Outcome;
 use openbench_common::workflow::Workflow;
 use openbench_coordinator::{RunDir, RunStatus, prepare_inputs, run_full};
@@ -15,6 +15,7 @@ use openbench_load::metrics::step::{StepSettings, step_metrics};
 use openbench_load::metrics::{RequestSample, RequestTimings, Slo};
 use openbench_load::report::{LoadResults, StepResults};
 use openbench_load::run::LoadWorkflow;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -492,6 +493,84 @@ async fn a_closed_loop_count_window_measures_exactly_its_count_and_resumes_finis
     assert_eq!(outcome.sitting.records_written, 0);
     let after_resume = std::fs::read(dir.join(openbench_common::rundir::FULL_RESULTS)).unwrap();
     assert_eq!(before, after_resume);
+}
+
+/// A count-window step interrupted after 5 requests is run again by the resume from a new
+/// start with a new count: each slot goes on at its first uncommitted sequence (ids are
+/// positions, so none is sent twice), the second sitting's gate closes at its own 13th send
+/// after its warm-up and stops 300 ms later, and the run completes. The report reads both
+/// sittings' sends as one step (docs/load.md): still exactly 12 measured.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_count_window_step_resumes_with_every_id_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let load = format!(
+        "  seed: 4
+  phases: {{warmup_s: 0.5, measure: {{requests: 12}}, cooldown_s: 0.3}}
+  steps: [{{model: closed, concurrency: 2}}]
+{WORKLOAD}
+  ignore_eos: [p, q]"
+    );
+    let providers = format!(
+        "{}{}",
+        provider("p", "sim://plain?slots=2"),
+        provider("q", "sim://plain?slots=2")
+    );
+    let spec = write_spec(tmp.path(), &providers, &load, "");
+    let inputs = prepare_inputs(&spec, Arc::new(LoadWorkflow), "test-code-digest").unwrap();
+    let dir = RunDir::create(&inputs, Some("T-1"), "test")
+        .unwrap()
+        .dir
+        .clone();
+    let sitting = |options| {
+        let (inputs, dir) = (&inputs, &dir);
+        async move {
+            let run = RunDir::open(inputs, dir, "test").unwrap();
+            let outcome = run_full(inputs, &run, "T-1", &options).await.unwrap();
+            outcome.status
+        }
+    };
+    assert_eq!(
+        sitting(stopping_after(&inputs, 5)).await,
+        RunStatus::Interrupted
+    );
+    let results = dir.join(openbench_common::rundir::FULL_RESULTS);
+    let first = records(&results).len();
+    assert!(first >= 5, "{first}");
+    assert_eq!(sitting(options(&inputs)).await, RunStatus::Complete);
+
+    let recs = records(&results);
+    assert!(
+        committed_counts(&recs).values().all(|&n| n == 1),
+        "a request sent twice"
+    );
+    // Each slot's sequences run 0, 1, 2, … with no gap across the two sittings.
+    let mut by_slot: BTreeMap<(String, u32), Vec<u64>> = BTreeMap::new();
+    for r in &recs {
+        by_slot
+            .entry((r.lane.clone(), r.slot.unwrap()))
+            .or_default()
+            .push(r.sequence.unwrap());
+    }
+    assert_eq!(by_slot.len(), 4);
+    for (slot, mut sequences) in by_slot {
+        sequences.sort_unstable();
+        let expected: Vec<u64> = (0..sequences.len() as u64).collect();
+        assert_eq!(sequences, expected, "{slot:?}");
+    }
+    // The second sitting's own gate: its 13th send from 500 ms on closed the count, and it sent
+    // nothing 300 ms after that.
+    let mut second: Vec<f64> = recs[first..]
+        .iter()
+        .map(|r| r.sent_offset_ms.unwrap())
+        .collect();
+    second.sort_by(f64::total_cmp);
+    let after: Vec<f64> = second.iter().copied().filter(|&s| s >= 500.0).collect();
+    assert!(after.len() >= 13, "{second:?}");
+    assert!(*second.last().unwrap() < after[12] + 300.0, "{second:?}");
+    let results = openbench_load::run::load_results(&dir).unwrap();
+    let step = &results.steps[0];
+    let (p, q) = (lane_metrics(step, "p"), lane_metrics(step, "q"));
+    assert_eq!(p.measured + q.measured, 12);
 }
 
 /// The prompt file of a `jsonl` workload is an input like the spec: the lock holds its sha256,
