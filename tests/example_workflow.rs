@@ -8,14 +8,13 @@
 
 mod coordinator_support;
 
-use coordinator_support::{committed_counts, options, records};
+use coordinator_support::{committed_counts, options, records, stopping_after};
 use openbench_common::clock::rfc3339_unix_micros;
 use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_common::rundir as layout;
 use openbench_common::workflow::{PlanInputs, ReportOptions, Workflow};
 use openbench_coordinator::{
-    Progress, RunDir, RunInputs, RunOptions, RunStatus, StopRequest, prepare_inputs, run_full,
-    run_smoke,
+    RunDir, RunInputs, RunOptions, RunStatus, prepare_inputs, run_full, run_smoke,
 };
 use openbench_example_echo::ExampleEcho;
 use std::collections::{BTreeMap, BTreeSet};
@@ -232,22 +231,6 @@ async fn closed_and_open_loops_run_with_several_requests_in_flight_per_lane() {
             .unwrap()
             .contains(table.as_str())
     );
-}
-
-/// Options that ask the sitting to finish (release nothing new) once `after` requests of the run
-/// are committed.
-fn stopping_after(inputs: &RunInputs, after: usize) -> RunOptions {
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(StopRequest::None);
-    let on_progress = move |p: &Progress| {
-        if p.requests_done >= after {
-            let _ = stop_tx.send(StopRequest::Finish);
-        }
-    };
-    RunOptions {
-        progress: Some(Arc::new(on_progress)),
-        stop: Some(stop_rx),
-        ..options(inputs)
-    }
 }
 
 /// One sitting over the run in `dir`: opens it, runs, closes it; returns the status and the

@@ -244,6 +244,125 @@ fn a_sentinel_key_echoed_by_hostile_upstreams_is_written_nowhere() {
     }
 }
 
+/// A load run (the `load` workflow: an open-loop step, then a closed-loop one) against the same
+/// echoing upstreams, one of which fails every request with a 401 quoting the key, exported
+/// over OTLP: no piece of the key in any file of the run directory (records, events, reports,
+/// plan files, lock, manifest), in the run's stdout or stderr, or in any exported span.
+#[test]
+fn a_sentinel_key_echoed_under_load_is_written_nowhere() {
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path();
+    let receiver = Receiver::start();
+    let endpoint = format!("http://{}", receiver.addr);
+    let env: [(&str, &str); 3] = [
+        (KEY_ENV, KEY),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+    ];
+    let mut providers = String::new();
+    for p in echoing_providers() {
+        providers.push_str(&format!(
+            "  - key: {}\n    endpoint: sim://{}\n    model: m\n    max_tokens_field: max_tokens\n{}",
+            p.key, p.profile, p.extra
+        ));
+    }
+    let spec = work.join("spec.yaml");
+    std::fs::write(
+        &spec,
+        format!(
+            "benchmark: {{slug: load-secrets, workflow: load, schedule_version: load-secrets-v1}}
+request: {{temperature: 0, top_p: 1, presence_penalty: 0, frequency_penalty: 0,
+  max_output_tokens: 64, response_format: json_object, timeout_ms: 5000,
+  harness_grace_ms: 60000}}
+providers:
+{providers}dataset: {{source: ., manifest: none}}
+simulator: {{time_scale: 0.05, seed: 7}}
+run_root: runs
+load:
+  seed: 11
+  phases: {{warmup_s: 0.2, measure: {{duration_s: 0.6}}, cooldown_s: 0}}
+  steps: [{{model: constant, rate_per_s: 5}}, {{model: closed, concurrency: 2}}]
+  workload:
+    kind: synthetic
+    input_tokens: {{dist: fixed, tokens: 10}}
+    output_tokens: {{dist: fixed, tokens: 16}}
+"
+        ),
+    )
+    .unwrap();
+    let spec_s = spec.to_str().unwrap().to_string();
+    let o = run_bin(
+        work,
+        &[
+            "run",
+            "--workflow",
+            "load",
+            "--spec",
+            &spec_s,
+            "--full",
+            "--approve-full",
+            "--approval-id",
+            "S-LOAD",
+        ],
+        &env,
+    );
+    let text = output_text(&o);
+    assert!(o.status.success(), "{text}");
+    let run_dir = printed_run_dir(&o.stdout);
+    assert!(run_dir.starts_with(work), "{}", run_dir.display());
+    assert!(run_dir.join("report.md").exists(), "{text}");
+    // The coordinator flushed its spans at exit; the load phases are among them.
+    let spans = receiver.wait_for(Duration::from_secs(30), |spans| {
+        spans.iter().any(|g| g.name == "openbench.load_phase")
+    });
+    assert!(
+        spans.iter().any(|g| g.name == "openbench.load_phase"),
+        "no load phase span: {spans:#?}"
+    );
+
+    let pieces = sentinel_pieces();
+    let mut found = Vec::new();
+    for file in files_under(work) {
+        let bytes = std::fs::read(&file).unwrap();
+        let leaked = leaks(&String::from_utf8_lossy(&bytes), &pieces);
+        if !leaked.is_empty() {
+            found.push(format!("{}: {leaked:?}", file.display()));
+        }
+    }
+    for (what, text) in [("run", text.as_str()), ("spans", &receiver.raw_text())] {
+        let leaked = leaks(text, &pieces);
+        if !leaked.is_empty() {
+            found.push(format!("{what}: {leaked:?}"));
+        }
+    }
+    assert_eq!(found, Vec::<String>::new(), "the sentinel key leaked");
+    // Both steps ran against every provider, and every provider's echo arrived redacted (the
+    // 401s among them): the test exercises the leaks it looks for.
+    let recs = records(&run_dir.join(openbench_common::rundir::FULL_RESULTS));
+    for provider in ["echo-split", "echo-base64", "echo-error"] {
+        for phase in [0, 1] {
+            let mine: Vec<_> = recs
+                .iter()
+                .filter(|r| r.provider == provider && r.phase == Some(phase))
+                .collect();
+            assert!(!mine.is_empty(), "{provider}: no request in step {phase}");
+            assert!(
+                mine.iter().all(|r| r.answer_text.contains("[redacted]")
+                    || r.error_message
+                        .as_deref()
+                        .unwrap_or("")
+                        .contains("[redacted]")),
+                "{provider}: an echo not redacted in step {phase}: {mine:#?}"
+            );
+        }
+    }
+    assert!(
+        recs.iter()
+            .any(|r| r.provider == "echo-error" && r.http_status == Some(401)),
+        "no failing request echoing the key"
+    );
+}
+
 /// What the in-test hostile upstream answers on each path (`/<case>/v1/chat/completions`).
 fn hostile_answer(path: &str, attacker: &str) -> String {
     let (head_part, tail_part) = KEY.split_at(11);

@@ -115,6 +115,22 @@ pub enum Pacing {
         /// No request is sent at or after this offset (ms from the phase start).
         until_ms: f64,
     },
+    /// Closed loop to a count: lane i keeps `users[i]` slots busy as in `Users`; the phase's
+    /// sends at or after `from_ms` are counted over all its lanes together, the send after the
+    /// `requests`-th closes the count, and no request is sent once `cooldown_ms` have passed
+    /// since that one. Timed like `Users`: how many requests it sends is an outcome, so it plans
+    /// no request list, and each request's id is still a function of its lane, slot and
+    /// sequence (a resume skips the committed ones).
+    UsersToCount {
+        /// Slots of each lane, in base order.
+        users: Vec<u32>,
+        /// Sends before this offset (ms from the phase start) are not counted (the warm-up).
+        from_ms: f64,
+        /// Counted sends before the closing one.
+        requests: u64,
+        /// How long the slots go on after the closing send, ms.
+        cooldown_ms: f64,
+    },
 }
 
 /// Where one request of a load phase sits: its lane, slot and sequence number.
@@ -232,7 +248,7 @@ pub fn positions<'a>(
                     concurrency,
                     per_slot,
                 } => (*concurrency, *per_slot),
-                Pacing::Users { .. } => (0, 0),
+                Pacing::Users { .. } | Pacing::UsersToCount { .. } => (0, 0),
             };
             (0..slots).flat_map(move |slot| {
                 (0..per_slot).map(move |sequence| LoadPosition {
@@ -265,14 +281,18 @@ impl LoadPhase {
                 let per_lane = u64::from(*concurrency) * per_slot;
                 usize::try_from(per_lane).unwrap_or(usize::MAX) * self.lanes.len()
             }
-            Pacing::Users { .. } => 0,
+            Pacing::Users { .. } | Pacing::UsersToCount { .. } => 0,
         }
     }
 
-    /// True for a timed closed loop: its requests are whatever its users sent before the time
-    /// ran out, so it is finished when it ran to its end, not when a list is committed.
+    /// True for a timed closed loop (to a time or to a count): its requests are whatever its
+    /// users sent before the time ran out or the count closed, so it is finished when it ran to
+    /// its end, not when a list is committed.
     pub fn is_timed(&self) -> bool {
-        matches!(self.pacing, Pacing::Users { .. })
+        matches!(
+            self.pacing,
+            Pacing::Users { .. } | Pacing::UsersToCount { .. }
+        )
     }
 
     /// Requests one lane may have in flight at once: the slots of a closed loop, the open
@@ -281,7 +301,9 @@ impl LoadPhase {
         match self.pacing {
             Pacing::Slots { concurrency, .. } => concurrency.max(1),
             Pacing::Releases { max_in_flight, .. } => max_in_flight.max(1),
-            Pacing::Users { ref users, .. } => users.iter().copied().max().unwrap_or(1).max(1),
+            Pacing::Users { ref users, .. } | Pacing::UsersToCount { ref users, .. } => {
+                users.iter().copied().max().unwrap_or(1).max(1)
+            }
         }
     }
 }

@@ -157,6 +157,24 @@ pub struct BenchFixtureRequest<'a> {
     pub providers_yaml: &'a str,
 }
 
+/// What a lock holds for an input file that cannot be read: no sha256 is this, so a resume reads
+/// it as changed.
+pub const UNREADABLE_FILE: &str = "unreadable";
+
+/// sha256 of each of `files` ([`Workflow::input_files`]) by name, [`UNREADABLE_FILE`] for one
+/// that cannot be read.
+pub fn input_files_sha256(files: &[(String, PathBuf)]) -> BTreeMap<String, String> {
+    files
+        .iter()
+        .map(|(name, path)| {
+            let hash = crate::hash::sha256_file(path)
+                .map(|(hash, _)| hash)
+                .unwrap_or_else(|_| UNREADABLE_FILE.to_string());
+            (name.clone(), hash)
+        })
+        .collect()
+}
+
 /// The refusal of an optional capability a workflow does not implement, naming the workflow.
 pub fn unsupported(workflow: &str, capability: &str) -> WorkflowError {
     WorkflowError(format!("workflow {workflow:?} {capability}").into())
@@ -182,6 +200,13 @@ pub trait Workflow: Send + Sync {
     /// Problems a run would meet only once it plans against `dataset` (micro-single-task: more
     /// items per family than the release holds), each naming its field; `init` lists them.
     fn dataset_problems(&self, spec: &Spec, dataset: &DatasetRelease) -> Vec<String> {
+        let _ = (spec, dataset);
+        Vec::new()
+    }
+    /// Files the workflow reads besides the spec and the dataset release (the load workflow's
+    /// prompt file): each as the spec names it, with where it is. The lock pins their sha256, so
+    /// a resume of a run whose file changed is refused, naming it. None by default.
+    fn input_files(&self, spec: &Spec, dataset: &DatasetRelease) -> Vec<(String, PathBuf)> {
         let _ = (spec, dataset);
         Vec::new()
     }

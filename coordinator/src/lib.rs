@@ -10,6 +10,7 @@
 //! session on it). The live view of a run is the `openbench-watch` crate.
 
 pub mod actor;
+mod count_gate;
 pub mod error;
 pub mod faults;
 pub mod health;

@@ -2,7 +2,8 @@
 //! one task (as the round launcher does), results written through the same writer thread.
 //!
 //! - Closed loop: each of the lane's `concurrency` slots sends its next request as soon as its
-//!   previous one is terminal, `per_slot` requests in all.
+//!   previous one is terminal, `per_slot` requests in all, or until a time, or until the phase's
+//!   count of sends closes and its cool-down ends ([`CountGate`], shared by every lane).
 //! - Open loop: each request is released at its planned offset from the phase's start **by its
 //!   region's probe, on the probe's clock**: the lane hands it over [`RELEASE_LEAD`] early with
 //!   the release time translated by the region's measured clock offset (probe − coordinator,
@@ -16,6 +17,7 @@
 //! ones at their planned offsets from the resumed phase's start (docs/architecture.md).
 
 use crate::actor::{Progress, SittingReport, SittingStatus};
+use crate::count_gate::CountGate;
 use crate::error::CoordinatorError;
 use crate::faults::FaultBook;
 use crate::health::RegionState;
@@ -273,6 +275,7 @@ pub async fn drive(
         crate::spans::load_phase_span(index, matches!(phase, Phase::OpenLoop(_)), load);
     let (tx, mut rx) = mpsc::unbounded_channel::<Box<Execution>>();
     let (halt, halted) = watch::channel(false);
+    let gate = count_gate(&load.pacing, shared.start);
     let mut tasks = Vec::new();
     for (lane_index, lane) in load.lanes.iter().enumerate() {
         let target = LaneTarget {
@@ -300,6 +303,7 @@ pub async fn drive(
                     concurrency: *concurrency,
                     per_slot: *per_slot,
                     until: None,
+                    gate: None,
                 };
                 Box::pin(closed_lane(target, shared, users, halted, tx))
             }
@@ -311,6 +315,16 @@ pub async fn drive(
                     concurrency: users.get(lane_index).copied().unwrap_or(0),
                     per_slot: u64::MAX,
                     until: Some(until.unwrap_or(shared.start)),
+                    gate: None,
+                };
+                Box::pin(closed_lane(target, shared, users, halted, tx))
+            }
+            Pacing::UsersToCount { users, .. } => {
+                let users = Users {
+                    concurrency: users.get(lane_index).copied().unwrap_or(0),
+                    per_slot: u64::MAX,
+                    until: None,
+                    gate: gate.clone(),
                 };
                 Box::pin(closed_lane(target, shared, users, halted, tx))
             }
@@ -400,11 +414,33 @@ pub async fn drive(
     Ok(report)
 }
 
-/// A closed loop's slots on one lane: how many, how many requests each, and until when.
+/// The gate of a phase run to a count (`None` for any other pacing), counting from `start`.
+fn count_gate(pacing: &Pacing, start: Instant) -> Option<Arc<CountGate>> {
+    let Pacing::UsersToCount {
+        from_ms,
+        requests,
+        cooldown_ms,
+        ..
+    } = pacing
+    else {
+        return None;
+    };
+    let millis = |ms: f64| Duration::try_from_secs_f64(ms.max(0.0) / 1000.0).unwrap_or_default();
+    let from = start.checked_add(millis(*from_ms)).unwrap_or(start);
+    Some(Arc::new(CountGate::new(
+        from,
+        *requests,
+        millis(*cooldown_ms),
+    )))
+}
+
+/// A closed loop's slots on one lane: how many, how many requests each, until when, and the
+/// phase's count gate when it runs to a count.
 struct Users {
     concurrency: u32,
     per_slot: u64,
     until: Option<Instant>,
+    gate: Option<Arc<CountGate>>,
 }
 
 /// A closed-loop lane: its slots, each sending its next request when its last one ended, until
@@ -420,9 +456,10 @@ async fn closed_lane(
         concurrency,
         per_slot,
         until,
+        gate,
     } = users;
     let slot = |slot: u32| {
-        let (target, shared, halted, tx) = (&target, &shared, &halted, &tx);
+        let (target, shared, halted, tx, gate) = (&target, &shared, &halted, &tx, &gate);
         async move {
             for sequence in 0..per_slot {
                 if *halted.borrow() || until.is_some_and(|end| Instant::now() >= end) {
@@ -432,7 +469,13 @@ async fn closed_lane(
                 let Some(request) = shared.request(&target.lane, &position) else {
                     continue;
                 };
-                let execution = call(target, shared, request, None).await;
+                // A count gate says when the phase is over, and its instant is the send's.
+                let at = match gate.as_ref().map(|g| g.admit()) {
+                    Some(None) => return,
+                    Some(at) => at,
+                    None => None,
+                };
+                let execution = call(target, shared, request, Sent { at, due: None }).await;
                 if tx.send(execution).is_err() {
                     return;
                 }
@@ -486,7 +529,11 @@ async fn open_lane(
         if *halted.borrow() {
             break;
         }
-        running.push(call(&target, &shared, request, Some(due)));
+        let sent = Sent {
+            at: None,
+            due: Some(due),
+        };
+        running.push(call(&target, &shared, request, sent));
         // Poll it once now, so it is handed over now even when the next one is due too.
         if let Some(Some(execution)) = running.next().now_or_never()
             && tx.send(execution).is_err()
@@ -501,13 +548,21 @@ async fn open_lane(
     }
 }
 
+/// When a request goes out: the instant a count gate admitted it (else the call's start), and an
+/// open-loop one's due time.
+struct Sent {
+    at: Option<Instant>,
+    due: Option<Due>,
+}
+
 /// One request's call to its probe; an open-loop one gets its scheduled time and send lag.
 async fn call(
     target: &LaneTarget,
     shared: &Shared,
     request: PlannedRequest,
-    due: Option<Due>,
+    sent: Sent,
 ) -> Box<Execution> {
+    let Sent { at, due } = sent;
     let session = target.session.as_ref().map(|s| s.borrow().clone());
     let lane_session = session.as_ref().map(|s| LaneSession {
         id: s.session_id.clone(),
@@ -521,7 +576,7 @@ async fn call(
         session: lane_session,
         release_at_unix_us,
     };
-    let dispatched = Instant::now();
+    let dispatched = at.unwrap_or_else(Instant::now);
     let span = tracing::Span::current();
     let (mut execution, _from_probe) = execute(
         target.client.clone(),

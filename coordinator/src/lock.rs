@@ -1,5 +1,6 @@
-//! The run lock: hashes of every input (spec, dataset release, adapters, tokenizer ranks, code),
-//! written once by `init` or the first run, and checked on every resume.
+//! The run lock: hashes of every input (spec, dataset release, the workflow's other input files,
+//! adapters, tokenizer ranks, code), written once by `init` or the first run, and checked on every
+//! resume.
 //!
 //! A region's probe address is a placement, not an input: the spec hash a resume checks
 //! ([`spec_inputs_sha256`]) leaves it out, so a probe moved to a new address resumes; its
@@ -8,7 +9,9 @@
 use openbench_common::hash::{canonical_json, sha256_hex};
 use openbench_common::rundir::{LockedProvider, RunLock};
 use openbench_common::spec::LoadedSpec;
-use openbench_common::workflow::DatasetRelease;
+use openbench_common::workflow::{DatasetRelease, input_files_sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 
 /// Version of the lock layout this crate writes.
 pub const LOCK_VERSION: u32 = 1;
@@ -28,12 +31,22 @@ pub struct InputHashes {
     pub tokenizer: String,
     /// Digest of the sources built into the binary.
     pub code: String,
+    /// sha256 of the workflow's other input files, by name ([`input_files_sha256`]).
+    pub files: BTreeMap<String, String>,
 }
 
 impl InputHashes {
-    /// Hashes the current inputs; `code_sha256` comes from the binary (`OPENBENCH_CODE_SHA256`).
-    pub fn compute(spec: &LoadedSpec, dataset: &DatasetRelease, code_sha256: &str) -> InputHashes {
+    /// Hashes the current inputs; `code_sha256` comes from the binary (`OPENBENCH_CODE_SHA256`),
+    /// `files` are the workflow's other input files
+    /// ([`openbench_common::workflow::Workflow::input_files`]).
+    pub fn compute(
+        spec: &LoadedSpec,
+        dataset: &DatasetRelease,
+        code_sha256: &str,
+        files: &[(String, PathBuf)],
+    ) -> InputHashes {
         InputHashes {
+            files: input_files_sha256(files),
             spec: sha256_hex(&spec.bytes),
             spec_inputs: spec_inputs_sha256(spec),
             dataset: dataset.release_hash.clone(),
@@ -58,7 +71,7 @@ impl InputHashes {
             ("tokenizer", &lock.tokenizer_ranks_sha256, &self.tokenizer),
             ("code", &lock.code_sha256, &self.code),
         ];
-        pairs
+        let mut changes: Vec<String> = pairs
             .into_iter()
             .filter(|(_, locked, now)| locked != now)
             .map(|(name, locked, now)| {
@@ -68,7 +81,27 @@ impl InputHashes {
                     short(now)
                 )
             })
-            .collect()
+            .collect();
+        let names: BTreeSet<&String> = lock
+            .input_files_sha256
+            .keys()
+            .chain(self.files.keys())
+            .collect();
+        for name in names {
+            let locked = lock
+                .input_files_sha256
+                .get(name)
+                .map_or("none", String::as_str);
+            let now = self.files.get(name).map_or("none", String::as_str);
+            if locked != now {
+                changes.push(format!(
+                    "input file {name} changed (locked {}…, now {}…)",
+                    short(locked),
+                    short(now)
+                ));
+            }
+        }
+        changes
     }
 }
 
@@ -169,6 +202,7 @@ pub fn build_lock(
         dataset_dir: dataset_dir.display().to_string(),
         dataset_manifest: s.dataset.manifest.clone(),
         dataset_release_hash: hashes.dataset.clone(),
+        input_files_sha256: hashes.files.clone(),
         adapters_sha256: hashes.adapters.clone(),
         tokenizer: openbench_common::tokenizer::TOKENIZER_NAME.to_string(),
         tokenizer_ranks_sha256: hashes.tokenizer.clone(),

@@ -138,7 +138,7 @@ impl RunDir {
             .file_name()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let hashes = InputHashes::compute(&inputs.spec, &inputs.dataset, &inputs.code_sha256);
+        let hashes = input_hashes(inputs);
         let lock = build_lock(
             &run_id,
             &inputs.spec,
@@ -180,7 +180,7 @@ impl RunDir {
         if let Ok(manifest) = RunManifest::load(dir) {
             manifest.verify_artifacts(dir)?;
         }
-        let hashes = InputHashes::compute(&inputs.spec, &inputs.dataset, &inputs.code_sha256);
+        let hashes = input_hashes(inputs);
         let mut changes = hashes.changes_against(&lock);
         if changes.is_empty() {
             let rebuilt = build_lock(
@@ -224,6 +224,14 @@ impl RunDir {
     pub fn run_id(&self) -> &str {
         &self.lock.run_id
     }
+}
+
+/// The hashes of the run's inputs as they are on disk now.
+fn input_hashes(inputs: &RunInputs) -> InputHashes {
+    let files = inputs
+        .workflow
+        .input_files(&inputs.spec.spec, &inputs.dataset);
+    InputHashes::compute(&inputs.spec, &inputs.dataset, &inputs.code_sha256, &files)
 }
 
 /// Writes (or, on a resume, checks) the artifacts the workflow derives when a run is locked.

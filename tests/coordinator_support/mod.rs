@@ -209,6 +209,22 @@ pub fn options(inputs: &RunInputs) -> openbench_coordinator::RunOptions {
     }
 }
 
+/// Options that ask the sitting to finish (release nothing new) once `after` requests of the run
+/// are committed.
+pub fn stopping_after(inputs: &RunInputs, after: usize) -> openbench_coordinator::RunOptions {
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(openbench_coordinator::StopRequest::None);
+    let on_progress = move |p: &openbench_coordinator::Progress| {
+        if p.requests_done >= after {
+            let _ = stop_tx.send(openbench_coordinator::StopRequest::Finish);
+        }
+    };
+    openbench_coordinator::RunOptions {
+        progress: Some(Arc::new(on_progress)),
+        stop: Some(stop_rx),
+        ..options(inputs)
+    }
+}
+
 /// Runs the load workflow's spec at `spec` in process to completion (run id `run_id`) and reads
 /// its results back as the report does; returns the run directory and the results.
 pub async fn run_load(spec: &Path, run_id: &str) -> (PathBuf, openbench_load::report::LoadResults) {

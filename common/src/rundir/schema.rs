@@ -54,6 +54,11 @@ pub struct RunLock {
     pub dataset_manifest: String,
     /// Dataset release hash.
     pub dataset_release_hash: String,
+    /// sha256 of every other file the workflow reads (the load workflow's prompt file), by its
+    /// path as the spec gives it ([`crate::workflow::Workflow::input_files`]). Absent when there
+    /// is none, so the locks of other runs keep their bytes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub input_files_sha256: BTreeMap<String, String>,
     /// sha256 of the canonical JSON of the providers' adapter data.
     pub adapters_sha256: String,
     /// Tokenizer name.
@@ -106,6 +111,7 @@ impl RunLock {
             dataset_dir: String::new(),
             dataset_manifest: String::new(),
             dataset_release_hash: String::new(),
+            input_files_sha256: BTreeMap::new(),
             adapters_sha256: String::new(),
             tokenizer: "o200k_base".into(),
             tokenizer_ranks_sha256: String::new(),

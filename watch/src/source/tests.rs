@@ -29,6 +29,7 @@ fn run_dir() -> tempfile::TempDir {
         dataset_dir: String::new(),
         dataset_manifest: String::new(),
         dataset_release_hash: "h".into(),
+        input_files_sha256: Default::default(),
         adapters_sha256: String::new(),
         tokenizer: String::new(),
         tokenizer_ranks_sha256: String::new(),

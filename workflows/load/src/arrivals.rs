@@ -197,7 +197,8 @@ fn open_window(phases: &Phases, offsets: Offsets) -> Window {
 /// The window of a closed-loop step. A duration window is fixed by the phases; a count window
 /// (`requests: n`) ends at the first send after the n-th send at or after the warm-up, which only
 /// the run knows: pass the sends so far (offsets from the step's start, in send order) and get
-/// `None` until that send has happened.
+/// `None` until that send has happened. That closing send is itself sent (the cool-down's first;
+/// with no cool-down, at the load's end).
 pub fn closed_window(phases: &Phases, sends_ns: &[u64]) -> Option<Window> {
     let start_ns = ns(phases.warmup_s);
     let end_ns = match phases.measure {

@@ -17,13 +17,13 @@ use crate::report;
 use crate::spec::{JsonlFormat, LoadSection, WorkloadSpec};
 use crate::workload::jsonl::{FilePrompt, parse_prompts};
 use openbench_common::hash::sha256_hex;
-use openbench_common::record::{Outcome, TerminalRecord};
+use openbench_common::record::TerminalRecord;
 use openbench_common::rundir::{self as layout, RunLock, counting_records, read_json};
 use openbench_common::schedule::{Phase, Schedule, lanes};
 use openbench_common::spec::{LoadedSpec, Spec};
 use openbench_common::workflow::{
     CannedAnswer, CompareSettings, DatasetRelease, PlanInputs, ReportOptions, ReportOutcome,
-    Workflow, WorkflowError, smoke_problem,
+    Workflow, WorkflowError, input_files_sha256, smoke_problem,
 };
 use openbench_micro_single_task::MicroSingleTask;
 use openbench_micro_single_task::scoring::GoldRef;
@@ -69,6 +69,15 @@ impl Workflow for LoadWorkflow {
                 Ok(_) => Vec::new(),
                 Err(problems) => problems,
             },
+            _ => Vec::new(),
+        }
+    }
+    fn input_files(&self, spec: &Spec, dataset: &DatasetRelease) -> Vec<(String, PathBuf)> {
+        match section::read(spec).map(|s| s.workload) {
+            Ok(WorkloadSpec::Jsonl { path, .. }) => {
+                let full = dataset.dir.join(&path);
+                vec![(path, full)]
+            }
             _ => Vec::new(),
         }
     }
@@ -126,13 +135,8 @@ impl Workflow for LoadWorkflow {
         };
         let mut history = Vec::new();
         for (step, mine) in ran {
-            let samples: Vec<_> = mine
-                .iter()
-                .filter(|r| r.outcome != Outcome::HarnessError)
-                .map(|r| run_data::sample_of(r, None, 0, ctx.correct(r)))
-                .collect();
             let rate = step.model.target_rate().unwrap_or(0.0);
-            history.push((rate, ctx.sustained(step, &samples)));
+            history.push((rate, ctx.sustained(step, mine)));
         }
         Ok(plan::next_step(&ctx.section, &history)
             .map(|step| plan::step_phase(&step, &ctx.section, &ctx.layout, &ctx.workload))
@@ -211,6 +215,31 @@ fn read_file(
     Ok(prompts)
 }
 
+/// Refuses a run whose prompt file is no longer the one its lock hashed, naming the file: the
+/// report rebuilds each request's prompt from it.
+fn refuse_changed_files(
+    spec: &Spec,
+    dataset: &DatasetRelease,
+    lock: &RunLock,
+) -> Result<(), WorkflowError> {
+    let files = LoadWorkflow.input_files(spec, dataset);
+    let now = input_files_sha256(&files);
+    for (name, path) in &files {
+        if lock.input_files_sha256.get(name) != now.get(name) {
+            return Err(WorkflowError(
+                format!(
+                    "prompt file {}: changed since run {} was locked (sha256 differs from the \
+                     lock's)",
+                    path.display(),
+                    lock.run_id
+                )
+                .into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The run's section, lanes, workload and (with `score`, for the `tasks` workload) gold.
 pub fn context(
     spec: &Spec,
@@ -271,6 +300,7 @@ pub fn load_results(run_dir: &Path) -> Result<report::LoadResults, WorkflowError
     }
     let dataset =
         LoadWorkflow.load_dataset(Path::new(&lock.dataset_dir), &lock.dataset_manifest)?;
+    refuse_changed_files(&spec.spec, &dataset, &lock)?;
     let ctx = context(&spec.spec, &dataset, true)?;
     let records = counting_records(&layout::path(run_dir, layout::FULL_RESULTS)).map_err(fail)?;
     let chunks = run_data::answer_chunks(&layout::path(run_dir, layout::STREAM_EVENTS))?;

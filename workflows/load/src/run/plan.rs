@@ -6,14 +6,15 @@
 //!   regions, release k to region k mod K, so the regions together send exactly the step's
 //!   arrival process and each sends its share on its own clock.
 //! - **Closed loop**: N users per provider, region r getting ⌊N/K⌋ (+1 for r < N mod K), until the
-//!   end of the cool-down.
+//!   end of the cool-down: a time for a duration window; for a count window, `cooldown_s` after
+//!   the send that closes the count (the step's sends over all its lanes).
 //! - **Saturation search**: one step at a time ([`next_step`]), each rate from the records of the
 //!   steps before (`metrics::saturation::next_rate`).
 
 use super::workload::{StepSource, Workload};
 use crate::arrivals::{OpenSchedule, Window, closed_window};
 use crate::metrics::saturation::next_rate;
-use crate::spec::{LoadSection, Step, StepModel};
+use crate::spec::{LoadSection, Measure, Step, StepModel};
 use openbench_common::rundir::Lane;
 use openbench_common::schedule::{LoadPhase, Pacing, Phase};
 use std::sync::Arc;
@@ -61,16 +62,36 @@ impl LaneLayout {
     }
 }
 
-/// The measured window of a step (a closed loop's duration window; count windows of closed
-/// loops are refused at `init`).
-pub fn window_of(step: &Step, seed: u64) -> Window {
-    match OpenSchedule::new(step, seed) {
-        Some(schedule) => schedule.window(),
-        None => closed_window(&step.phases, &[]).unwrap_or(Window {
-            start_ns: 0,
-            end_ns: 0,
-            load_end_ns: 0,
-        }),
+/// The measured window of a step. An open loop's comes from its schedule; a closed loop's count
+/// window from `sends_ms`, the actual sends of every request of the step (all lanes, any
+/// outcome; ms from the step's start). A count that never closed (a run stopped inside the
+/// window) measures every send from the warm-up's end on.
+pub fn window_of(step: &Step, seed: u64, sends_ms: &[f64]) -> Window {
+    if let Some(schedule) = OpenSchedule::new(step, seed) {
+        return schedule.window();
+    }
+    let mut sends_ns: Vec<u64> = sends_ms.iter().map(|&ms| ms_to_ns(ms)).collect();
+    sends_ns.sort_unstable();
+    closed_window(&step.phases, &sends_ns).unwrap_or_else(|| {
+        // Only a count window waits for its sends; without its closing one, it ends after the last.
+        let start_ns = closed_window(&step.phases, &[]).map_or(0, |w| w.start_ns);
+        let end_ns = sends_ns
+            .last()
+            .map_or(start_ns, |&last| (last + 1).max(start_ns));
+        Window {
+            start_ns,
+            end_ns,
+            load_end_ns: end_ns,
+        }
+    })
+}
+
+/// Milliseconds (a record's offset) to whole nanoseconds, rounded; negative or non-finite give 0.
+fn ms_to_ns(ms: f64) -> u64 {
+    if ms.is_finite() && ms > 0.0 {
+        (ms * 1e6).round() as u64
+    } else {
+        0
     }
 }
 
@@ -141,13 +162,24 @@ pub fn step_phase(
                 .iter()
                 .map(|&r| layout.users_of(concurrency, r))
                 .collect();
-            let until_ms = window_of(step, section.seed).load_end_ns as f64 / 1e6;
+            let pacing = match step.phases.measure {
+                Measure::DurationS(_) => Pacing::Users {
+                    users,
+                    until_ms: window_of(step, section.seed, &[]).load_end_ns as f64 / 1e6,
+                },
+                Measure::Requests(requests) => Pacing::UsersToCount {
+                    users,
+                    from_ms: step.phases.warmup_s * 1000.0,
+                    requests: u64::from(requests),
+                    cooldown_ms: step.phases.cooldown_s * 1000.0,
+                },
+            };
             let source = source_of(step, layout, workload);
             Phase::ClosedLoop(LoadPhase {
                 name,
                 load: step.model.label(),
                 lanes: layout.lanes.clone(),
-                pacing: Pacing::Users { users, until_ms },
+                pacing,
                 source: Arc::new(source),
             })
         }

@@ -4,6 +4,7 @@
 
 use super::plan::{LaneLayout, first_steps, lane_targets, next_step, source_of, window_of};
 use super::workload::Workload;
+use crate::arrivals::Window;
 use crate::metrics::saturation::StepResult;
 use crate::metrics::step::{StepSettings, step_metrics};
 use crate::metrics::{RequestSample, Slo};
@@ -63,16 +64,30 @@ impl RunContext {
             .collect()
     }
 
-    /// True when some lane sustained `step` (the search goes on while any provider keeps up,
-    /// so every lane's saturation point is bracketed), each lane against its own target.
-    pub fn sustained(&self, step: &Step, samples: &[RequestSample]) -> bool {
+    /// The measured window of `step` whose requests are `records` (a closed loop's count window
+    /// closes on their actual sends: [`window_of`]).
+    pub fn window(&self, step: &Step, records: &[&TerminalRecord]) -> Window {
+        let sends: Vec<f64> = records.iter().filter_map(|r| r.sent_offset_ms).collect();
+        window_of(step, self.section.seed, &sends)
+    }
+
+    /// True when some lane sustained `step`, whose requests are `records` (the search goes on
+    /// while any provider keeps up, so every lane's saturation point is bracketed), each lane
+    /// against its own target. Harness failures are set apart, as the report does.
+    pub fn sustained(&self, step: &Step, records: &[&TerminalRecord]) -> bool {
+        let window = self.window(step, records);
+        let samples: Vec<RequestSample> = records
+            .iter()
+            .filter(|r| r.outcome != Outcome::HarnessError)
+            .map(|r| sample_of(r, None, 0, self.correct(r)))
+            .collect();
         let load = match step.model {
             StepModel::Closed { concurrency } => f64::from(concurrency),
             StepModel::Open { rate_per_s, .. } => rate_per_s,
         };
         self.lane_loads(step).iter().any(|lane| {
             let settings = StepSettings {
-                window: window_of(step, self.section.seed),
+                window,
                 target_rate_per_lane: lane.target_rate_per_s,
                 sustain_fraction: self.section.sustain_fraction,
                 slo: Slo::from_spec(&self.section.slo),
@@ -177,13 +192,8 @@ pub fn steps_run<'a>(
             break;
         };
         if ctx.section.saturation.is_some() {
-            let samples: Vec<RequestSample> = mine
-                .iter()
-                .filter(|r| r.outcome != Outcome::HarnessError)
-                .map(|r| sample_of(r, None, 0, ctx.correct(r)))
-                .collect();
             let rate = step.model.target_rate().unwrap_or(0.0);
-            history.push((rate, ctx.sustained(&step, &samples)));
+            history.push((rate, ctx.sustained(&step, &mine)));
             steps.extend(next_step(&ctx.section, &history));
         }
         out.push((step, mine));
@@ -264,6 +274,7 @@ pub fn results_of(
     let steps = steps_run(ctx, records)
         .into_iter()
         .map(|(step, mine)| {
+            let window = ctx.window(&step, &mine);
             let harness_failures = mine
                 .iter()
                 .filter(|r| r.outcome == Outcome::HarnessError)
@@ -296,7 +307,7 @@ pub fn results_of(
             StepResults {
                 index: step.index,
                 model: step.model,
-                window: window_of(&step, ctx.section.seed),
+                window,
                 lanes: ctx.lane_loads(&step),
                 samples,
                 harness_failures,

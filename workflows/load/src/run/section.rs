@@ -1,7 +1,7 @@
 //! The `load:` section as the runner hands it over: read from the spec's workflow sections,
 //! checked with every problem named at once, and written back normalised (what the lock hashes).
 
-use crate::spec::{Limits, LoadSection, Measure, WorkloadSpec};
+use crate::spec::{Limits, LoadSection, WorkloadSpec};
 use openbench_common::spec::Spec;
 use openbench_common::workflow::WorkflowError;
 
@@ -9,7 +9,7 @@ use openbench_common::workflow::WorkflowError;
 pub const SECTION: &str = "load";
 
 /// Every problem with the workflow's part of `spec` (unknown fields or sections, the section's
-/// shape, every rule of [`LoadSection::problems`], what this runner cannot run yet), or the
+/// shape, every rule of [`LoadSection::problems`], what it names that the spec lacks), or the
 /// section.
 pub fn read(spec: &Spec) -> Result<LoadSection, Vec<String>> {
     let mut problems = Vec::new();
@@ -45,20 +45,10 @@ pub fn read(spec: &Spec) -> Result<LoadSection, Vec<String>> {
     }
 }
 
-/// What the section asks that this runner cannot do, or that names what the spec lacks.
+/// What the section names that the spec lacks (an `ignore_eos` provider) or leaves empty (the
+/// prompt file's path).
 fn runner_problems(section: &LoadSection, spec: &Spec) -> Vec<String> {
     let mut problems = Vec::new();
-    let closed = section
-        .steps
-        .iter()
-        .any(|s| matches!(s, crate::spec::LoadModel::Closed { .. }));
-    if closed && matches!(section.phases.measure, Measure::Requests(_)) {
-        problems.push(
-            "load.phases.measure: a closed-loop step needs a duration window (`duration_s`); \
-             a count window for closed loops is not supported yet"
-                .into(),
-        );
-    }
     for (i, key) in section.ignore_eos.iter().enumerate() {
         if !spec.providers.iter().any(|p| p.key == *key) {
             problems.push(format!(
