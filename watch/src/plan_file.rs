@@ -65,7 +65,9 @@ impl PhaseLoad {
                 Target::RatePerS(offsets_ms.get(i).and_then(|o| rate_per_s(o)))
             }
             Pacing::Slots { concurrency, .. } => Target::Users(*concurrency),
-            Pacing::Users { users, .. } => Target::Users(users.get(i).copied().unwrap_or(0)),
+            Pacing::Users { users, .. } | Pacing::UsersToCount { users, .. } => {
+                Target::Users(users.get(i).copied().unwrap_or(0))
+            }
         };
         PhaseLoad {
             name: name.to_string(),
