@@ -1,16 +1,20 @@
 //! One module per subcommand (or family of subcommands).
 
 pub mod bench;
+pub mod bench_meter;
 pub mod compare;
 pub mod dataset;
 pub mod demo;
 pub mod fidelity;
+pub mod load_bench;
+pub mod open_files;
 pub mod preflight;
 pub mod probe;
 pub mod relay;
 pub mod report;
 pub mod runs;
 pub mod score;
+pub mod sim_upstream;
 pub mod sim;
 pub mod store;
 pub mod watch;
