@@ -7,7 +7,6 @@ pub mod dataset;
 pub mod demo;
 pub mod fidelity;
 pub mod load_bench;
-pub mod open_files;
 pub mod preflight;
 pub mod probe;
 pub mod relay;

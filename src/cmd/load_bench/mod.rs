@@ -124,9 +124,11 @@ pub async fn run(args: LoadBenchArgs) -> anyhow::Result<ExitCode> {
     );
     let needed = u64::from(args.users.iter().copied().max().unwrap_or(0).max(args.max_in_flight))
         * args.lanes as u64;
-    if let Some(warning) = super::open_files::raise_limit(needed * 2 + 256) {
+    if let Some(warning) = openbench_inference::open_files::raise_limit(needed * 2 + 256) {
         eprintln!("warning: {warning}");
     }
+    // Loaded once per process: outside every step's measured window.
+    tokio::task::spawn_blocking(openbench_common::tokenizer::warm_up).await?;
     let temporary = tempfile::tempdir().context("cannot create a temporary directory")?;
     let root = args.keep.clone().unwrap_or(temporary.path().to_path_buf());
     let upstreams: Vec<Upstream> = (0..args.upstreams.min(args.lanes))
