@@ -114,14 +114,14 @@ mod tests {
             region: "eu".into(),
             contract: RequestContract::reference(0),
             adapters: vec![adapter.clone(), adapter],
-            max_in_flight: 257,
+            max_in_flight: 10_001,
         };
         assert_eq!(
             session.problems(),
             [
                 "run_id: must not be empty",
                 "request.timeout_ms: 0 is outside 1..=600000",
-                "max_in_flight: 257 is above 256",
+                "max_in_flight: 10001 is above 10000",
                 "adapters[0] (together).extra_body.temperature: the contract owns this field",
                 "adapters[1] (together).extra_body.temperature: the contract owns this field",
                 "adapters[1] (together).key: \"together\" is listed twice",

@@ -261,7 +261,7 @@ mod tests {
         assert_eq!(t.measured, 4);
         assert_eq!(t.achieved_per_s, 1.5);
         // Lags in the window: 0.2, 0.4, 0.1, 502.5 (f64 differences of the stamps above).
-        let lag = t.send_lag.unwrap();
+        let lag = t.send_lag.as_ref().unwrap();
         assert_eq!(lag.n, 4);
         assert_eq!(lag.p50_ms, Some(1000.2 - 1000.0));
         assert_eq!(lag.p99_ms, Some(3002.5 - 2500.0));
