@@ -11,7 +11,8 @@ use std::time::Duration;
 
 /// One lane of 1,000 users for half a second of load: every user sends its first request at
 /// the start, and none sends a second (its first ends 4 s later, after the load ended).
-const SPEC: &str = "benchmark: {slug: load-thousand, workflow: load, schedule_version: load-thousand-v1}
+const SPEC: &str =
+    "benchmark: {slug: load-thousand, workflow: load, schedule_version: load-thousand-v1}
 request: {temperature: 0, top_p: 1, presence_penalty: 0, frequency_penalty: 0,
   max_output_tokens: 64, response_format: json_object, timeout_ms: 60000,
   harness_grace_ms: 60000}
@@ -41,7 +42,8 @@ async fn a_closed_loop_of_1000_users_holds_1000_streams_in_flight_at_once() {
     let spec = tmp.path().join("spec.yaml");
     std::fs::write(&spec, SPEC).unwrap();
     let workflow = std::sync::Arc::new(openbench_load::run::LoadWorkflow);
-    let inputs = openbench_coordinator::prepare_inputs(&spec, workflow, "test-code-digest").unwrap();
+    let inputs =
+        openbench_coordinator::prepare_inputs(&spec, workflow, "test-code-digest").unwrap();
     let run = openbench_coordinator::RunDir::create(&inputs, Some("T-1000"), "test").unwrap();
     let mut options = coordinator_support::options(&inputs);
     // The in-process probe's health pings share two starved cores with 1,000 streams in a debug

@@ -13,8 +13,8 @@ pub mod relay;
 pub mod report;
 pub mod runs;
 pub mod score;
-pub mod sim_upstream;
 pub mod sim;
+pub mod sim_upstream;
 pub mod store;
 pub mod watch;
 

@@ -328,7 +328,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let code_digest = crate::cmd::runs::CODE_SHA256.to_string();
     let security = serve_security(&args)?;
     let ports = if args.health_listen.is_some() { 2 } else { 1 };
-    if let Some(short) = openbench_inference::open_files::raise_limit(ports * args.max_unauthenticated + 256) {
+    if let Some(short) =
+        openbench_inference::open_files::raise_limit(ports * args.max_unauthenticated + 256)
+    {
         let warning = format!(
             "{short}: the connection caps need them (--max-unauthenticated per port + 256): \
              raise it (docs/faults.md)"

@@ -13,6 +13,8 @@
 mod errors;
 mod layers;
 
+use super::bench_meter::{Cost, Meter, cost_text, load_average, load_text, print_figures};
+use super::sim_upstream::{self as upstream, Upstream};
 use anyhow::Context;
 use errors::Spread;
 use layers::Layer;
@@ -25,8 +27,6 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
-use super::bench_meter::{Cost, Meter, cost_text, load_average, load_text, print_figures};
-use super::sim_upstream::{self as upstream, Upstream};
 
 /// Arguments of `bench fidelity`.
 #[derive(Debug, clap::Args)]

@@ -122,8 +122,14 @@ pub async fn run(args: LoadBenchArgs) -> anyhow::Result<ExitCode> {
         !(args.users.is_empty() && args.rates.is_empty()),
         "give at least one of --users and --rates"
     );
-    let needed = u64::from(args.users.iter().copied().max().unwrap_or(0).max(args.max_in_flight))
-        * args.lanes as u64;
+    let needed = u64::from(
+        args.users
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(0)
+            .max(args.max_in_flight),
+    ) * args.lanes as u64;
     if let Some(warning) = openbench_inference::open_files::raise_limit(needed * 2 + 256) {
         eprintln!("warning: {warning}");
     }
@@ -243,12 +249,7 @@ async fn run_step(
         run_status: format!("{:?}", outcome.status).to_lowercase(),
         load_average_before: load_before,
         load_average_after: load_after,
-        traffic: Traffic::of(
-            &step.samples,
-            &step.window,
-            planned,
-            step.harness_failures,
-        ),
+        traffic: Traffic::of(&step.samples, &step.window, planned, step.harness_failures),
         cost,
     })
 }

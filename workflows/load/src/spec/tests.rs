@@ -152,7 +152,9 @@ fn the_open_loop_in_flight_bound_defaults_to_1000_and_is_refused_outside_1_to_10
         let load = LoadSection::from_yaml(&text, "spec.yaml").unwrap();
         (
             load.open_loop_in_flight(),
-            load.validate("spec.yaml", &LIMITS).err().map(|e| e.to_string()),
+            load.validate("spec.yaml", &LIMITS)
+                .err()
+                .map(|e| e.to_string()),
         )
     };
     assert_eq!(with("10000"), (10_000, None));
