@@ -30,11 +30,11 @@ use std::sync::Arc;
 /// Arguments of `bench load-generator`.
 #[derive(Debug, clap::Args)]
 pub struct LoadBenchArgs {
-    /// Closed-loop steps: users per lane, comma-separated (`--users=` for none).
+    /// Closed-loop steps: users per lane, comma-separated (`--users` with no value for none).
     #[arg(long, value_delimiter = ',', num_args = 0.., default_values_t = [100u32, 300, 1000])]
     users: Vec<u32>,
-    /// Open-loop steps: constant rates per lane, requests/s, comma-separated (`--rates=` for
-    /// none).
+    /// Open-loop steps: constant rates per lane, requests/s, comma-separated (`--rates` with no
+    /// value for none).
     #[arg(long, value_delimiter = ',', num_args = 0.., default_values_t = [100.0f64, 200.0, 300.0, 500.0])]
     rates: Vec<f64>,
     /// Lanes (providers), each driven at the step's load; figures are pooled over them.
