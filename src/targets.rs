@@ -15,6 +15,10 @@ use openbench_probe::session_open::{CredentialSource, EndpointRules};
 use openbench_simulator::{SimConfig, SimServer};
 use std::collections::BTreeMap;
 
+/// Open files a run with local probes should be able to hold: both ends of 2,000 streams (an
+/// embedded simulator serves in this process) and room for the run's own files.
+const LOCAL_OPEN_FILES: u64 = 4_096;
+
 /// The host of runs on this machine: starts the simulator when a provider targets `sim://` and a
 /// probe for every `local` region; remote regions pass through as URLs.
 pub struct LocalTargets {
@@ -52,12 +56,16 @@ impl TargetHost for LocalTargets {
 impl LocalTargets {
     /// Starts the simulator when needed (seeded per attempt: spec seed + attempt, so a smoke's
     /// second attempt draws afresh, as a retry at a real provider would) and one probe server
-    /// per local region.
+    /// per local region, after raising the open-files limit: each request in flight holds a
+    /// connection to its provider, and the embedded simulator the other end of it.
     async fn start_local(
         &self,
         inputs: &RunInputs,
         attempt: u32,
     ) -> Result<Targets, CoordinatorError> {
+        if let Some(short) = crate::open_files::raise_limit(LOCAL_OPEN_FILES) {
+            tracing::warn!("{short}: fewer streams can be in flight at once");
+        }
         let spec = &inputs.spec;
         let sim = match (&spec.spec.simulator, needs_simulator(spec)) {
             (Some(settings), true) => {

@@ -11,10 +11,11 @@ use std::collections::BTreeSet;
 /// coordinator, reading them, records the lane as unreachable and opens the session again.
 pub const SESSION_NOT_OPEN: &str = "is not open on the probe in region";
 
-/// The most requests a session may ask a probe to hold in flight on one provider lane: far
-/// above any schedule's concurrency, low enough that one session cannot make a probe open
-/// thousands of connections to a provider.
-pub const MAX_IN_FLIGHT: u32 = 256;
+/// The most requests a session may ask a probe to hold in flight on one provider lane: the load
+/// workflow's largest concurrency (and open-loop bound) per lane. Each request in flight holds
+/// one connection to the provider (one file descriptor), so one session can never make a probe
+/// open more than this many per lane.
+pub const MAX_IN_FLIGHT: u32 = 10_000;
 
 /// The session a coordinator opens on a probe before round 1: one source of truth for what the
 /// probe executes.
@@ -113,14 +114,14 @@ mod tests {
             region: "eu".into(),
             contract: RequestContract::reference(0),
             adapters: vec![adapter.clone(), adapter],
-            max_in_flight: 257,
+            max_in_flight: 10_001,
         };
         assert_eq!(
             session.problems(),
             [
                 "run_id: must not be empty",
                 "request.timeout_ms: 0 is outside 1..=600000",
-                "max_in_flight: 257 is above 256",
+                "max_in_flight: 10001 is above 10000",
                 "adapters[0] (together).extra_body.temperature: the contract owns this field",
                 "adapters[1] (together).extra_body.temperature: the contract owns this field",
                 "adapters[1] (together).key: \"together\" is listed twice",

@@ -2,6 +2,8 @@
 //! `bench analysis` times `report` end to end on a synthetic run; `bench fidelity` measures the
 //! timing error and the cost of the measurement pipeline itself (`super::fidelity`). Both reach
 //! their workflow through the registry (`--workflow`): its synthetic run and its bench fixture.
+//! `bench load-generator` measures how much load one process drives through the load workflow
+//! (`super::load_bench`).
 
 use anyhow::Context;
 use openbench_common::workflow::SynthesisRequest;
@@ -21,6 +23,11 @@ pub enum BenchCommand {
     /// event, loopback latency, CPU per 1,000 requests, peak RSS, launch skew and coordinator
     /// overhead (or, with --plan-only, the peak RSS of planning the run).
     Fidelity(super::fidelity::FidelityArgs),
+    /// Drive closed loops (`--users`) and constant-rate open loops (`--rates`) of streamed
+    /// requests through the real load runner against simulator processes; report per step the
+    /// requests planned and sent, achieved rate, peak in flight, send lag p50/p99/max, CPU per
+    /// 1,000 requests, peak RSS and failures, and the highest rate and concurrency driven on time.
+    LoadGenerator(super::load_bench::LoadBenchArgs),
 }
 
 /// Arguments of `bench analysis`.
@@ -68,6 +75,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
     match command {
         BenchCommand::Analysis(args) => tokio::task::spawn_blocking(move || analysis(args)).await?,
         BenchCommand::Fidelity(args) => super::fidelity::run(args).await,
+        BenchCommand::LoadGenerator(args) => super::load_bench::run(args).await,
     }
 }
 
@@ -91,7 +99,7 @@ fn analysis(args: AnalysisArgs) -> anyhow::Result<ExitCode> {
     let start = Instant::now();
     let run = workflow.synthesize_run(&run_dir, &request)?;
     let synthesis_seconds = start.elapsed().as_secs_f64();
-    let reset = reset_peak_rss();
+    let reset = super::bench_meter::reset_peak_rss();
     let start = Instant::now();
     (run.report)()?;
     let report_seconds = start.elapsed().as_secs_f64();
@@ -103,7 +111,7 @@ fn analysis(args: AnalysisArgs) -> anyhow::Result<ExitCode> {
         synthesis_seconds,
         report_seconds,
         records_per_second: run.records as f64 / report_seconds.max(f64::MIN_POSITIVE),
-        peak_rss_bytes: peak_rss_bytes(),
+        peak_rss_bytes: super::bench_meter::peak_rss_bytes(),
         peak_rss_scope: if reset { "report" } else { "process" },
     };
     if args.json {
@@ -133,24 +141,4 @@ fn text(f: &AnalysisFigures) -> String {
         f.report_seconds,
         f.records_per_second
     )
-}
-
-/// Resets the process's peak-RSS high-water mark (Linux ≥ 4.0: writing 5 to `clear_refs`), so
-/// VmHWM afterwards covers only what follows. False where that is not possible.
-pub(super) fn reset_peak_rss() -> bool {
-    std::fs::write("/proc/self/clear_refs", b"5").is_ok()
-}
-
-/// VmHWM from `/proc/self/status`, in bytes; `None` off Linux.
-pub(super) fn peak_rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line
-        .trim_start_matches("VmHWM:")
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kib * 1024)
 }

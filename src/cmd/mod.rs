@@ -1,10 +1,12 @@
 //! One module per subcommand (or family of subcommands).
 
 pub mod bench;
+pub mod bench_meter;
 pub mod compare;
 pub mod dataset;
 pub mod demo;
 pub mod fidelity;
+pub mod load_bench;
 pub mod preflight;
 pub mod probe;
 pub mod relay;
@@ -12,6 +14,7 @@ pub mod report;
 pub mod runs;
 pub mod score;
 pub mod sim;
+pub mod sim_upstream;
 pub mod store;
 pub mod watch;
 

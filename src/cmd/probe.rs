@@ -329,7 +329,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let code_digest = crate::cmd::runs::CODE_SHA256.to_string();
     let security = serve_security(&args)?;
     let ports = if args.health_listen.is_some() { 2 } else { 1 };
-    if let Some(warning) = raise_open_files_limit(ports * args.max_unauthenticated + 256) {
+    if let Some(short) =
+        openbench_inference::open_files::raise_limit(ports * args.max_unauthenticated + 256)
+    {
+        let warning = format!(
+            "{short}: the connection caps need them (--max-unauthenticated per port + 256): \
+             raise it (docs/faults.md)"
+        );
         eprintln!("probe: warning: {warning}");
         tracing::warn!("{warning}");
     }
@@ -479,37 +485,5 @@ fn connection_limits(args: &ServeArgs) -> anyhow::Result<ConnectionLimits> {
         unauthenticated_timeout: Duration::from_secs(args.unauthenticated_timeout_s),
         max_unauthenticated: count(args.max_unauthenticated),
         max_unauthenticated_per_source: count(args.max_unauthenticated_per_source),
-    })
-}
-
-/// The most `probe serve` raises its open-files soft limit to.
-const OPEN_FILES_TARGET: u64 = 65_536;
-
-/// Raises the open-files soft limit towards the hard limit (at most [`OPEN_FILES_TARGET`]), as
-/// Kubernetes cannot set it; a warning when the result stays below `needed` (the connection
-/// caps of every port, plus room for the coordinator and the providers).
-fn raise_open_files_limit(needed: u64) -> Option<String> {
-    use rustix::process::{Resource, getrlimit, setrlimit};
-    let limit = getrlimit(Resource::Nofile);
-    let hard = limit.maximum.unwrap_or(u64::MAX);
-    let target = hard.min(OPEN_FILES_TARGET);
-    let mut soft = limit.current.unwrap_or(u64::MAX);
-    if soft < target {
-        let raised = rustix::process::Rlimit {
-            current: Some(target),
-            maximum: limit.maximum,
-        };
-        if setrlimit(Resource::Nofile, raised).is_ok() {
-            soft = target;
-        }
-    }
-    (soft < needed).then(|| {
-        format!(
-            "the open-files limit is {soft} (hard {}); the connection caps need about {needed} \
-             (--max-unauthenticated per port + 256): raise it (docs/faults.md)",
-            limit
-                .maximum
-                .map_or("unlimited".to_string(), |m| m.to_string())
-        )
     })
 }

@@ -12,8 +12,9 @@
 
 mod errors;
 mod layers;
-mod upstream;
 
+use super::bench_meter::{Cost, Meter, cost_text, load_average, load_text, print_figures};
+use super::sim_upstream::{self as upstream, Upstream};
 use anyhow::Context;
 use errors::Spread;
 use layers::Layer;
@@ -26,7 +27,6 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
-use upstream::Upstream;
 
 /// Arguments of `bench fidelity`.
 #[derive(Debug, clap::Args)]
@@ -145,56 +145,6 @@ struct LayerFigures {
     cost: Cost,
 }
 
-/// What a measured window cost this process: wall time, CPU, context switches, peak RSS.
-#[derive(Debug, Serialize)]
-struct Cost {
-    wall_seconds: f64,
-    cpu_user_seconds: f64,
-    cpu_sys_seconds: f64,
-    cpu_seconds_per_1000_requests: f64,
-    /// Context switches of this process's threads (voluntary + involuntary) per request.
-    context_switches_per_request: Option<f64>,
-    /// VmHWM at the end of the window (reset when it started), bytes.
-    peak_rss_bytes: Option<u64>,
-}
-
-/// The process's counters at the start of a measured window; resets the peak-RSS mark.
-struct Meter {
-    cpu: (f64, f64),
-    switches: Option<u64>,
-    start: Instant,
-}
-
-impl Meter {
-    fn start() -> Meter {
-        super::bench::reset_peak_rss();
-        Meter {
-            cpu: cpu_seconds(),
-            switches: context_switches(),
-            start: Instant::now(),
-        }
-    }
-
-    /// What the window cost, for `requests` requests.
-    fn stop(&self, requests: usize) -> Cost {
-        let wall_seconds = self.start.elapsed().as_secs_f64();
-        let (cpu, switches) = (cpu_seconds(), context_switches());
-        let (user, sys) = (cpu.0 - self.cpu.0, cpu.1 - self.cpu.1);
-        let requests = requests.max(1) as f64;
-        Cost {
-            wall_seconds,
-            cpu_user_seconds: user,
-            cpu_sys_seconds: sys,
-            cpu_seconds_per_1000_requests: (user + sys) * 1000.0 / requests,
-            context_switches_per_request: match (self.switches, switches) {
-                (Some(before), Some(after)) => Some(after.saturating_sub(before) as f64 / requests),
-                _ => None,
-            },
-            peak_rss_bytes: super::bench::peak_rss_bytes(),
-        }
-    }
-}
-
 /// What a plan-only run measured.
 #[derive(Debug, Serialize)]
 struct PlanFigures {
@@ -221,7 +171,7 @@ pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
     if args.plan_only {
         let spec = fixture(&workflow, work.path(), &args, &[]).await?;
         let load_before = load_average();
-        super::bench::reset_peak_rss();
+        super::bench_meter::reset_peak_rss();
         let start = Instant::now();
         let inputs = super::runs::load_inputs(&args.workflow, &spec)?;
         let run = RunDir::create(&inputs, Some("fidelity"), "bench")?;
@@ -233,7 +183,7 @@ pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
             requests: planned.jobs.iter().map(|j| j.len()).sum(),
             load_average_before: load_before,
             plan_seconds: start.elapsed().as_secs_f64(),
-            peak_rss_bytes: super::bench::peak_rss_bytes(),
+            peak_rss_bytes: super::bench_meter::peak_rss_bytes(),
         };
         drop(planned);
         print_figures(args.json, &figures, plan_text(&figures))?;
@@ -340,15 +290,6 @@ pub async fn run(args: FidelityArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn print_figures<T: Serialize>(json: bool, figures: &T, text: String) -> anyhow::Result<()> {
-    if json {
-        println!("{}", serde_json::to_string(figures)?);
-    } else {
-        print!("{text}");
-    }
-    Ok(())
-}
-
 fn lane_key(lane: usize) -> String {
     format!("lane-{lane:04}")
 }
@@ -392,46 +333,6 @@ async fn fixture(
     Ok(written.await??)
 }
 
-/// User and system CPU seconds of this process so far (`/proc/self/stat` fields 14 and 15, in
-/// clock ticks of 1/100 s: Linux's fixed `USER_HZ`); zeros off Linux.
-fn cpu_seconds() -> (f64, f64) {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return (0.0, 0.0);
-    };
-    // The command name (field 2) may hold spaces; fields after it follow its closing ')'.
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // After ')': field 3 (state) is index 0, so utime (14) is 11 and stime (15) is 12.
-    (ticks(11) / 100.0, ticks(12) / 100.0)
-}
-
-/// Context switches so far (voluntary + involuntary) summed over this process's live threads
-/// (`/proc/self/task/*/status`); `None` off Linux. Threads that have exited are not counted, so
-/// the figure is a lower bound where the blocking pool retired threads during the window.
-fn context_switches() -> Option<u64> {
-    let mut total = 0;
-    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-        let Ok(status) = std::fs::read_to_string(task.path().join("status")) else {
-            continue;
-        };
-        for line in status.lines() {
-            if let Some(rest) = line
-                .strip_prefix("voluntary_ctxt_switches:")
-                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
-            {
-                total += rest.trim().parse::<u64>().unwrap_or(0);
-            }
-        }
-    }
-    Some(total)
-}
-
 /// What a layer run drives: the plan's rounds (built and written as a run does), every
 /// provider's adapter from the spec, and the contract.
 fn layer_work(
@@ -449,21 +350,6 @@ fn layer_work(
             .collect(),
         contract: spec.request.clone(),
     })
-}
-
-/// The 1-minute load average (`/proc/loadavg`), to note beside every figure.
-fn load_average() -> Option<f64> {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
-/// A load average as printed beside every figure.
-fn load_text(load: Option<f64>) -> String {
-    load.map_or("?".into(), |l| format!("{l:.2}"))
 }
 
 fn us(v: Option<f64>) -> String {
@@ -538,21 +424,6 @@ fn layer_text(f: &LayerFigures) -> String {
     out
 }
 
-/// One line: CPU, context switches and peak RSS of a measured window.
-fn cost_text(c: &Cost) -> String {
-    format!(
-        "CPU {:.2} s user + {:.2} s sys = {:.3} CPU-s per 1,000 requests; {} context switches \
-         per request; peak RSS {}\n",
-        c.cpu_user_seconds,
-        c.cpu_sys_seconds,
-        c.cpu_seconds_per_1000_requests,
-        c.context_switches_per_request
-            .map_or("?".into(), |n| format!("{n:.1}")),
-        c.peak_rss_bytes
-            .map_or("unknown".into(), |b| format!("{:.0} MB", b as f64 / 1e6)),
-    )
-}
-
 fn plan_text(f: &PlanFigures) -> String {
     format!(
         "planned {} requests ({} lanes × {} rounds) in {:.2} s; peak RSS {} (load {})\n",
@@ -560,8 +431,7 @@ fn plan_text(f: &PlanFigures) -> String {
         f.lanes,
         f.rounds,
         f.plan_seconds,
-        f.peak_rss_bytes
-            .map_or("unknown".into(), |b| format!("{:.0} MB", b as f64 / 1e6)),
+        super::bench_meter::megabytes(f.peak_rss_bytes),
         load_text(f.load_average_before),
     )
 }

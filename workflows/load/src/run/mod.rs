@@ -8,7 +8,7 @@ pub mod run_data;
 mod section;
 mod workload;
 
-pub use plan::{LaneLayout, MAX_IN_FLIGHT};
+pub use plan::LaneLayout;
 pub use run_data::RunContext;
 pub use section::SECTION;
 pub use workload::{StepSource, Workload};

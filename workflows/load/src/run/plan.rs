@@ -19,10 +19,6 @@ use openbench_common::rundir::Lane;
 use openbench_common::schedule::{LoadPhase, Pacing, Phase};
 use std::sync::Arc;
 
-/// Requests one lane may hold in flight in an open-loop step: the most a probe session allows.
-/// A release due while a lane is full waits, and its send lag shows it (never skipped).
-pub const MAX_IN_FLIGHT: u32 = 256;
-
 /// Where a run's lanes sit: their labels and each one's region index.
 #[derive(Debug, Clone)]
 pub struct LaneLayout {
@@ -151,7 +147,7 @@ pub fn step_phase(
                 lanes: layout.lanes.clone(),
                 pacing: Pacing::Releases {
                     offsets_ms,
-                    max_in_flight: MAX_IN_FLIGHT,
+                    max_in_flight: section.open_loop_in_flight(),
                 },
                 source: Arc::new(source),
             })

@@ -69,6 +69,23 @@ pub struct LoadSection {
     /// it, and the report says where output length could not be held).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignore_eos: Vec<String>,
+    /// Most requests one lane may hold in flight in an open-loop step (1..=10,000; absent:
+    /// [`DEFAULT_MAX_IN_FLIGHT`]). A release due while its lane is full waits, and its send lag
+    /// shows it; it is never skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_in_flight: Option<u32>,
+}
+
+/// Requests one lane may hold in flight in an open-loop step when `load.max_in_flight` is
+/// absent: the 1,000 concurrent streams one process is benchmarked to drive (docs/performance.md,
+/// `bench load-generator`).
+pub const DEFAULT_MAX_IN_FLIGHT: u32 = 1_000;
+
+impl LoadSection {
+    /// The open-loop in-flight bound per lane: `max_in_flight`, or [`DEFAULT_MAX_IN_FLIGHT`].
+    pub fn open_loop_in_flight(&self) -> u32 {
+        self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT)
+    }
 }
 
 fn default_goodput_threshold() -> f64 {

@@ -141,3 +141,31 @@ workload: {kind: tasks}
     let search = load.saturation.as_ref().unwrap();
     assert_eq!((search.growth, search.refine_steps), (2.0, 2));
 }
+
+#[test]
+fn the_open_loop_in_flight_bound_defaults_to_1000_and_is_refused_outside_1_to_10000() {
+    let load = LoadSection::from_yaml(GOOD, "spec.yaml").unwrap();
+    assert_eq!(load.max_in_flight, None);
+    assert_eq!(load.open_loop_in_flight(), 1_000);
+    let with = |bound: &str| {
+        let text = format!("{GOOD}max_in_flight: {bound}\n");
+        let load = LoadSection::from_yaml(&text, "spec.yaml").unwrap();
+        (
+            load.open_loop_in_flight(),
+            load.validate("spec.yaml", &LIMITS)
+                .err()
+                .map(|e| e.to_string()),
+        )
+    };
+    assert_eq!(with("10000"), (10_000, None));
+    assert_eq!(with("1"), (1, None));
+    for bad in ["0", "10001"] {
+        let (_, err) = with(bad);
+        let err = err.unwrap_or_default();
+        assert!(
+            err.contains(&format!("load.max_in_flight: {bad} is outside 1..=10000")),
+            "{err}"
+        );
+        assert!(err.contains("1 problem(s)"), "{err}");
+    }
+}

@@ -19,8 +19,9 @@ pub const SLO_METRICS: [&str; 7] = [
 /// Largest rate a step may ask for, requests per second per lane. Above it the client, not the
 /// provider, is what a run would measure.
 pub const MAX_RATE_PER_S: f64 = 10_000.0;
-/// Largest closed-loop concurrency per lane.
-pub const MAX_CONCURRENCY: u32 = 10_000;
+/// Largest closed-loop concurrency per lane, and largest open-loop in-flight bound
+/// (`load.max_in_flight`): the most a probe session lets one lane hold in flight.
+pub const MAX_CONCURRENCY: u32 = openbench_common::probe_session::MAX_IN_FLIGHT;
 /// Longest warm-up, measured window or cool-down: one day.
 pub const MAX_PHASE_S: f64 = 86_400.0;
 /// Most measured requests a count window may ask for.
@@ -51,6 +52,13 @@ impl LoadSection {
             (true, None) => say("load: give either `steps` or `saturation`".into()),
             (false, Some(_)) => say("load: give `steps` or `saturation`, not both".into()),
             _ => {}
+        }
+        if let Some(n) = self.max_in_flight
+            && (n == 0 || n > MAX_CONCURRENCY)
+        {
+            say(format!(
+                "load.max_in_flight: {n} is outside 1..={MAX_CONCURRENCY}"
+            ));
         }
         for (i, step) in self.steps.iter().enumerate() {
             let at = format!("load.steps[{i}]");

@@ -1,6 +1,7 @@
-//! The scripted upstream of `bench fidelity`: simulator processes (this binary's `sim serve`)
-//! replaying exact chunk schedules (`x-sim-schedule`) and logging when each write was handed to
-//! the connection (`x-sim-id`, read back from `GET /debug/writes/{id}`): the mechanism
+//! The scripted upstream of `bench fidelity` and `bench load-generator`: simulator processes
+//! (this binary's `sim serve`) replaying exact chunk schedules (`x-sim-schedule`) and, with
+//! `x-sim-id`, logging when each write was handed to the connection (read back from
+//! `GET /debug/writes/{id}`): the mechanism
 //! `tests/timing_accuracy.rs` checks the probe against. Separate processes keep the upstream's CPU
 //! out of the measured process and off its runtime, and loopback latency is measured on its own.
 
