@@ -97,6 +97,21 @@ fn assert_released_on_time(dir: &Path) -> usize {
     checked
 }
 
+/// A run that ran to its end, resumed: it completes at once, writing no record, and its
+/// records file keeps its bytes.
+async fn assert_resume_sends_nothing(spec: &Path, dir: &Path) {
+    let before = std::fs::read(dir.join(openbench_common::rundir::FULL_RESULTS)).unwrap();
+    let inputs = prepare_inputs(spec, Arc::new(LoadWorkflow), "test-code-digest").unwrap();
+    let run = RunDir::open_or_create(&inputs, Some(dir), None, "test").unwrap();
+    let outcome = run_full(&inputs, &run, "T-1", &options(&inputs))
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::Complete);
+    assert_eq!(outcome.sitting.records_written, 0);
+    let after = std::fs::read(dir.join(openbench_common::rundir::FULL_RESULTS)).unwrap();
+    assert_eq!(before, after);
+}
+
 /// The metrics of one lane of a step, with the report's own aggregation.
 fn lane_metrics(step: &StepResults, lane: &str) -> openbench_load::metrics::StepMetrics {
     let mine: Vec<&RequestSample> = step.samples.iter().filter(|s| s.lane == lane).collect();
@@ -421,16 +436,7 @@ async fn a_saturation_search_chooses_steps_from_the_records_and_resumes_by_repla
     ] {
         assert!(artifacts.join(name).exists(), "{name}");
     }
-    let before = std::fs::read(dir.join(openbench_common::rundir::FULL_RESULTS)).unwrap();
-    let inputs = prepare_inputs(&spec, Arc::new(LoadWorkflow), "test-code-digest").unwrap();
-    let run = RunDir::open_or_create(&inputs, Some(&dir), None, "test").unwrap();
-    let outcome = run_full(&inputs, &run, "T-1", &options(&inputs))
-        .await
-        .unwrap();
-    assert_eq!(outcome.status, RunStatus::Complete);
-    assert_eq!(outcome.sitting.records_written, 0);
-    let after = std::fs::read(dir.join(openbench_common::rundir::FULL_RESULTS)).unwrap();
-    assert_eq!(before, after);
+    assert_resume_sends_nothing(&spec, &dir).await;
 }
 
 /// A closed-loop count-window run: 2 users on each of two providers (4 slots in all, 4 users),
@@ -526,16 +532,7 @@ async fn a_closed_loop_count_window_measures_exactly_its_count_and_resumes_finis
 
     // The step ran to its end: a resume sends nothing and leaves the records as they were.
     let spec = tmp.path().join("spec.yaml");
-    let before = std::fs::read(dir.join(openbench_common::rundir::FULL_RESULTS)).unwrap();
-    let inputs = prepare_inputs(&spec, Arc::new(LoadWorkflow), "test-code-digest").unwrap();
-    let run = RunDir::open_or_create(&inputs, Some(&dir), None, "test").unwrap();
-    let outcome = run_full(&inputs, &run, "T-1", &options(&inputs))
-        .await
-        .unwrap();
-    assert_eq!(outcome.status, RunStatus::Complete);
-    assert_eq!(outcome.sitting.records_written, 0);
-    let after_resume = std::fs::read(dir.join(openbench_common::rundir::FULL_RESULTS)).unwrap();
-    assert_eq!(before, after_resume);
+    assert_resume_sends_nothing(&spec, &dir).await;
 }
 
 /// A count-window step interrupted after 5 requests is run again by the resume from a new

@@ -72,6 +72,15 @@ fn echoing_providers() -> Vec<Prov> {
         .collect()
 }
 
+/// The environment of a run holding the key and exporting OTLP to `endpoint`.
+fn keyed_env(endpoint: &str) -> [(&str, &str); 3] {
+    [
+        (KEY_ENV, KEY),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+    ]
+}
+
 /// Combined stdout and stderr of a finished command.
 fn output_text(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
@@ -83,11 +92,7 @@ fn a_sentinel_key_echoed_by_hostile_upstreams_is_written_nowhere() {
     let work = tmp.path();
     let receiver = Receiver::start();
     let endpoint = format!("http://{}", receiver.addr);
-    let env: [(&str, &str); 3] = [
-        (KEY_ENV, KEY),
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
-        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
-    ];
+    let env = keyed_env(&endpoint);
     let mut outputs: Vec<(String, String)> = Vec::new();
     let data = sample_dataset(work, "data", 20260902);
 
@@ -254,11 +259,7 @@ fn a_sentinel_key_echoed_under_load_is_written_nowhere() {
     let work = tmp.path();
     let receiver = Receiver::start();
     let endpoint = format!("http://{}", receiver.addr);
-    let env: [(&str, &str); 3] = [
-        (KEY_ENV, KEY),
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
-        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
-    ];
+    let env = keyed_env(&endpoint);
     let mut providers = String::new();
     for p in echoing_providers() {
         providers.push_str(&format!(

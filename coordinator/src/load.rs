@@ -220,10 +220,7 @@ struct Due {
 /// starts at `start_wall` on the coordinator's clock, for a probe whose clock reads
 /// `clock_offset_us` ahead of the coordinator's.
 pub fn release_at_unix_us(start_wall: SystemTime, offset: Duration, clock_offset_us: i64) -> i64 {
-    let on_coordinator = (start_wall + offset)
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
-    on_coordinator.saturating_add(clock_offset_us)
+    openbench_common::clock::unix_micros(start_wall + offset).saturating_add(clock_offset_us)
 }
 
 /// Runs load phase `index` to its end (or a stop), writing every record.

@@ -9,7 +9,8 @@
 //! delay remains. Should a timerfd not be available (descriptors exhausted), the wheel finishes
 //! the wait and the lag says how late the send was; a release is never skipped.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use openbench_common::clock::unix_micros;
+use std::time::{Duration, Instant, SystemTime};
 
 /// How long before its instant a release leaves the timer wheel for a timerfd: more than the
 /// wheel's 1 ms resolution plus a tick of slack.
@@ -27,9 +28,7 @@ pub fn due_instant(release_at_unix_us: i64) -> Option<Instant> {
         return None;
     }
     let now = Instant::now();
-    let now_us = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+    let now_us = unix_micros(SystemTime::now());
     let ahead_us = release_at_unix_us.saturating_sub(now_us);
     let ahead = Duration::from_micros(u64::try_from(ahead_us).unwrap_or(0));
     Some(now.checked_add(ahead).unwrap_or(now))
@@ -79,10 +78,7 @@ mod tests {
 
     #[test]
     fn a_future_wall_time_maps_to_the_same_distance_on_the_monotonic_clock() {
-        let now_us = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_micros() as i64)
-            .unwrap_or(0);
+        let now_us = unix_micros(SystemTime::now());
         let before = Instant::now();
         let due = due_instant(now_us + 5_000_000).unwrap_or(before);
         let ahead = due.saturating_duration_since(before);

@@ -5,10 +5,14 @@
 
 mod support;
 
+use openbench_common::clock::{rfc3339_unix_micros, unix_micros};
 use openbench_common::record::{Execution, Outcome};
+use openbench_probe::client::ProbeChannel;
 use openbench_probe::client::{ClientSecurity, connect};
 use openbench_probe::server::serve_on;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use openbench_proto::v1::ExecuteRequest;
+use openbench_proto::v1::probe_client::ProbeClient;
+use std::time::{Duration, SystemTime};
 use support::session::{execute_call, open, planned_in, probe_config, session};
 use support::*;
 
@@ -21,8 +25,10 @@ fn answer() -> Vec<Step> {
     ]
 }
 
-fn unix_us(t: SystemTime) -> i64 {
-    t.duration_since(UNIX_EPOCH).unwrap().as_micros() as i64
+/// The probe's answer to `call`, as the execution it carries.
+async fn executed(client: &mut ProbeClient<ProbeChannel>, call: ExecuteRequest) -> Execution {
+    let reply = client.execute(call).await.unwrap().into_inner();
+    serde_json::from_str(&reply.execution_json).unwrap()
 }
 
 #[tokio::test]
@@ -42,9 +48,8 @@ async fn a_release_is_held_until_its_time_on_the_probe_clock_and_its_lag_recorde
     // Released 400 ms after the call leaves: the upstream sees nothing before that instant.
     let release = SystemTime::now() + Duration::from_millis(400);
     let mut call = execute_call(&planned_in("together", "eu-west", 5_000), &id);
-    call.release_at_unix_us = unix_us(release);
-    let reply = client.execute(call).await.unwrap().into_inner();
-    let e: Execution = serde_json::from_str(&reply.execution_json).unwrap();
+    call.release_at_unix_us = unix_micros(release);
+    let e = executed(&mut client, call).await;
     assert_eq!(e.record.outcome, Outcome::Completed);
     let received = server.received();
     assert_eq!(received.len(), 1);
@@ -55,32 +60,26 @@ async fn a_release_is_held_until_its_time_on_the_probe_clock_and_its_lag_recorde
             .duration_since(received[0].arrived_at)
             .unwrap_or_default()
     );
-    let started = time::OffsetDateTime::parse(
-        &e.record.started_at,
-        &time::format_description::well_known::Rfc3339,
-    )
-    .unwrap();
-    let started_us = (started.unix_timestamp_nanos() / 1000) as i64;
+    let started_us = rfc3339_unix_micros(&e.record.started_at).unwrap();
     assert!(
-        started_us >= unix_us(release),
+        started_us >= unix_micros(release),
         "the clock started before the release"
     );
     let lag = e.record.send_lag_ms.unwrap();
     assert!(lag >= 0.0, "{lag}");
 
     // Without a release time: sent at once, and no lag is claimed.
-    let reply = client
-        .execute(execute_call(&planned_in("together", "eu-west", 5_000), &id))
-        .await
-        .unwrap()
-        .into_inner();
-    let e: Execution = serde_json::from_str(&reply.execution_json).unwrap();
+    let e = executed(
+        &mut client,
+        execute_call(&planned_in("together", "eu-west", 5_000), &id),
+    )
+    .await;
     assert_eq!(e.record.outcome, Outcome::Completed);
     assert_eq!(e.record.send_lag_ms, None);
 
     // A release more than 60 s ahead of the probe's clock is refused, never held.
     let mut call = execute_call(&planned_in("together", "eu-west", 5_000), &id);
-    call.release_at_unix_us = unix_us(SystemTime::now() + Duration::from_secs(3_600));
+    call.release_at_unix_us = unix_micros(SystemTime::now() + Duration::from_secs(3_600));
     let err = client.execute(call).await.unwrap_err();
     assert_eq!(err.code(), tonic::Code::InvalidArgument);
     assert!(
