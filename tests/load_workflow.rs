@@ -154,22 +154,39 @@ fn bad_input_is_refused_at_init_with_every_problem_named() {
         assert!(err.contains(expected), "{expected} not in: {err}");
     }
 
-    // A prompt file with two broken lines among good ones: both named, with their lines.
+    // A prompt file with two broken lines among good ones, in a section with a bad rate: the
+    // rate and both lines named in one refusal, each line with its number.
     std::fs::write(
         tmp.path().join("prompts.jsonl"),
         "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\nnot json\n\n{\"messages\": []}\n",
     )
     .unwrap();
-    let load = "  seed: 1
-  phases: {warmup_s: 1, measure: {duration_s: 2}, cooldown_s: 0}
-  steps: [{model: constant, rate_per_s: 2}]
-  workload: {kind: jsonl, path: prompts.jsonl, format: openai_messages}";
-    let spec = write_spec(tmp.path(), &provider("p", "sim://plain"), load, "");
-    let inputs = prepare_inputs(&spec, Arc::new(LoadWorkflow), "c").unwrap();
-    let problems = LoadWorkflow.dataset_problems(&inputs.spec.spec, &inputs.dataset);
-    assert_eq!(problems.len(), 2, "{problems:?}");
-    assert!(problems[0].contains("line 2"), "{problems:?}");
-    assert!(problems[1].contains("line 4"), "{problems:?}");
+    for (rate, other_problem) in [("2", None), ("-3", Some("load.steps[0].rate_per_s"))] {
+        let load = format!(
+            "  seed: 1
+  phases: {{warmup_s: 1, measure: {{duration_s: 2}}, cooldown_s: 0}}
+  steps: [{{model: constant, rate_per_s: {rate}}}]
+  workload: {{kind: jsonl, path: prompts.jsonl, format: openai_messages}}"
+        );
+        let spec = write_spec(tmp.path(), &provider("p", "sim://plain"), &load, "");
+        let err = prepare_inputs(&spec, Arc::new(LoadWorkflow), "c")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains("prompts.jsonl"))
+            .collect();
+        assert_eq!(lines.len(), 2, "{err}");
+        assert!(
+            lines[0].contains("load.workload.path") && lines[0].contains("line 2"),
+            "{err}"
+        );
+        assert!(lines[1].contains("line 4"), "{err}");
+        if let Some(other) = other_problem {
+            assert!(err.contains(other), "{other} not in: {err}");
+        }
+    }
 }
 
 /// A closed loop of N users on S = 2 slots: each request waits for a slot, so by Little's law

@@ -203,6 +203,13 @@ pub trait Workflow: Send + Sync {
         let _ = (spec, dataset);
         Vec::new()
     }
+    /// Problems of the files the workflow's section names (the load workflow's prompt file:
+    /// every broken line), read from `dataset_dir` when the spec is loaded, even when the
+    /// section has problems of its own, so `init` lists every problem at once. None by default.
+    fn section_file_problems(&self, spec: &Spec, dataset_dir: &Path) -> Vec<String> {
+        let _ = (spec, dataset_dir);
+        Vec::new()
+    }
     /// Files the workflow reads besides the spec and the dataset release (the load workflow's
     /// prompt file): each as the spec names it, with where it is. The lock pins their sha256, so
     /// a resume of a run whose file changed is refused, naming it. None by default.

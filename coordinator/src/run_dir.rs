@@ -8,7 +8,7 @@ use openbench_common::rundir::{
     self as layout, RunDirError, RunLock, RunManifest, WriterLock, json_bytes, read_json,
     write_once,
 };
-use openbench_common::spec::LoadedSpec;
+use openbench_common::spec::{LoadedSpec, resolve_beside};
 use openbench_common::workflow::{DatasetRelease, PlanInputs, Workflow};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -38,12 +38,15 @@ pub fn prepare_inputs(
     code_sha256: &str,
 ) -> Result<RunInputs, CoordinatorError> {
     let spec = LoadedSpec::load_checked(spec_path, |spec| {
-        // The workflow checks its own section only when the spec names it.
-        if spec.benchmark.workflow == workflow.name() {
-            workflow.check_spec(spec)
-        } else {
-            Vec::new()
+        // The workflow checks its own section, and the files it names, only when the spec
+        // names it: every problem of both is listed at once.
+        if spec.benchmark.workflow != workflow.name() {
+            return Vec::new();
         }
+        let mut problems = workflow.check_spec(spec);
+        let dataset_dir = resolve_beside(spec_path, &spec.dataset.source);
+        problems.extend(workflow.section_file_problems(spec, &dataset_dir));
+        problems
     })
     .map_err(|e| CoordinatorError::Setup {
         what: format!("spec {}", spec_path.display()),

@@ -98,8 +98,12 @@ pub fn sparkline_scale(v: &View) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// `done/planned` and the percentage.
+/// `done/planned` and the percentage; `done/planned+` when a timed closed loop sends on the
+/// lane as many requests as its window allows (no total, so no percentage).
 pub fn lane_progress(l: &LaneView) -> String {
+    if l.open_ended {
+        return format!("{}/{}+", l.submitted, l.planned);
+    }
     let pct = if l.planned > 0 {
         100.0 * l.submitted as f64 / l.planned as f64
     } else {

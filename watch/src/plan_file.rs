@@ -36,6 +36,10 @@ pub struct Unit {
     pub requests: Vec<(String, Lane)>,
     /// What a load phase asks of each lane (`None` for paired rounds).
     pub load: Option<PhaseLoad>,
+    /// Lanes whose requests in this unit are an outcome, not a plan (a timed closed loop sends
+    /// as many as its users finish in the window, so its plan lists none): their progress has
+    /// no total.
+    pub open_ended: Vec<Lane>,
 }
 
 /// What one load phase asks of each of its lanes.
@@ -148,6 +152,7 @@ pub fn of_rounds(plan: &Plan) -> Outline {
                     })
                     .collect(),
                 load: None,
+                open_ended: Vec::new(),
             })
             .collect(),
         by_phase: false,
@@ -181,10 +186,15 @@ fn phases_outline(file: &PhasesPlan) -> Outline {
                 .collect(),
             (None, None) => Vec::new(),
         };
+        let open_ended = match &phase.pacing {
+            Some(Pacing::Users { .. }) => phase.lanes.clone(),
+            _ => Vec::new(),
+        };
         outline.columns.push(phase.name.clone());
         outline.units.push(Unit {
             column: phase.name.clone(),
             requests,
+            open_ended,
             load: phase
                 .pacing
                 .as_ref()

@@ -51,6 +51,9 @@ pub struct LatestError {
 pub struct Cell {
     /// Requests in the plan.
     pub planned: usize,
+    /// A timed closed loop also sends here, as many requests as its window allows: `planned`
+    /// is not the cell's total.
+    pub open_ended: bool,
     /// Counting records that are committed (completed or an operational failure).
     pub submitted: usize,
     /// Completed requests.
@@ -177,6 +180,10 @@ impl RunState {
                     state.cells[lane][family].planned += 1;
                     state.request_round.insert(request_id.clone(), index);
                 }
+                for l in &unit.open_ended {
+                    let lane = state.lane(&l.label, &l.provider, &l.region);
+                    state.cells[lane][family].open_ended = true;
+                }
             }
         }
         state
@@ -188,6 +195,7 @@ impl RunState {
             for cell in lane.iter_mut() {
                 *cell = Cell {
                     planned: cell.planned,
+                    open_ended: cell.open_ended,
                     ..Cell::default()
                 };
             }

@@ -125,6 +125,8 @@ pub struct LaneView {
     pub region: String,
     /// Planned requests.
     pub planned: usize,
+    /// A timed closed loop sends on this lane too, so `planned` is a floor, not its total.
+    pub open_ended: bool,
     /// Committed requests (completed + operational failures).
     pub submitted: usize,
     /// Completed requests.
@@ -396,6 +398,7 @@ fn lane_view(info: &crate::state::LaneInfo, cells: &[&Cell]) -> LaneView {
         provider: info.provider.clone(),
         region: info.region.clone(),
         planned: sum(|c| c.planned),
+        open_ended: cells.iter().any(|c| c.open_ended),
         submitted: sum(|c| c.submitted),
         completed: sum(|c| c.completed),
         failures: sum(|c| c.failures),

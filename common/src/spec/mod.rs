@@ -486,16 +486,7 @@ impl LoadedSpec {
 
     /// Resolves a path written in the spec relative to the spec file's folder.
     pub fn resolve(&self, relative: &str) -> PathBuf {
-        let p = Path::new(relative);
-        if p.is_absolute() {
-            return p.to_path_buf();
-        }
-        let joined = self
-            .path
-            .parent()
-            .map(|dir| dir.join(p))
-            .unwrap_or_else(|| p.to_path_buf());
-        normalize_lexically(&joined)
+        resolve_beside(&self.path, relative)
     }
 
     /// The dataset folder.
@@ -507,6 +498,21 @@ impl LoadedSpec {
     pub fn run_root(&self) -> PathBuf {
         self.resolve(&self.spec.run_root)
     }
+}
+
+/// Resolves `relative`, a path written in the spec at `spec_path`, against the spec file's
+/// folder (an absolute path stays as it is): what [`LoadedSpec::resolve`] does, for callers that
+/// hold only the spec's path (a spec still being checked).
+pub fn resolve_beside(spec_path: &Path, relative: &str) -> PathBuf {
+    let p = Path::new(relative);
+    if p.is_absolute() {
+        return p.to_path_buf();
+    }
+    let joined = spec_path
+        .parent()
+        .map(|dir| dir.join(p))
+        .unwrap_or_else(|| p.to_path_buf());
+    normalize_lexically(&joined)
 }
 
 /// Folds `.` and `dir/..` out of a path without touching the disk, so printed paths read

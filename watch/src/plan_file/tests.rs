@@ -143,3 +143,55 @@ fn records_of_a_phases_plan_count_under_their_phase_and_finish_it() {
     assert_eq!(counts, [(6, 0), (5, 5)]);
     assert_eq!((state.rounds_done, state.rounds_total), (1, 2));
 }
+
+/// A timed closed loop plans no request (how many it sends is an outcome): its lanes are open
+/// ended, so their progress reads `done/planned+` with no percentage, while a lane with only
+/// planned requests keeps its `done/planned pct%`.
+#[test]
+fn a_timed_closed_loop_leaves_its_lanes_without_a_total() {
+    use crate::source::Header;
+    use crate::state::RunState;
+    use crate::view::{View, ViewOptions};
+    use openbench_common::rundir::{RunMode, RunStatus};
+    let mut schedule = schedule();
+    let timed = LoadPhase {
+        name: "timed".into(),
+        load: "closed 3 users".into(),
+        lanes: vec![lane("a")],
+        pacing: Pacing::Users {
+            users: vec![3],
+            until_ms: 2000.0,
+        },
+        source: Arc::new(Same),
+    };
+    schedule.phases.push(Phase::ClosedLoop(timed));
+    let outline = read_back(&schedule.plan_file());
+    let units: Vec<(usize, Vec<&str>)> = outline
+        .units
+        .iter()
+        .map(|u| {
+            let lanes = u.open_ended.iter().map(|l| l.label.as_str()).collect();
+            (u.requests.len(), lanes)
+        })
+        .collect();
+    assert_eq!(units, [(12, vec![]), (10, vec![]), (0, vec!["a"])]);
+
+    let state = RunState::new(Some(&outline), &[], &[]);
+    let header = Header {
+        run_id: "run-x".into(),
+        mode: RunMode::Full,
+        status: Some(RunStatus::Running),
+        attempt: 0,
+    };
+    let view = View::build(&header, &state, &ViewOptions::default());
+    let progress: Vec<(String, String)> = view
+        .lanes
+        .iter()
+        .map(|l| (l.lane.clone(), crate::plain::lane_progress(l)))
+        .collect();
+    // Lane a: 6 closed + 5 open planned, plus the timed loop; lane b: 6 + 5.
+    assert_eq!(
+        progress,
+        [("a".into(), "0/11+".into()), ("b".into(), "0/11 0%".into())]
+    );
+}

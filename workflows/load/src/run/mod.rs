@@ -65,10 +65,16 @@ impl Workflow for LoadWorkflow {
                  (dataset.source, dataset.manifest), not `none`"
                     .into(),
             ],
-            WorkloadSpec::Jsonl { path, format, .. } => match read_file(dataset, path, *format) {
-                Ok(_) => Vec::new(),
-                Err(problems) => problems,
-            },
+            _ => Vec::new(),
+        }
+    }
+    fn section_file_problems(&self, spec: &Spec, dataset_dir: &Path) -> Vec<String> {
+        match section::workload_as_written(spec) {
+            Some(WorkloadSpec::Jsonl { path, format, .. }) if !path.trim().is_empty() => {
+                read_file(dataset_dir, &path, format)
+                    .err()
+                    .unwrap_or_default()
+            }
             _ => Vec::new(),
         }
     }
@@ -192,11 +198,11 @@ impl Workflow for LoadWorkflow {
 /// `dataset: {source: ., manifest: none}` makes the spec's), or every broken line, each naming
 /// the field and line.
 fn read_file(
-    dataset: &DatasetRelease,
+    dataset_dir: &Path,
     path: &str,
     format: JsonlFormat,
 ) -> Result<Vec<FilePrompt>, Vec<String>> {
-    let full = dataset.dir.join(path);
+    let full = dataset_dir.join(path);
     let bytes = std::fs::read(&full)
         .map_err(|e| vec![format!("load.workload.path: {}: {e}", full.display())])?;
     let (prompts, problems) = parse_prompts(&bytes, format);
@@ -248,7 +254,7 @@ pub fn context(
 ) -> Result<RunContext, WorkflowError> {
     let section: LoadSection = section::of(spec)?;
     let file = match &section.workload {
-        WorkloadSpec::Jsonl { path, format, .. } => read_file(dataset, path, *format)
+        WorkloadSpec::Jsonl { path, format, .. } => read_file(&dataset.dir, path, *format)
             .map_err(|problems| WorkflowError(problems.join("; ").into()))?,
         _ => Vec::new(),
     };

@@ -45,6 +45,15 @@ pub fn read(spec: &Spec) -> Result<LoadSection, Vec<String>> {
     }
 }
 
+/// The section's workload as written, when the section parses at all (whatever else is wrong
+/// with it): what names the files read at `init` beside the section's own problems.
+pub fn workload_as_written(spec: &Spec) -> Option<WorkloadSpec> {
+    let value = spec.workflow_sections.get(SECTION)?;
+    serde_json::from_value::<LoadSection>(value.clone())
+        .ok()
+        .map(|section| section.workload)
+}
+
 /// What the section names that the spec lacks (an `ignore_eos` provider) or leaves empty (the
 /// prompt file's path).
 fn runner_problems(section: &LoadSection, spec: &Spec) -> Vec<String> {
