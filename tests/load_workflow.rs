@@ -624,10 +624,20 @@ async fn an_interrupted_count_window_step_resumes_with_every_id_once() {
     let after: Vec<f64> = second.iter().copied().filter(|&s| s >= 500.0).collect();
     assert!(after.len() >= 13, "{second:?}");
     assert!(*second.last().unwrap() < after[12] + 300.0, "{second:?}");
+    // Every record names its sitting, and the report flags the step as resumed mid-way.
+    assert!(recs[..first].iter().all(|r| r.sitting == Some(1)));
+    assert!(recs[first..].iter().all(|r| r.sitting == Some(2)));
     let results = openbench_load::run::load_results(&dir).unwrap();
     let step = &results.steps[0];
+    assert_eq!(step.sittings, [1, 2]);
     let (p, q) = (lane_metrics(step, "p"), lane_metrics(step, "q"));
     assert_eq!(p.measured + q.measured, 12);
+    openbench_load::report::write_reports(&dir, &results).unwrap();
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("Interrupted and resumed mid-step: step 0 (sittings 1, 2)."),
+        "{md}"
+    );
 }
 
 /// The prompt file of a `jsonl` workload is an input like the spec: the lock holds its sha256,

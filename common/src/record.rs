@@ -338,6 +338,11 @@ pub struct TerminalRecord {
     /// a closed loop's measured window is judged on it (METHODOLOGY §9).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sent_offset_ms: Option<f64>,
+    /// Load phases only: the sitting that sent it (the manifest's session number, 1 for the
+    /// first). Offsets are from the phase's start in that sitting, so a step resumed after an
+    /// interruption holds two timelines, and the report says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sitting: Option<u32>,
 }
 
 impl TerminalRecord {
@@ -400,6 +405,7 @@ impl TerminalRecord {
             send_lag_ms: None,
             scheduled_offset_ms: None,
             sent_offset_ms: None,
+            sitting: None,
             usage: None,
             provider_request_id: None,
             rate_limit_headers: BTreeMap::new(),

@@ -57,6 +57,8 @@ pub struct LoadContext<'a> {
     pub attempt: u32,
     /// Request ids already committed (skipped).
     pub committed: &'a BTreeSet<String>,
+    /// The sitting's number (the manifest's session count), stamped on every record.
+    pub sitting: u32,
 }
 
 /// Requests of load phase `index` without a committed record; for a timed phase (which plans
@@ -152,6 +154,8 @@ struct Shared {
     start_wall: SystemTime,
     /// How early an open-loop request is handed to its probe (zero for closed loops).
     lead: Duration,
+    /// The sitting's number, stamped on every record.
+    sitting: u32,
 }
 
 /// One lane of the phase: where its requests go.
@@ -267,6 +271,7 @@ pub async fn drive(
         start: Instant::now() + lead,
         start_wall: SystemTime::now() + lead,
         lead,
+        sitting: ctx.sitting,
     });
     let phase_span =
         crate::spans::load_phase_span(index, matches!(phase, Phase::OpenLoop(_)), load);
@@ -587,6 +592,7 @@ async fn call(
     .await;
     execution.record.probe_id = session.map(|s| s.probe.probe_id);
     let record = &mut execution.record;
+    record.sitting = Some(shared.sitting);
     let sent = dispatched.saturating_duration_since(shared.start);
     record.sent_offset_ms = Some(sent.as_secs_f64() * 1000.0);
     if let Some(due) = due {

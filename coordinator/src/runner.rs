@@ -329,6 +329,7 @@ async fn execute_plan(
                     run_id: run.run_id(),
                     attempt: plan.attempt,
                     committed: &committed,
+                    sitting: manifest.sessions,
                 };
                 crate::load::drive(&ctx, index, &phase, progress, options).await
             }

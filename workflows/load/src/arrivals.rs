@@ -39,6 +39,20 @@ pub struct Window {
 }
 
 impl Window {
+    /// True when `at_ms` (an offset from the step's start, as a record gives it) falls in
+    /// [start, end). Compared in whole nanoseconds, rounded as [`ms_to_ns`] rounds the sends a
+    /// count window is taken from, so the send that closed the window is never inside it (in
+    /// milliseconds the two can differ by a rounding step either way).
+    pub fn contains_ms(&self, at_ms: f64) -> bool {
+        let at = ms_to_ns(at_ms);
+        at >= self.start_ns && at < self.end_ns
+    }
+
+    /// True when `at_ms` is before the window's end, compared as [`Window::contains_ms`] does.
+    pub fn before_end_ms(&self, at_ms: f64) -> bool {
+        ms_to_ns(at_ms) < self.end_ns
+    }
+
     /// The phase of a request due (open loop) or sent (closed loop) at `offset_ns`; `None` when
     /// it falls after the load ends.
     pub fn phase_of(&self, offset_ns: u64) -> Option<Phase> {
@@ -191,6 +205,15 @@ fn open_window(phases: &Phases, offsets: Offsets) -> Window {
         start_ns,
         end_ns,
         load_end_ns: end_ns + ns(phases.cooldown_s),
+    }
+}
+
+/// Milliseconds (a record's offset) to whole nanoseconds, rounded; negative or non-finite give 0.
+pub fn ms_to_ns(ms: f64) -> u64 {
+    if ms.is_finite() && ms > 0.0 {
+        (ms * 1e6).round() as u64
+    } else {
+        0
     }
 }
 

@@ -172,3 +172,22 @@ fn closed_loop_has_no_schedule_and_its_count_window_waits_for_the_run() {
     let timed = closed_window(&phases(2.0, Measure::DurationS(3.0), 1.0), &[]).unwrap();
     assert_eq!((timed.start_ms(), timed.end_ms()), (2000.0, 5000.0));
 }
+
+/// A record's send in milliseconds rounds to the nanosecond the count window was taken from, so
+/// the send that closed the window is outside it even when, in milliseconds, it sits a fraction
+/// of a nanosecond below the window's end (1,700.0000007 ms rounds up to 1,700,000,001 ns, and
+/// 1,700.000001 ms is above it).
+#[test]
+fn the_send_that_closes_a_count_window_is_never_inside_it() {
+    let count = phases(1.0, Measure::Requests(2), 0.5);
+    let sends_ms = [1_000.0, 1_200.0, 1_700.000_000_7];
+    let sends_ns: Vec<u64> = sends_ms.iter().map(|&ms| ms_to_ns(ms)).collect();
+    assert_eq!(sends_ns, [1_000_000_000, 1_200_000_000, 1_700_000_001]);
+    let w = closed_window(&count, &sends_ns).unwrap();
+    assert!(w.end_ms() > sends_ms[2]);
+    let inside: Vec<bool> = sends_ms.iter().map(|&ms| w.contains_ms(ms)).collect();
+    assert_eq!(inside, [true, true, false]);
+    assert!(w.before_end_ms(1200.0) && !w.before_end_ms(sends_ms[2]));
+    assert!(!w.contains_ms(999.999_999_4) && w.contains_ms(999.999_999_6));
+    assert_eq!((ms_to_ns(-1.0), ms_to_ns(f64::NAN)), (0, 0));
+}

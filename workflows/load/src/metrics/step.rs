@@ -188,8 +188,7 @@ pub fn step_report(samples: &[RequestSample], settings: &StepSettings) -> StepRe
 /// True when a request belongs to the measured window: its scheduled send (open loop) or its
 /// actual send (closed loop) falls inside it.
 pub fn is_measured(sample: &RequestSample, window: &Window) -> bool {
-    let at = sample.scheduled_ms.unwrap_or(sample.sent_ms);
-    at >= window.start_ms() && at < window.end_ms()
+    window.contains_ms(sample.scheduled_ms.unwrap_or(sample.sent_ms))
 }
 
 /// The metrics of one lane's requests (or all lanes' for the pooled row, `lanes` of them).
@@ -272,7 +271,7 @@ pub fn step_metrics(
     };
     let sent = measured
         .iter()
-        .filter(|s| s.sent_ms < window.end_ms())
+        .filter(|s| window.before_end_ms(s.sent_ms))
         .count();
     let achieved_per_s = rate_of(sent);
     let completed_per_s = rate_of(completed.len());

@@ -79,6 +79,9 @@ pub struct StepView {
     pub window_end_ms: f64,
     /// Requests lost to our own machinery in the whole step (never counted against a provider).
     pub harness_failures: u64,
+    /// The sittings that sent the step's requests; more than one when it was interrupted and
+    /// resumed (its window then mixes two timelines).
+    pub sittings: Vec<u32>,
     /// One row per lane, in the base order of `lanes`.
     pub lanes: Vec<Row>,
     /// One row per provider with several lanes (its regions pooled), by provider key.
@@ -245,6 +248,7 @@ fn step_view(step: &StepResults, results: &LoadResults) -> StepView {
         window_start_ms: step.window.start_ms(),
         window_end_ms: step.window.end_ms(),
         harness_failures: step.harness_failures,
+        sittings: step.sittings.clone(),
         lanes,
         providers,
         pooled: row("pooled", &all),

@@ -102,6 +102,7 @@ pub fn results() -> LoadResults {
             done("b", Some(1500.0), 1500.0, &[50.0, 60.0], 60.0, 2),
         ],
         harness_failures: 1,
+        sittings: vec![1],
         retry_after_s: BTreeMap::from([(2, 2.0)]),
     };
     let step1 = StepResults {
@@ -119,6 +120,7 @@ pub fn results() -> LoadResults {
             })
             .collect(),
         harness_failures: 0,
+        sittings: vec![1],
         // Samples 0, 2, 4, 6 are lane a's 429s; two carried a Retry-After.
         retry_after_s: BTreeMap::from([(0, 3.0), (4, 1.0)]),
     };
@@ -134,6 +136,7 @@ pub fn results() -> LoadResults {
             done("a", None, 150.0, &[100.0, 150.0], 150.0, 2),
         ],
         harness_failures: 0,
+        sittings: vec![1],
         retry_after_s: BTreeMap::new(),
     };
     LoadResults {
@@ -188,6 +191,7 @@ pub fn forty(run_id: &str, ttfa: f64, mixed: &[usize]) -> LoadResults {
         }],
         samples,
         harness_failures: 0,
+        sittings: vec![1],
         retry_after_s: BTreeMap::new(),
     }];
     run

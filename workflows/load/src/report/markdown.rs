@@ -441,6 +441,24 @@ fn failures_section(out: &mut String, m: &LoadMetrics) {
             harness.join(", ")
         );
     }
+    let resumed: Vec<String> = m
+        .steps
+        .iter()
+        .filter(|s| s.sittings.len() > 1)
+        .map(|s| {
+            let sittings: Vec<String> = s.sittings.iter().map(u32::to_string).collect();
+            format!("step {} (sittings {})", s.index, sittings.join(", "))
+        })
+        .collect();
+    if !resumed.is_empty() {
+        let _ = writeln!(
+            out,
+            "Interrupted and resumed mid-step: {}. Each sitting's requests are timed from that \
+             sitting's own start of the step and read as one window, so the step's rates and \
+             load mix two runs of it; run it again for figures of one.\n",
+            resumed.join(", ")
+        );
+    }
 }
 
 /// The ITL histogram's bucket labels: `<1`, `1–2`, …, `≥1000` (ms).

@@ -88,6 +88,10 @@ pub struct StepResults {
     /// `Retry-After` of rate-limited samples: index in `samples` → seconds
     /// ([`retry_after_s`] of the record's `rate_limit_headers`).
     pub retry_after_s: BTreeMap<usize, f64>,
+    /// The sittings that sent the step's requests, ascending (records from before sittings
+    /// were stamped carry none). More than one: the step was interrupted and resumed, and its
+    /// offsets come from two timelines, each from its own sitting's start.
+    pub sittings: Vec<u32>,
 }
 
 /// One lane's share of a step's load.

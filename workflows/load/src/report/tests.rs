@@ -189,6 +189,23 @@ fn report_md_has_its_sections_in_order_and_the_summary_rows() {
         "| 1 constant 4/s | a | 4 | 0 | 4 | 0 | 0 | 0 | 0 | 0 | 0 | 2/4 | 1.00/1.00/3.00 |\n"
     ));
     assert!(md.contains("Harness failures (not the providers'): step 0: 1.\n"));
+    assert!(!md.contains("Interrupted and resumed"));
+}
+
+/// A step whose records came from two sittings is named, with its sittings, under the
+/// failures; the other steps are not.
+#[test]
+fn a_step_resumed_mid_way_is_flagged_with_its_sittings() {
+    let mut results = results();
+    results.steps[1].sittings = vec![1, 3];
+    let m = compute(&results);
+    assert_eq!(m.steps[1].sittings, [1, 3]);
+    let md = markdown::render(&m);
+    assert!(
+        md.contains("Interrupted and resumed mid-step: step 1 (sittings 1, 3). Each sitting's"),
+        "{md}"
+    );
+    assert!(!md.contains("step 0 (sittings"), "{md}");
 }
 
 #[test]

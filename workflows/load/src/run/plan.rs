@@ -12,7 +12,7 @@
 //!   steps before (`metrics::saturation::next_rate`).
 
 use super::workload::{StepSource, Workload};
-use crate::arrivals::{OpenSchedule, Window, closed_window};
+use crate::arrivals::{OpenSchedule, Window, closed_window, ms_to_ns};
 use crate::metrics::saturation::next_rate;
 use crate::spec::{LoadSection, Measure, Step, StepModel};
 use openbench_common::rundir::Lane;
@@ -80,15 +80,6 @@ pub fn window_of(step: &Step, seed: u64, sends_ms: &[f64]) -> Window {
             load_end_ns: end_ns,
         }
     })
-}
-
-/// Milliseconds (a record's offset) to whole nanoseconds, rounded; negative or non-finite give 0.
-fn ms_to_ns(ms: f64) -> u64 {
-    if ms.is_finite() && ms > 0.0 {
-        (ms * 1e6).round() as u64
-    } else {
-        0
-    }
 }
 
 /// Each lane's target rate in `step` (base order; `None` in a closed loop): the requests its

@@ -14,7 +14,7 @@ use openbench_common::record::{Outcome, StreamEvent, TerminalRecord};
 use openbench_common::schedule::LoadPosition;
 use openbench_common::workflow::WorkflowError;
 use openbench_micro_single_task::scoring::{GoldRef, score_answer};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -275,6 +275,7 @@ pub fn results_of(
         .into_iter()
         .map(|(step, mine)| {
             let window = ctx.window(&step, &mine);
+            let sittings: BTreeSet<u32> = mine.iter().filter_map(|r| r.sitting).collect();
             let harness_failures = mine
                 .iter()
                 .filter(|r| r.outcome == Outcome::HarnessError)
@@ -312,6 +313,7 @@ pub fn results_of(
                 samples,
                 harness_failures,
                 retry_after_s,
+                sittings: sittings.into_iter().collect(),
             }
         })
         .collect();
