@@ -305,5 +305,8 @@ fn failures_section(out: &mut String, m: &LoadMetrics) {
         }
     }
     out.push_str("</tbody></table></div>\n");
+    if let Some(note) = super::markdown::resumed_note(m) {
+        let _ = writeln!(out, "<p>{}</p>", escape(&note));
+    }
     out.push_str("</section>\n");
 }

@@ -441,6 +441,15 @@ fn failures_section(out: &mut String, m: &LoadMetrics) {
             harness.join(", ")
         );
     }
+    if let Some(note) = resumed_note(m) {
+        let _ = writeln!(out, "{note}\n");
+    }
+}
+
+/// The steps that were interrupted and resumed mid-way (records from more than one sitting),
+/// named with their sittings, and what that does to their figures; `None` when there are none.
+/// Both reports print it under "Failures by step".
+pub fn resumed_note(m: &LoadMetrics) -> Option<String> {
     let resumed: Vec<String> = m
         .steps
         .iter()
@@ -450,15 +459,14 @@ fn failures_section(out: &mut String, m: &LoadMetrics) {
             format!("step {} (sittings {})", s.index, sittings.join(", "))
         })
         .collect();
-    if !resumed.is_empty() {
-        let _ = writeln!(
-            out,
+    (!resumed.is_empty()).then(|| {
+        format!(
             "Interrupted and resumed mid-step: {}. Each sitting's requests are timed from that \
              sitting's own start of the step and read as one window, so the step's rates and \
-             load mix two runs of it; run it again for figures of one.\n",
+             load mix two runs of it; run it again for figures of one.",
             resumed.join(", ")
-        );
-    }
+        )
+    })
 }
 
 /// The ITL histogram's bucket labels: `<1`, `1–2`, …, `≥1000` (ms).

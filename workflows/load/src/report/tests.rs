@@ -206,6 +206,12 @@ fn a_step_resumed_mid_way_is_flagged_with_its_sittings() {
         "{md}"
     );
     assert!(!md.contains("step 0 (sittings"), "{md}");
+    let html = super::html::render(&m);
+    assert!(
+        html.contains("<p>Interrupted and resumed mid-step: step 1 (sittings 1, 3)."),
+        "{html}"
+    );
+    assert!(!super::html::render(&metrics()).contains("Interrupted and resumed"));
 }
 
 #[test]
