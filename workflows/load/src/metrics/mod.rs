@@ -38,7 +38,8 @@ pub struct RequestSample {
     /// Arrival offsets of every answer-bearing chunk, ascending (METHODOLOGY §3 events with
     /// non-empty visible answer text).
     pub answer_chunks_ms: Vec<f64>,
-    /// When the request ended, whatever its outcome (stream end, failure, deadline).
+    /// When the request ended, whatever its outcome (stream end, failure, deadline), ms after
+    /// its send (`sent_ms`).
     pub finished_ms: f64,
     /// o200k tokens of the prompt as sent.
     pub input_tokens: u64,
