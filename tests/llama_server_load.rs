@@ -64,7 +64,8 @@ fn in_flight(records: &[&TerminalRecord]) -> Vec<(f64, f64)> {
 }
 
 /// Each request's generation on the server, placed on the client's clock: its stream end minus
-/// the server's generation time, the start trimmed by the read skew.
+/// the server's generation time (`predicted_ms` alone: its prompt's processing, `prompt_ms`,
+/// is the margin before it), the start trimmed by the read skew.
 fn generating(records: &[&TerminalRecord]) -> Vec<(f64, f64)> {
     records
         .iter()
@@ -76,10 +77,7 @@ fn generating(records: &[&TerminalRecord]) -> Vec<(f64, f64)> {
                     .unwrap_or_else(|| panic!("no {k}: {timings}"))
             };
             let end = r.sent_offset_ms.unwrap() + r.stream_end_ms.unwrap();
-            (
-                end - ms("prompt_ms") - ms("predicted_ms") + READ_SKEW_MS,
-                end,
-            )
+            (end - ms("predicted_ms") + READ_SKEW_MS, end)
         })
         .collect()
 }
