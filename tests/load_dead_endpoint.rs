@@ -83,7 +83,10 @@ fn a_load_run_against_a_dead_endpoint_stops_within_10_s_after_at_most_100_attemp
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
-    eprintln!("dead endpoint: {made} connection attempts, exit {:?}, {took:?}", o.status);
+    eprintln!(
+        "dead endpoint: {made} connection attempts, exit {:?}, {took:?}",
+        o.status
+    );
     // Every lane unreachable: nothing measured (docs/faults.md, "Exit codes").
     assert_eq!(o.status.code(), Some(4), "{text}");
     assert!(took < Duration::from_secs(10), "took {took:?}: {text}");
@@ -95,8 +98,10 @@ fn a_load_run_against_a_dead_endpoint_stops_within_10_s_after_at_most_100_attemp
         "{text}"
     );
     let dir = printed_run_dir(&o.stdout);
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join(openbench_common::rundir::RUN_MANIFEST)).unwrap()).unwrap();
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.join(openbench_common::rundir::RUN_MANIFEST)).unwrap(),
+    )
+    .unwrap();
     assert_eq!(manifest["status"], "incomplete", "{manifest}");
     // The second step never ran: the sitting stopped after the first.
     let records = coordinator_support::lines(&dir.join("raw/results.jsonl"));

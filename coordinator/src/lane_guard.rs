@@ -252,7 +252,11 @@ mod tests {
         assert!(fails_at_connection_level(&reset));
         let harness = record(Outcome::HarnessError, Some(ErrorType::Harness), None);
         assert!(fails_at_connection_level(&harness));
-        let cut_mid_body = record(Outcome::TransportError, Some(ErrorType::Transport), Some(200));
+        let cut_mid_body = record(
+            Outcome::TransportError,
+            Some(ErrorType::Transport),
+            Some(200),
+        );
         assert!(!fails_at_connection_level(&cut_mid_body));
         let limited = record(Outcome::HttpError, Some(ErrorType::Http429), Some(429));
         assert!(!fails_at_connection_level(&limited));
@@ -288,7 +292,10 @@ mod tests {
         while let Some(pass) = guard.admit().await {
             assert_eq!(pass, Pass::Trial);
             // No second send while the trial is out.
-            assert!(guard.admit().now_or_never().is_none(), "a second send passed");
+            assert!(
+                guard.admit().now_or_never().is_none(),
+                "a second send passed"
+            );
             trials.push(start.elapsed().as_millis());
             guard.settle(Pass::Trial, &refused());
         }

@@ -215,7 +215,7 @@ pub async fn drive(
         crate::spans::load_phase_span(index, matches!(phase, Phase::OpenLoop(_)), load);
     let (tx, mut rx) = mpsc::unbounded_channel::<Box<Execution>>();
     let (halt_tx, halted) = watch::channel(false);
-    let gate = count_gate(&load.pacing, shared.start);
+    let gate = crate::count_gate::for_pacing(&load.pacing, shared.start);
     let mut tasks = Vec::new();
     let guards: Vec<Arc<LaneGuard>> = load
         .lanes
@@ -373,26 +373,6 @@ pub async fn drive(
     report.status = status;
     (report.links, report.outages) = faults.report();
     Ok(report)
-}
-
-/// The gate of a phase run to a count (`None` for any other pacing), counting from `start`.
-fn count_gate(pacing: &Pacing, start: Instant) -> Option<Arc<CountGate>> {
-    let Pacing::UsersToCount {
-        from_ms,
-        requests,
-        cooldown_ms,
-        ..
-    } = pacing
-    else {
-        return None;
-    };
-    let millis = |ms: f64| Duration::try_from_secs_f64(ms.max(0.0) / 1000.0).unwrap_or_default();
-    let from = start.checked_add(millis(*from_ms)).unwrap_or(start);
-    Some(Arc::new(CountGate::new(
-        from,
-        *requests,
-        millis(*cooldown_ms),
-    )))
 }
 
 /// A closed loop's slots on one lane: how many, how many requests each, until when, and the

@@ -266,7 +266,15 @@ impl Probe for ProbeService {
         }
         let reply = actor
             .call(
-                |port| ProviderMsg::Execute(Box::new(planned), release, actor_span, sent_cancel.clone(), port),
+                |port| {
+                    ProviderMsg::Execute(
+                        Box::new(planned),
+                        release,
+                        actor_span,
+                        sent_cancel.clone(),
+                        port,
+                    )
+                },
                 None,
             )
             .await;

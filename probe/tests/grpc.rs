@@ -180,7 +180,9 @@ async fn execute_describe_unknown_busy_and_cancelled() {
 /// Calls until one is admitted: its request is the `n`-th the provider receives (a `busy`
 /// refusal is retried for 2 s, well under the calls' 5 s deadline: the cancel of an earlier call travels asynchronously).
 async fn admitted_while_gate_shut(
-    client: &mut openbench_proto::v1::probe_client::ProbeClient<openbench_probe::client::ProbeChannel>,
+    client: &mut openbench_proto::v1::probe_client::ProbeClient<
+        openbench_probe::client::ProbeChannel,
+    >,
     server: &RawServer,
     n: usize,
 ) {
@@ -201,4 +203,3 @@ async fn admitted_while_gate_shut(
         }
     }
 }
-
