@@ -83,6 +83,13 @@ pub enum OnRegionDown {
 /// Exit code of a sitting the down policy stopped (EX_TEMPFAIL: try again once the region is
 /// back).
 pub const EXIT_REGION_DOWN: u8 = 75;
+/// Exit code of a run that ended with some failures: incomplete (harness failures left requests
+/// unmeasured) or with some of its lanes stopped as unreachable; the rest was measured, resume
+/// for the others (docs/faults.md, "Exit codes").
+pub const EXIT_SOME_FAILED: u8 = 3;
+/// Exit code of a sitting in which every lane was stopped as unreachable: nothing more could be
+/// measured (a dead endpoint, a wrong URL).
+pub const EXIT_NOTHING_MEASURED: u8 = 4;
 
 /// Prints the registered workflows.
 pub fn list_workflows() -> anyhow::Result<ExitCode> {
@@ -343,6 +350,26 @@ pub async fn finish_full(inputs: &RunInputs, outcome: &FullOutcome, resume: &str
             }
             println!("run interrupted; resume with:\n  {resume}");
             ExitCode::from(130)
+        }
+        RunStatus::Incomplete => {
+            let mut code = EXIT_SOME_FAILED;
+            if let openbench_coordinator::SittingStatus::LanesStopped { lanes, of } = &s.status {
+                for lane in lanes {
+                    eprintln!(
+                        "error: lane {} unreachable: {} requests in a row failed before reaching \
+                         the provider over {:.1} s (last: {}); stopped",
+                        lane.lane,
+                        lane.failures,
+                        lane.over_ms as f64 / 1000.0,
+                        lane.last_error
+                    );
+                }
+                if lanes.len() >= *of {
+                    code = EXIT_NOTHING_MEASURED;
+                }
+            }
+            println!("run not complete (incomplete); once fixed, resume with:\n  {resume}");
+            ExitCode::from(code)
         }
         _ => {
             if let openbench_coordinator::SittingStatus::Failed(why) = &s.status {
