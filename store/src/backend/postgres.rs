@@ -14,7 +14,9 @@ impl Postgres {
     /// Connects with `config` (no TLS: a team's store on a private network or loopback). The
     /// client's errors never repeat the password.
     pub fn connect(config: &postgres::Config) -> Result<Postgres, String> {
-        let client = config.connect(NoTls).map_err(|e| e.to_string())?;
+        let client = config
+            .connect(NoTls)
+            .map_err(|e| openbench_common::error_text::error_chain(&e))?;
         Ok(Postgres { client })
     }
 }
