@@ -106,15 +106,6 @@ pub struct Store {
 
 pub use location::{LocationError, describe};
 
-/// True when `location` names a PostgreSQL server (a URI or a keyword/value string that parses)
-/// rather than a SQLite file.
-pub fn is_postgres(location: &str) -> bool {
-    matches!(
-        location::parse(location),
-        Ok(location::Location::Postgres(..))
-    )
-}
-
 impl Store {
     /// Opens (creating a SQLite file if needed) the store at `location` — a PostgreSQL URI
     /// (`postgres://` or `postgresql://`, any case) or keyword/value string (`host=… dbname=…`),
