@@ -2,6 +2,7 @@
 //! inputs, print the run directory first, show progress, handle Ctrl-C/SIGTERM and print results.
 
 use indicatif::{ProgressBar, ProgressStyle};
+use openbench_common::untrusted_text::terminal;
 use openbench_common::workflow::{ReportOptions, Workflow};
 use openbench_coordinator::{
     FaultPolicy, FullOutcome, Progress, RegionDownPolicy, RunDir, RunInputs, RunOptions, RunStatus,
@@ -176,7 +177,8 @@ pub async fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
         let verdict = if attempt.passed { "passed" } else { "failed" };
         println!("smoke attempt {}: {verdict}", attempt.attempt);
         for failure in &attempt.failures {
-            println!("  {failure}");
+            // A failure quotes the upstream's error body: shown, never obeyed by the terminal.
+            println!("  {}", terminal(failure));
         }
     }
     if !outcome.finished {
@@ -311,7 +313,7 @@ pub async fn finish_full(inputs: &RunInputs, outcome: &FullOutcome, resume: &str
             o.region,
             o.detected_at,
             o.last_ok_at.as_deref().unwrap_or("never"),
-            o.reason,
+            terminal(&o.reason),
             o.restored_at
                 .as_deref()
                 .map_or("still down at session end".to_string(), |at| format!(
@@ -340,7 +342,7 @@ pub async fn finish_full(inputs: &RunInputs, outcome: &FullOutcome, resume: &str
                     "error: region {} unreachable for {} s ({}); stopped (--on-region-down stop)",
                     gone.region,
                     gone.down_for_ms / 1000,
-                    gone.reason
+                    terminal(&gone.reason)
                 );
                 println!(
                     "run stopped: region {} is down; once it is back, resume with:\n  {resume}",
@@ -373,7 +375,7 @@ pub async fn finish_full(inputs: &RunInputs, outcome: &FullOutcome, resume: &str
         }
         _ => {
             if let openbench_coordinator::SittingStatus::Failed(why) = &s.status {
-                eprintln!("error: {why}");
+                eprintln!("error: {}", terminal(why));
             }
             println!(
                 "run not complete ({:?}); resume with:\n  {resume}",
