@@ -107,7 +107,10 @@ mod tests {
             "616263646566".to_uppercase().as_str(),
             "YWJjZGVm",
         ] {
-            assert!(pieces.iter().any(|p| p == expected), "{expected}: {pieces:?}");
+            assert!(
+                pieces.iter().any(|p| p == expected),
+                "{expected}: {pieces:?}"
+            );
         }
         assert!(pieces.iter().all(|p| p.chars().count() >= PIECE_CHARS));
         assert_eq!(forbidden_pieces("abc"), ["abc", "cba"]);

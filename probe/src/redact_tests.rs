@@ -57,7 +57,11 @@ fn every_six_character_piece_is_redacted_and_five_are_kept() {
     let r = redactor(KEY23);
     for start in 0..=KEY23.len() - 6 {
         let piece = &KEY23[start..start + 6];
-        assert_eq!(r.redact(&format!("id {piece}.")), "id [redacted].", "{piece}");
+        assert_eq!(
+            r.redact(&format!("id {piece}.")),
+            "id [redacted].",
+            "{piece}"
+        );
     }
     // Five characters are below the rule (and would redact innocent text).
     assert_eq!(r.redact("id Zq7Wm."), "id Zq7Wm.");
@@ -72,12 +76,18 @@ fn reversed_hex_and_base64_forms_are_redacted() {
     let r = redactor(KEY23);
     let reversed: String = KEY23.chars().rev().collect();
     assert_eq!(r.redact(&format!("x {reversed} y")), "x [redacted] y");
-    assert_eq!(r.redact(&format!("x {} y", &reversed[3..10])), "x [redacted] y");
+    assert_eq!(
+        r.redact(&format!("x {} y", &reversed[3..10])),
+        "x [redacted] y"
+    );
     // Hex of the key in both cases, and of a 6-character piece of it.
     assert_eq!(r.redact(&format!("x {} y", hex(KEY23))), "x [redacted] y");
     let upper = hex(KEY23).to_uppercase();
     assert_eq!(r.redact(&format!("x {upper} y")), "x [redacted] y");
-    assert_eq!(r.redact(&format!("x{}y", hex(&KEY23[5..11]))), "x[redacted]y");
+    assert_eq!(
+        r.redact(&format!("x{}y", hex(&KEY23[5..11]))),
+        "x[redacted]y"
+    );
     // Base64 of the key behind 0, 1 and 2 bytes, both alphabets: at most the mixed first group
     // and the padded last group are kept.
     for prefix in ["", ":", "::", "Bearer "] {
@@ -94,7 +104,13 @@ fn reversed_hex_and_base64_forms_are_redacted() {
 #[test]
 fn a_key_broken_by_whitespace_is_found_and_its_whitespace_goes_with_it() {
     let r = redactor(KEY23);
-    let spaced = format!("a {} {}\n{} {} b", &KEY23[..5], &KEY23[5..10], &KEY23[10..15], &KEY23[15..]);
+    let spaced = format!(
+        "a {} {}\n{} {} b",
+        &KEY23[..5],
+        &KEY23[5..10],
+        &KEY23[10..15],
+        &KEY23[15..]
+    );
     assert_eq!(r.redact(&spaced), "a [redacted] b");
 }
 
@@ -112,9 +128,15 @@ fn a_key_split_across_parts_leaves_no_fragment_in_any_part() {
         ["key: [redacted]", "[redacted]", "[redacted], done"]
     );
     // Halves separated by whitespace at a part's edge: both found.
-    let (mut reasoning, mut answer) = (format!("the key {} ", &KEY23[..3]), format!(" {} ok", &KEY23[3..8]));
+    let (mut reasoning, mut answer) = (
+        format!("the key {} ", &KEY23[..3]),
+        format!(" {} ok", &KEY23[3..8]),
+    );
     redactor(KEY23).redact_across(&mut [&mut reasoning, &mut answer]);
-    assert_eq!([reasoning.as_str(), answer.as_str()], ["the key [redacted]", "[redacted] ok"]);
+    assert_eq!(
+        [reasoning.as_str(), answer.as_str()],
+        ["the key [redacted]", "[redacted] ok"]
+    );
 }
 
 #[test]
@@ -123,12 +145,20 @@ fn a_text_cut_at_every_offset_keeps_no_six_character_piece_of_a_key() {
     let body = format!("{{\"error\": \"key {SENTINEL} is invalid\"}}");
     for cut in 0..=body.len() {
         let out = r.snippet(&body[..cut]);
-        assert_eq!(pieces(SENTINEL, &out), Vec::<String>::new(), "cut at {cut}: {out}");
+        assert_eq!(
+            pieces(SENTINEL, &out),
+            Vec::<String>::new(),
+            "cut at {cut}: {out}"
+        );
     }
     // The snippet's own cut: the key across character ERROR_SNIPPET_CHARS at every offset.
     for pad in ERROR_SNIPPET_CHARS - SENTINEL.len()..=ERROR_SNIPPET_CHARS + 1 {
         let out = r.snippet(&format!("{}{SENTINEL}{}", "a".repeat(pad), "z".repeat(600)));
-        assert_eq!(pieces(SENTINEL, &out), Vec::<String>::new(), "pad {pad}: {out}");
+        assert_eq!(
+            pieces(SENTINEL, &out),
+            Vec::<String>::new(),
+            "pad {pad}: {out}"
+        );
         assert!(out.ends_with('…'), "pad {pad}");
     }
 }
@@ -138,7 +168,10 @@ fn an_error_continuing_the_answer_is_redacted_over_both() {
     let r = redactor(KEY23);
     let events = vec![answer_event(&format!("key {}", &KEY23[..4]))];
     let before = r.response_tail(&events);
-    assert_eq!(r.snippet_after(&before, &format!("{} revoked", &KEY23[4..8])), "[redacted] revoked");
+    assert_eq!(
+        r.snippet_after(&before, &format!("{} revoked", &KEY23[4..8])),
+        "[redacted] revoked"
+    );
 }
 
 /// Not a timed test: prints what redaction costs per streamed chunk, for docs/performance.md.
@@ -155,9 +188,7 @@ fn redaction_cost_per_chunk() {
         r.redact_in_place(&mut text);
     }
     let per_chunk = start.elapsed() / rounds;
-    let events: Vec<StreamEvent> = (0..1000)
-        .map(|_| answer_event(chunk))
-        .collect();
+    let events: Vec<StreamEvent> = (0..1000).map(|_| answer_event(chunk)).collect();
     let mut execution = Execution {
         record: openbench_common::record::TerminalRecord::new(
             String::new(),

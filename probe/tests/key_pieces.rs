@@ -124,7 +124,9 @@ async fn a_key_in_hex_or_base64_in_an_error_body_is_redacted() {
     let lead = &URL_SAFE.encode(format!("::{SECRET}"))[..4];
     assert_eq!(
         message,
-        format!(r#"HTTP 401: {{"error":"key [redacted] / [redacted] / {lead}[redacted] rejected"}}"#)
+        format!(
+            r#"HTTP 401: {{"error":"key [redacted] / [redacted] / {lead}[redacted] rejected"}}"#
+        )
     );
     assert_eq!(leaks(&execution), Vec::<String>::new());
 }

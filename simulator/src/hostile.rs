@@ -151,7 +151,10 @@ fn echo_key_pieces(bearer: &str) -> Response {
         ("x-request-id", piece(0, 11).to_string()),
         (
             "x-ratelimit-remaining-requests",
-            reversed.get(..reversed.len().min(9)).unwrap_or("").to_string(),
+            reversed
+                .get(..reversed.len().min(9))
+                .unwrap_or("")
+                .to_string(),
         ),
     ] {
         if let Ok(value) = HeaderValue::from_str(&value) {
