@@ -29,6 +29,9 @@ pub struct RedactorError(#[from] aho_corasick::BuildError);
 pub struct Redactor {
     /// All forbidden pieces of all secrets; `None` without secrets.
     pieces: Option<AhoCorasick>,
+    /// The secrets whole: for the fields the spec and plan fill (provider, lane, ids), where a
+    /// 6-character piece would more likely be a name than an echo.
+    whole: Option<AhoCorasick>,
     /// Bytes of the longest piece: how much text before an error may hold part of one.
     longest: usize,
 }
@@ -53,8 +56,13 @@ impl Redactor {
             return Ok(Redactor::default());
         }
         let longest = pieces.iter().map(String::len).max().unwrap_or(0);
+        let whole: Vec<&str> = credentials
+            .secret_values()
+            .filter(|v| !v.is_empty())
+            .collect();
         Ok(Redactor {
             pieces: Some(AhoCorasick::new(&pieces)?),
+            whole: Some(AhoCorasick::new(whole)?),
             longest,
         })
     }
@@ -77,6 +85,15 @@ impl Redactor {
             marks[start..end].fill(true);
         }
         *text = replace_covered(text, &marks);
+    }
+
+    /// Replaces whole secrets inside `text` (a field we fill, not the upstream).
+    fn redact_whole_in_place(&self, text: &mut String) {
+        if let Some(whole) = &self.whole
+            && whole.is_match(text.as_str())
+        {
+            *text = whole.replace_all(text, &vec![REDACTED; whole.patterns_len()]);
+        }
     }
 
     /// Redacts pieces that may be split across `parts` (consecutive pieces of one text): the
@@ -199,14 +216,16 @@ impl Redactor {
         }
     }
 
-    /// Redacts every string of an execution before it leaves the executor: identity fields,
-    /// the headers kept, the model and finish reasons, the error message, server timings and
-    /// the response texts (over their concatenations too).
+    /// Redacts every string of an execution before it leaves the executor: the upstream's (the
+    /// headers kept, the model and finish reasons, the error message, server timings, the
+    /// response texts, over their concatenations too) of every forbidden piece; the identity
+    /// fields the spec and plan fill, of whole secrets.
     pub fn redact_execution(&self, execution: &mut Execution) {
         if self.pieces.is_none() {
             return;
         }
         let r = &mut execution.record;
+        // Filled from the spec and the plan: whole secrets only.
         for s in [
             &mut r.run_id,
             &mut r.round_id,
@@ -219,15 +238,17 @@ impl Redactor {
             &mut r.requested_model,
             &mut r.started_at,
         ] {
-            self.redact_in_place(s);
+            self.redact_whole_in_place(s);
         }
+        for s in [&mut r.probe_id, &mut r.scheduled_at].into_iter().flatten() {
+            self.redact_whole_in_place(s);
+        }
+        // From the upstream: every forbidden piece.
         for s in [
             &mut r.response_model,
             &mut r.provider_request_id,
             &mut r.finish_reason,
             &mut r.error_message,
-            &mut r.probe_id,
-            &mut r.scheduled_at,
         ]
         .into_iter()
         .flatten()
@@ -244,7 +265,7 @@ impl Redactor {
         }
         self.redact_response(execution);
         for e in &mut execution.events {
-            self.redact_in_place(&mut e.request_id);
+            self.redact_whole_in_place(&mut e.request_id);
             for s in [&mut e.event, &mut e.finish_reason].into_iter().flatten() {
                 self.redact_in_place(s);
             }

@@ -140,6 +140,27 @@ fn a_key_split_across_parts_leaves_no_fragment_in_any_part() {
 }
 
 #[test]
+fn identity_fields_lose_whole_keys_only_and_upstream_fields_every_piece() {
+    let r = redactor("sk-remote-only-51d0c3e2");
+    let mut execution = Execution {
+        record: openbench_common::record::TerminalRecord::new(
+            String::new(),
+            openbench_common::record::Outcome::Completed,
+        ),
+        events: vec![answer_event("hi")],
+    };
+    execution.record.answer_text = "hi".into();
+    execution.record.provider = "remote-only".into();
+    execution.record.lane = "lane sk-remote-only-51d0c3e2".into();
+    execution.record.finish_reason = Some("remote-only".into());
+    r.redact_execution(&mut execution);
+    let rec = &execution.record;
+    assert_eq!(rec.provider, "remote-only");
+    assert_eq!(rec.lane, "lane [redacted]");
+    assert_eq!(rec.finish_reason.as_deref(), Some("[redacted]"));
+}
+
+#[test]
 fn a_text_cut_at_every_offset_keeps_no_six_character_piece_of_a_key() {
     let r = redactor(SENTINEL);
     let body = format!("{{\"error\": \"key {SENTINEL} is invalid\"}}");
