@@ -272,7 +272,8 @@ impl Redactor {
         }
     }
 
-    /// Redacts the whole response text: a piece split across events or across reasoning and
+    /// Redacts the whole response text, matched in arrival order and as the whole reasoning
+    /// followed by the whole answer: a piece split across events or across reasoning and
     /// answer is removed from each event, and the record's texts are rebuilt from the events
     /// (else redacted the same way on their own).
     fn redact_response(&self, execution: &mut Execution) {
@@ -290,11 +291,11 @@ impl Redactor {
         let n = parts.len();
         let mut covered = Covered::of(parts.iter().map(|p| p.as_str()));
         let all: Vec<usize> = (0..n).collect();
-        let reasoning: Vec<usize> = (0..n).step_by(2).collect();
-        let answer: Vec<usize> = (1..n).step_by(2).collect();
+        // The whole reasoning, then the whole answer: each stream on its own, and what a reader
+        // of the two texts side by side sees.
+        let streams: Vec<usize> = (0..n).step_by(2).chain((1..n).step_by(2)).collect();
         self.cover(&mut covered, &all);
-        self.cover(&mut covered, &reasoning);
-        self.cover(&mut covered, &answer);
+        self.cover(&mut covered, &streams);
         covered.apply(&mut parts);
         if events_hold_the_texts {
             // One marker for one secret, even when its pieces were in several events.

@@ -161,6 +161,30 @@ fn identity_fields_lose_whole_keys_only_and_upstream_fields_every_piece() {
 }
 
 #[test]
+fn a_piece_across_the_end_of_the_reasoning_and_the_start_of_the_answer_is_found() {
+    // Arrival order: the answer's first part, then the reasoning's last: only the texts side
+    // by side (reasoning, then answer) hold the piece.
+    let r = redactor(KEY23);
+    let mut later = answer_event("");
+    later.reasoning = KEY23[..3].to_string();
+    let mut execution = Execution {
+        record: openbench_common::record::TerminalRecord::new(
+            String::new(),
+            openbench_common::record::Outcome::Completed,
+        ),
+        events: vec![answer_event(&KEY23[3..8]), later],
+    };
+    execution.record.answer_text = KEY23[3..8].to_string();
+    execution.record.reasoning_text = KEY23[..3].to_string();
+    r.redact_execution(&mut execution);
+    let rec = &execution.record;
+    assert_eq!(
+        (rec.reasoning_text.as_str(), rec.answer_text.as_str()),
+        (REDACTED, REDACTED)
+    );
+}
+
+#[test]
 fn a_text_cut_at_every_offset_keeps_no_six_character_piece_of_a_key() {
     let r = redactor(SENTINEL);
     let body = format!("{{\"error\": \"key {SENTINEL} is invalid\"}}");
