@@ -371,7 +371,7 @@ mod tests {
             assert_eq!(Quirk::from_name(name), Some(*quirk));
             assert_eq!(quirk.name(), *name);
         }
-        assert_eq!(CATALOGUE.len(), 37);
+        assert_eq!(CATALOGUE.len(), 39);
     }
 
     #[test]
