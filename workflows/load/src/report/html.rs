@@ -18,7 +18,7 @@ use std::fmt::Write;
 pub fn render(m: &LoadMetrics) -> String {
     let mut out = String::new();
     let subtitle = format!(
-        "{} step(s); SLO {}; sustained = achieved ≥ {} of target and goodput ≥ {}",
+        "{} step(s); SLO {}; sustained = achieved ≥ {} of target, goodput ≥ {} and held-length answers not mostly short",
         m.steps.len(),
         slo_text(m).unwrap_or_else(|| "none".to_string()),
         pct(Some(m.settings.sustain_fraction)),

@@ -2,7 +2,7 @@
 //! the report kit's formatters, so the same metrics give the same bytes.
 
 use super::compute::{ITL_EDGES_MS, LoadMetrics, Row, SaturationPoint, StepView};
-use crate::metrics::{Distribution, FailureClass, RateVerdict};
+use crate::metrics::{Distribution, FailureClass, RateVerdict, StepMetrics};
 use openbench_report_kit::format::{MISSING, grouped, one, pct};
 use openbench_report_kit::table::{aligned, markdown_names};
 
@@ -40,7 +40,7 @@ pub fn class_name(class: FailureClass) -> &'static str {
 pub fn verdict_name(verdict: RateVerdict) -> &'static str {
     match verdict {
         RateVerdict::NoTarget => "no_target",
-        RateVerdict::Sustained => "sustained",
+        RateVerdict::OnTarget => "on_target",
         RateVerdict::ClientBehind => "client_behind",
         RateVerdict::ServerBehind => "server_behind",
     }
@@ -93,8 +93,21 @@ fn summary_cells(step: &StepView, row: &Row) -> Vec<String> {
         one(m.itl_ms.p99),
         one(m.e2e_ms.p99),
         pct(Some(m.goodput.fraction)),
-        if row.sustained { "yes" } else { "no" }.to_string(),
+        yes_no(m.sustained),
     ]
+}
+
+fn yes_no(b: bool) -> String {
+    if b { "yes" } else { "no" }.to_string()
+}
+
+/// Answers short of a held length: `3 of 40` (`flagged` when most were), or the em dash when no
+/// request held a length.
+pub fn held_text(m: &StepMetrics) -> String {
+    m.held_length.as_ref().map_or(MISSING.to_string(), |h| {
+        let flag = if h.flagged { " (flagged)" } else { "" };
+        format!("{} of {}{flag}", h.short, h.requests)
+    })
 }
 
 /// The summary table as aligned plain text (one line per step × row), then the saturation points.
@@ -188,7 +201,7 @@ fn header(out: &mut String, m: &LoadMetrics) {
     );
     let _ = writeln!(
         out,
-        "- Sustained: achieved ≥ {} of the target rate (open loop) and goodput ≥ {} of measured requests.",
+        "- Sustained: achieved ≥ {} of the target rate (open loop), goodput ≥ {} of measured requests, and no more than half of the answers under a held length short of it.",
         pct(Some(m.settings.sustain_fraction)),
         pct(Some(m.settings.goodput_threshold))
     );
@@ -351,12 +364,14 @@ fn goodput_section(out: &mut String, m: &LoadMetrics) {
         "Lane",
         "Target/s",
         "Achieved/s",
-        "Completed/s",
+        "Throughput/s",
         "Rate",
         "Measured",
+        "Short (held)",
         "Good",
         "Goodput/s",
         "Goodput",
+        "Sustained",
     ];
     if m.scored {
         headers.push("Task success");
@@ -368,12 +383,14 @@ fn goodput_section(out: &mut String, m: &LoadMetrics) {
             r.name.clone(),
             rate(x.rate.target_per_s),
             rate(Some(x.rate.achieved_per_s)),
-            rate(Some(x.rate.completed_per_s)),
+            rate(x.request_throughput_per_s),
             verdict_name(x.rate.verdict).to_string(),
             x.measured.to_string(),
+            held_text(x),
             x.goodput.good.to_string(),
             rate(x.goodput.per_s),
             pct(Some(x.goodput.fraction)),
+            yes_no(x.sustained),
         ];
         if m.scored {
             cells.push(pct(r.task_success));
@@ -515,6 +532,7 @@ fn tokens_section(out: &mut String, m: &LoadMetrics) {
         "Step",
         "Lane",
         "Requests/s",
+        "Drain req/s",
         "Input tok/s",
         "Output tok/s",
         "With usage",
@@ -533,6 +551,7 @@ fn tokens_section(out: &mut String, m: &LoadMetrics) {
                 step_cell(s),
                 r.name.clone(),
                 rate(x.request_throughput_per_s),
+                rate(x.drain_requests_per_s),
                 one(x.input_tokens_per_s),
                 one(x.output_tokens_per_s),
                 x.usage.requests.to_string(),
