@@ -267,16 +267,22 @@ fn write_reports_writes_three_files_with_the_same_bytes_twice() {
 fn report_html_is_self_contained_with_curves_and_the_saturation_ring() {
     let html = super::html::render(&metrics());
     for heading in [
-        "<h2>Latency against achieved load</h2>",
-        "<h2>Inter-token latency by step</h2>",
+        "<h2>Summary</h2>",
+        "<h2>Throughput against offered load</h2>",
+        "<h2>Latency against offered load</h2>",
+        "<h2>Inter-token latency (ms; gaps per bucket)</h2>",
         "<h2>Goodput per step</h2>",
+        "<h2>Saturation point</h2>",
         "<h2>Failures by step</h2>",
     ] {
         assert!(html.contains(heading), "{heading}");
     }
     assert!(!html.contains("http://") && !html.contains("https://") && !html.contains("<script"));
-    // Ringed saturation points: b's open step and a's closed step, on TTFA and on ITL.
-    assert_eq!(html.matches("r=\"8\"").count(), 4);
+    // Ringed saturation points: b's open step in the 5 open-loop charts (requests/s, output
+    // tokens/s, TTFA, ITL, E2E) and a's closed step in the 5 closed-loop ones.
+    assert_eq!(html.matches("r=\"8\"").count(), 10);
+    // The x axis is the offered load: no note of a vertical line, as no lane repeats a load.
+    assert!(!html.contains("joins them vertically"));
 }
 
 #[test]
