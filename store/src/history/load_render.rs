@@ -19,11 +19,17 @@ fn pct(x: f64) -> String {
     format!("{}%", grouped(x * 100.0, 2))
 }
 
+/// `1 user`, `4 users`.
+fn users(n: f64) -> String {
+    let s = if n == 1.0 { "" } else { "s" };
+    format!("{} user{s}", grouped(n, 0))
+}
+
 /// A load with its unit: `4 users` (closed loop) or `8.00/s` (open loop).
 fn load_text(kind: &str, load: Option<f64>) -> String {
     match load {
         None => "none sustained".to_string(),
-        Some(v) if kind == "closed" => format!("{} users", grouped(v, 0)),
+        Some(v) if kind == "closed" => users(v),
         Some(v) => format!("{}/s", grouped(v, 2)),
     }
 }
@@ -31,7 +37,7 @@ fn load_text(kind: &str, load: Option<f64>) -> String {
 fn regression_text(h: &LoadHistory, r: &LoadRegression) -> String {
     let value = |x: Option<f64>| match (r.unit, x) {
         (_, None) => "none sustained".to_string(),
-        ("users", Some(v)) => format!("{} users", grouped(v, 0)),
+        ("users", Some(v)) => users(v),
         ("%", Some(v)) => format!("{}%", grouped(v, 2)),
         (_, Some(v)) => format!("{}/s", grouped(v, 2)),
     };
