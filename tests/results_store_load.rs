@@ -137,7 +137,11 @@ fn assert_stored_as_computed(store: &str, dir: &Path) {
         assert_eq!(row[11].int(), Some(lane.measured as i64));
         // Every TPOT p50 is the capacity model's 5 ms gap (63 gaps over 64 tokens), give or
         // take the client's timestamps: the figure is a real measurement, not a placeholder.
-        assert!((lane.tpot_ms.p50.unwrap() - 5.0).abs() < 2.0, "{:?}", lane.tpot_ms);
+        assert!(
+            (lane.tpot_ms.p50.unwrap() - 5.0).abs() < 2.0,
+            "{:?}",
+            lane.tpot_ms
+        );
     }
     // The measured requests of each step are the request rows flagged measured.
     let counted = db
@@ -163,10 +167,8 @@ fn load_runs_publish_track_export_and_compare() {
     let first = run(cwd, 1, sqlite);
     let out = publish(cwd, sqlite, &first);
     assert!(
-        out.starts_with(&format!("published: run ")) && out.contains(&format!(
-            "(complete, {} requests)",
-            records(&first)
-        )),
+        out.starts_with("published: run ")
+            && out.contains(&format!("(complete, {} requests)", records(&first))),
         "{out}"
     );
     // One run: nothing compared, nothing regressed.
@@ -180,17 +182,20 @@ fn load_runs_publish_track_export_and_compare() {
     assert!(again.starts_with("already published, unchanged"), "{again}");
     let (runs, paired_requests) = stored(sqlite);
     assert_eq!(paired_requests, 0, "a load run has no paired request rows");
-    assert_eq!(
-        runs.iter().map(|r| r.2).collect::<Vec<_>>(),
-        {
-            let mut by_id = vec![
-                (first.file_name().unwrap().to_owned(), records(&first) as i64),
-                (second.file_name().unwrap().to_owned(), records(&second) as i64),
-            ];
-            by_id.sort();
-            by_id.into_iter().map(|r| r.1).collect::<Vec<_>>()
-        }
-    );
+    assert_eq!(runs.iter().map(|r| r.2).collect::<Vec<_>>(), {
+        let mut by_id = vec![
+            (
+                first.file_name().unwrap().to_owned(),
+                records(&first) as i64,
+            ),
+            (
+                second.file_name().unwrap().to_owned(),
+                records(&second) as i64,
+            ),
+        ];
+        by_id.sort();
+        by_id.into_iter().map(|r| r.1).collect::<Vec<_>>()
+    });
     for dir in [&first, &second] {
         assert_stored_as_computed(sqlite, dir);
     }
@@ -216,12 +221,20 @@ fn load_runs_publish_track_export_and_compare() {
             && saturation[3].contains("| closed c=1 | 1 user |"),
         "{saturation:?}"
     );
-    for figure in ["achieved/s", "requests/s", "output tokens/s", "TTFA p99", "goodput/s"] {
+    for figure in [
+        "achieved/s",
+        "requests/s",
+        "output tokens/s",
+        "TTFA p99",
+        "goodput/s",
+    ] {
         assert!(section(&md, "Steps")[0].contains(figure), "{figure}: {md}");
     }
-    assert!(std::fs::read_to_string(cwd.join("h2/history.html"))
-        .unwrap()
-        .contains("<h2>Saturation points</h2>"));
+    assert!(
+        std::fs::read_to_string(cwd.join("h2/history.html"))
+            .unwrap()
+            .contains("<h2>Saturation points</h2>")
+    );
 
     // Exports: one row per request of both runs, in CSV and in Parquet.
     let total = records(&first) + records(&second);
@@ -237,7 +250,10 @@ fn load_runs_publish_track_export_and_compare() {
             "{}",
             text(&o)
         );
-        assert!(!contains(&std::fs::read(cwd.join(format).join(format!("load_requests.{format}"))).unwrap(), SENTINEL));
+        assert!(!contains(
+            &std::fs::read(cwd.join(format).join(format!("load_requests.{format}"))).unwrap(),
+            SENTINEL
+        ));
     }
     let csv = std::fs::read_to_string(cwd.join("csv/load_requests.csv")).unwrap();
     assert_eq!(csv.lines().count(), total + 1);
@@ -290,7 +306,10 @@ fn load_runs_publish_track_export_and_compare() {
     assert!(o.status.success(), "{}", text(&o));
     let page = std::fs::read_to_string(cwd.join("cmp/compare.html")).unwrap();
     assert!(page.starts_with("<!DOCTYPE html>"), "{page}");
-    assert!(page.contains("<h2>closed c=4 (step 1 in A, 1 in B)</h2>"), "{page}");
+    assert!(
+        page.contains("<h2>closed c=4 (step 1 in A, 1 in B)</h2>"),
+        "{page}"
+    );
     assert!(cwd.join("cmp/compare.md").is_file() && cwd.join("cmp/compare.json").is_file());
     assert!(!contains(&std::fs::read(&sqlite_path).unwrap(), SENTINEL));
 
@@ -309,7 +328,10 @@ fn load_runs_publish_track_export_and_compare() {
     }
     let (code, pg_md) = history(cwd, &url, &cwd.join("h-pg"), &["--workflow", "load"]);
     assert_eq!(code, Some(3));
-    assert_eq!(pg_md, md, "history.md differs between SQLite and PostgreSQL");
+    assert_eq!(
+        pg_md, md,
+        "history.md differs between SQLite and PostgreSQL"
+    );
     let o = store_cmd(cwd, &url, &["export", "--format", "csv", "--out", "csv-pg"]);
     assert!(o.status.success(), "{}", text(&o));
     for table in ["load_steps", "load_saturation", "load_requests", "lanes"] {

@@ -437,7 +437,10 @@ mod tests {
         // Opening again applies nothing (one row per version).
         let mut store = Store::open(&location).unwrap_or_else(|e| panic!("{e}"));
         let rows = store
-            .query("SELECT version FROM schema_migrations ORDER BY version", &[])
+            .query(
+                "SELECT version FROM schema_migrations ORDER BY version",
+                &[],
+            )
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(rows, vec![vec![Value::Int(1)], vec![Value::Int(2)]]);
         store

@@ -15,10 +15,10 @@
 //! lanes'). Unfinished runs are listed, not compared, as for paired runs.
 
 use super::{is_compared, pairs};
+use crate::StoreError;
 use crate::backend::{Store, Value};
 use crate::load::{self, RunRow, at};
 use crate::schema::{self, LOAD_SATURATION, LOAD_STEPS};
-use crate::StoreError;
 use openbench_common::spec::RegressionRule;
 
 /// One row (lane or provider) of one step of a stored load run.
@@ -210,7 +210,10 @@ fn saturation_points(
     run_id: &str,
     run: usize,
 ) -> Result<Vec<SaturationPoint>, StoreError> {
-    let rows = store.query(&schema::select(&LOAD_SATURATION, true), &[Value::from(run_id)])?;
+    let rows = store.query(
+        &schema::select(&LOAD_SATURATION, true),
+        &[Value::from(run_id)],
+    )?;
     Ok(rows
         .iter()
         .map(|r| {
@@ -279,8 +282,8 @@ fn goodput_falls(
         else {
             continue;
         };
-        let regression = |figure: String, was: Option<f64>, now: Option<f64>, unit| {
-            LoadRegression {
+        let regression =
+            |figure: String, was: Option<f64>, now: Option<f64>, unit| LoadRegression {
                 from,
                 to,
                 row: a.row.clone(),
@@ -288,8 +291,7 @@ fn goodput_falls(
                 a: was,
                 b: now,
                 unit,
-            }
-        };
+            };
         if (a.goodput_fraction - b.goodput_fraction) * 100.0 >= rule.min_rate_change_points {
             out.push(regression(
                 format!("goodput at {}", a.label),
@@ -298,7 +300,11 @@ fn goodput_falls(
                 "%",
             ));
         }
-        if fell_by_pct(a.goodput_per_s, b.goodput_per_s, rule.min_relative_change_pct) {
+        if fell_by_pct(
+            a.goodput_per_s,
+            b.goodput_per_s,
+            rule.min_relative_change_pct,
+        ) {
             out.push(regression(
                 format!("goodput/s at {}", a.label),
                 a.goodput_per_s,

@@ -82,9 +82,17 @@ fn blocks(h: &LoadHistory) -> Vec<Block> {
     )));
     out.push(Block::Heading(2, "Runs".into()));
     out.push(Block::Table(
-        ["#", "run", "status", "started", "requests", "lock sha256", "code sha256"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "#",
+            "run",
+            "status",
+            "started",
+            "requests",
+            "lock sha256",
+            "code sha256",
+        ]
+        .map(String::from)
+        .to_vec(),
         h.runs
             .iter()
             .enumerate()
@@ -120,14 +128,24 @@ fn blocks(h: &LoadHistory) -> Vec<Block> {
         out.push(Block::Para("None.".into()));
     } else {
         out.push(Block::List(
-            h.regressions.iter().map(|r| regression_text(h, r)).collect(),
+            h.regressions
+                .iter()
+                .map(|r| regression_text(h, r))
+                .collect(),
         ));
     }
     out.push(Block::Heading(2, "Saturation points".into()));
     out.push(Block::Table(
-        ["lane", "kind", "run", "step", "saturation point", "achieved/s"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "lane",
+            "kind",
+            "run",
+            "step",
+            "saturation point",
+            "achieved/s",
+        ]
+        .map(String::from)
+        .to_vec(),
         h.saturation
             .iter()
             .map(|p| {

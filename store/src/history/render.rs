@@ -279,7 +279,10 @@ pub(super) fn blocks_markdown(blocks: Vec<Block>) -> String {
 
 /// `history.html`: the same blocks as a self-contained page in the report's style.
 pub fn html(h: &History) -> String {
-    blocks_html(&format!("{} · {} run(s)", h.workflow, h.runs.len()), blocks(h))
+    blocks_html(
+        &format!("{} · {} run(s)", h.workflow, h.runs.len()),
+        blocks(h),
+    )
 }
 
 /// `history.html` of `blocks`, under `subtitle`.

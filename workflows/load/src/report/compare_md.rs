@@ -87,12 +87,7 @@ pub fn render(c: &Comparison) -> String {
             );
         }
         let rows = step_rows(step);
-        markdown_names(
-            &mut out,
-            &HEADERS,
-            &rows,
-            2,
-        );
+        markdown_names(&mut out, &HEADERS, &rows, 2);
     }
     out.push_str("Latencies in ms; shares in percent, their changes in percentage points. Definitions: docs/load.md, \"Reports\".\n");
     out

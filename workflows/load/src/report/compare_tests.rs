@@ -110,7 +110,10 @@ fn compare_runs_writes_markdown_html_and_json_deterministically() {
         "<tr><th scope=\"row\">x</th><td>TTFA p50</td><td>100.0</td><td>300.0</td>\
          <td>+200.0</td><td>[+200.0, +200.0]</td><td class=\"worse\">worse</td></tr>"
     ));
-    assert_eq!(html.matches("<table").count(), md.matches("| Lane |").count());
+    assert_eq!(
+        html.matches("<table").count(),
+        md.matches("| Lane |").count()
+    );
     assert!(md.starts_with("# Load comparison: B (B) against A (A)\n"));
     assert!(md.contains("100 replicates per run, seed 3"));
     assert!(md.contains("## constant 10/s (step 0 in A, 0 in B)\n"));
