@@ -49,9 +49,12 @@ struct Oracle {
     slots: Arc<Semaphore>,
     answer: Answer,
     ends_us: Arc<Mutex<Vec<u64>>>,
-    /// Per paced response, its writes: (unix µs, tokens).
-    writes: Arc<Mutex<Vec<Vec<(u64, u64)>>>>,
+    /// Per paced response, its writes.
+    writes: Arc<Mutex<Vec<Vec<Write>>>>,
 }
+
+/// One write of a paced response: (unix µs, tokens it carried).
+type Write = (u64, u64);
 
 /// The events of a paced answer of `asked` tokens, grouped into writes: each write's text and
 /// its tokens.

@@ -314,8 +314,8 @@ pub(crate) struct RunRead {
     pub ctx: RunContext,
     /// The committed records by request id.
     pub records: BTreeMap<String, TerminalRecord>,
-    /// Answer-bearing chunk offsets by request id.
-    pub chunks: BTreeMap<String, Vec<f64>>,
+    /// Answer-bearing events by request id (offsets and read groups).
+    pub chunks: BTreeMap<String, run_data::AnswerStream>,
     /// Lines the report states in its header.
     pub notes: Vec<String>,
 }
