@@ -15,11 +15,12 @@ use crate::schema::{self, LANES, METRICS, REQUESTS, RUNS, TABLES};
 use crate::{StoreError, labels};
 use openbench_common::hash;
 use openbench_common::record::TerminalRecord;
-use openbench_common::rundir::{self, RunLock, RunManifest, RunStatus, WriterLock};
+use openbench_common::rundir::{self, OpenedRun, RunLock, RunManifest, RunStatus};
 use openbench_micro_single_task::metrics::{LaneTable, Observation, RunMetrics};
 use openbench_micro_single_task::report::{self, Computed};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::Path;
 
 /// What publishing did.
@@ -44,6 +45,8 @@ pub struct PublishOutcome {
     pub published: Published,
     /// Request rows of the run.
     pub requests: usize,
+    /// How the records stood against their chain ([`rundir::chain::Integrity`]), one line.
+    pub integrity: String,
 }
 
 /// A verified, scored run, ready to store.
@@ -54,6 +57,7 @@ struct Verified {
     computed: Computed,
     records: BTreeMap<String, TerminalRecord>,
     content_sha256: String,
+    integrity: String,
 }
 
 fn unverified(run_dir: &Path, detail: impl std::fmt::Display) -> StoreError {
@@ -63,22 +67,19 @@ fn unverified(run_dir: &Path, detail: impl std::fmt::Display) -> StoreError {
     }
 }
 
-fn verify(run_dir: &Path) -> Result<Verified, StoreError> {
+/// Verifies and scores the run `opened` (already checked as `report` checks it: artifacts'
+/// hashes, the records chain).
+fn verify(run_dir: &Path, opened: &OpenedRun) -> Result<Verified, StoreError> {
     let fail = |e: &dyn std::fmt::Display| unverified(run_dir, e);
-    let lock_path = rundir::path(run_dir, rundir::RUN_LOCK);
-    let lock_bytes = std::fs::read(&lock_path)
-        .map_err(|e| unverified(run_dir, format!("{}: {e}", lock_path.display())))?;
-    let lock = report::read_lock(run_dir).map_err(|e| fail(&e))?;
-    let manifest = RunManifest::load(run_dir).map_err(|e| fail(&e))?;
-    if manifest.run_id != lock.run_id {
-        return Err(unverified(
+    let lock = opened.lock.clone();
+    let lock_bytes = opened.lock_bytes.clone();
+    let integrity = opened.integrity.clone();
+    let manifest = opened.manifest.clone().ok_or_else(|| {
+        unverified(
             run_dir,
-            format!(
-                "the manifest's run id {:?} differs from the lock's {:?}",
-                manifest.run_id, lock.run_id
-            ),
-        ));
-    }
+            format!("{}: no run manifest", rundir::RUN_MANIFEST),
+        )
+    })?;
     let gold = openbench_micro_single_task::gold_table(&lock).map_err(|e| fail(&e))?;
     let computed = report::compute(run_dir, &lock, &gold).map_err(|e| fail(&e))?;
     let names = report::reported_files(run_dir).map_err(|e| fail(&e))?;
@@ -96,16 +97,26 @@ fn verify(run_dir: &Path) -> Result<Verified, StoreError> {
             ),
         ));
     }
-    let records_bytes = std::fs::read(&records_path)
-        .map_err(|e| unverified(run_dir, format!("{}: {e}", records_path.display())))?;
     let mut hash = Sha256::new();
-    for part in [
-        &lock_bytes[..],
-        stored_status(&manifest).as_bytes(),
-        &records_bytes[..],
-    ] {
+    for part in [&lock_bytes[..], stored_status(&manifest).as_bytes()] {
         hash.update((part.len() as u64).to_le_bytes());
         hash.update(part);
+    }
+    // The records, streamed (length first, as above), through the run-directory reader.
+    let records_file = rundir::open_read(&records_path).map_err(|e| fail(&e))?;
+    let records_len = records_file
+        .metadata()
+        .map_err(|e| unverified(run_dir, format!("{}: {e}", records_path.display())))?
+        .len();
+    hash.update(records_len.to_le_bytes());
+    let mut hashing = HashingWriter(&mut hash);
+    let copied = std::io::copy(&mut records_file.take(records_len), &mut hashing)
+        .map_err(|e| unverified(run_dir, format!("{}: {e}", records_path.display())))?;
+    if copied != records_len {
+        return Err(unverified(
+            run_dir,
+            format!("{}: changed while it was read", records_path.display()),
+        ));
     }
     Ok(Verified {
         lock,
@@ -114,7 +125,22 @@ fn verify(run_dir: &Path) -> Result<Verified, StoreError> {
         computed,
         records,
         content_sha256: hash::hex(&hash.finalize()),
+        integrity: integrity.map(|i| i.to_string()).unwrap_or_default(),
     })
+}
+
+/// A `Write` feeding a hasher (streams a file into the content hash).
+struct HashingWriter<'a>(&'a mut Sha256);
+
+impl std::io::Write for HashingWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The status a run is stored with: the manifest's, except that a run no process is writing any
@@ -128,11 +154,13 @@ fn stored_status(manifest: &RunManifest) -> &'static str {
     }
 }
 
-/// Verifies the run in `run_dir` and stores it (see the module docs). Takes the run directory's
-/// writer lock while reading, so a run still being written is refused, naming its process.
+/// Verifies the run in `run_dir` and stores it (see the module docs). Opens the run directory
+/// exactly as `report` does ([`rundir::open_run`]: the writer lock first, so a run still being
+/// written is refused, naming its process; nothing read through a plain `std::fs::read`).
 pub fn publish(store: &mut Store, run_dir: &Path) -> Result<PublishOutcome, StoreError> {
-    let _writer = WriterLock::acquire(run_dir, "publish").map_err(|e| unverified(run_dir, e))?;
-    let run = verify(run_dir)?;
+    let opened = rundir::open_run(run_dir, "publish").map_err(|e| unverified(run_dir, e))?;
+    // `opened` holds the writer lock until the run is stored.
+    let run = verify(run_dir, &opened)?;
     let run_id = run.lock.run_id.clone();
     let status = stored_status(&run.manifest).to_string();
     let requests = run.computed.observations.len();
@@ -170,6 +198,7 @@ pub fn publish(store: &mut Store, run_dir: &Path) -> Result<PublishOutcome, Stor
         status,
         published,
         requests,
+        integrity: run.integrity.clone(),
     })
 }
 
