@@ -176,7 +176,8 @@ fn walk(results: &Path, extend: bool) -> Result<ChainState, RunDirError> {
         Err(e) if not_found(&e) => None,
         Err(e) => return Err(e),
     };
-    if chain_file.is_none() && !extend {
+    // No chain to check; and, extending, no records to chain yet (a fresh plan).
+    if chain_file.is_none() && (!extend || records.is_none()) {
         return Ok(ChainState::Absent);
     }
     let chained = match &chain_file {
