@@ -66,6 +66,9 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
 }
 
+/// Puts something hostile at a path.
+type Plant = dyn Fn(&Path);
+
 /// Puts a FIFO at `path` (replacing what is there).
 fn fifo(path: &Path) {
     let _ = std::fs::remove_file(path);
@@ -84,7 +87,7 @@ fn init_refuses_a_fifo_dev_zero_and_oversized_prompt_files_at_once_naming_them()
     let cwd = tmp.path();
     let spec = write_spec(cwd);
     let prompts = cwd.join("prompts.jsonl");
-    let cases: [(&str, &dyn Fn(&Path), &str); 4] = [
+    let cases: [(&str, &Plant, &str); 4] = [
         ("FIFO", &fifo, "a FIFO, not a regular file"),
         ("/dev/zero", &dev_zero, "a device, not a regular file"),
         (
@@ -149,7 +152,7 @@ fn report_and_resume_end_at_once_when_the_prompt_file_became_a_fifo_or_dev_zero(
     assert!(o.status.success(), "{}", stderr(&o));
     let dir = printed_run_dir(&o.stdout);
     let dir = dir.to_str().unwrap();
-    for (name, plant) in [("FIFO", &fifo as &dyn Fn(&Path)), ("/dev/zero", &dev_zero)] {
+    for (name, plant) in [("FIFO", &fifo as &Plant), ("/dev/zero", &dev_zero)] {
         plant(&prompts);
         for args in [
             vec!["report", "--run-dir", dir],
