@@ -110,7 +110,13 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {}", error_text(&e));
+            // Errors quote specs and upstreams: each line is shown, its escapes never obeyed.
+            let text = error_text(&e);
+            let lines: Vec<_> = text
+                .lines()
+                .map(openbench_common::untrusted_text::terminal)
+                .collect();
+            eprintln!("error: {}", lines.join("\n"));
             ExitCode::from(1)
         }
     }

@@ -124,6 +124,7 @@ fn lane_metrics(step: &StepResults, lane: &str) -> openbench_load::metrics::Step
         window: step.window,
         target_rate_per_lane: target,
         sustain_fraction: 0.95,
+        goodput_threshold: 0.9,
         slo: Slo::default(),
     };
     step_metrics(&mine, &settings, 1)

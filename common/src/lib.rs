@@ -19,6 +19,7 @@ pub mod semconv;
 pub mod spec;
 pub mod stats;
 pub mod tokenizer;
+pub mod untrusted_text;
 pub mod workflow;
 
 /// Version of this program, recorded in locks, manifests and probe descriptions.

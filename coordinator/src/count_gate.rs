@@ -8,8 +8,29 @@
 //! records' sends, and the window the report rebuilds from them (`closed_window` of the load
 //! workflow) is the one the gate closed.
 
-use std::sync::Mutex;
+use openbench_common::schedule::Pacing;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// The gate of a phase run to a count (`None` for any other pacing), counting from `start`.
+pub(crate) fn for_pacing(pacing: &Pacing, start: Instant) -> Option<Arc<CountGate>> {
+    let Pacing::UsersToCount {
+        from_ms,
+        requests,
+        cooldown_ms,
+        ..
+    } = pacing
+    else {
+        return None;
+    };
+    let millis = |ms: f64| Duration::try_from_secs_f64(ms.max(0.0) / 1000.0).unwrap_or_default();
+    let from = start.checked_add(millis(*from_ms)).unwrap_or(start);
+    Some(Arc::new(CountGate::new(
+        from,
+        *requests,
+        millis(*cooldown_ms),
+    )))
+}
 
 /// The shared count of one closed-loop phase.
 #[derive(Debug)]

@@ -22,6 +22,8 @@ use crate::error::CoordinatorError;
 use crate::faults::FaultBook;
 use crate::health::RegionState;
 use crate::lane_call::{LaneCall, LaneSession, encode, execute, harness_wait};
+use crate::lane_guard::{LaneGuard, Pass};
+pub use crate::load_progress::{is_done, remaining, rounds_done, rounds_total};
 use crate::probe_links::Infra;
 use crate::run_dir::RunInputs;
 use crate::runner::{RunOptions, StopRequest, next_stop, start_monitors};
@@ -33,7 +35,7 @@ use openbench_common::record::Execution;
 use openbench_common::request::{PlannedRequest, RequestIdentity};
 use openbench_common::rundir::{Lane, RunFiles, RunWriter};
 use openbench_common::schedule::{
-    LoadPhase, LoadPosition, Pacing, Phase, RequestSource, Schedule, load_request_id, phase_id,
+    LoadPosition, Pacing, Phase, RequestSource, load_request_id, phase_id,
 };
 use openbench_proto::link::ProbeChannel;
 use openbench_proto::v1::probe_client::ProbeClient;
@@ -59,72 +61,6 @@ pub struct LoadContext<'a> {
     pub committed: &'a BTreeSet<String>,
     /// The sitting's number (the manifest's session count), stamped on every record.
     pub sitting: u32,
-}
-
-/// Requests of load phase `index` without a committed record; for a timed phase (which plans
-/// no list), 0 once it ran to its end (`finished`) and 1 before.
-pub fn remaining(
-    load: &LoadPhase,
-    index: u32,
-    version: &str,
-    attempt: u32,
-    committed: &BTreeSet<String>,
-    finished: bool,
-) -> usize {
-    if load.is_timed() {
-        return usize::from(!finished);
-    }
-    load.positions(index)
-        .filter(|p| !committed.contains(&load_request_id(version, p, attempt)))
-        .count()
-}
-
-/// Progress units of a schedule: every paired round, and one per load phase.
-pub fn rounds_total(schedule: &Schedule) -> usize {
-    schedule
-        .phases
-        .iter()
-        .map(|phase| match phase {
-            Phase::PairedRounds(p) => p.plan.rounds.len(),
-            Phase::OpenLoop(_) | Phase::ClosedLoop(_) => 1,
-        })
-        .sum()
-}
-
-/// Progress units done: paired rounds whose every lane is committed, load phases whose every
-/// request is, and timed load phases in `finished`.
-pub fn rounds_done(
-    schedule: &Schedule,
-    version: &str,
-    committed: impl Fn(&str) -> bool,
-    finished: &BTreeSet<u32>,
-) -> usize {
-    let mut done = 0;
-    for (index, phase) in schedule.phases.iter().enumerate() {
-        let index = u32::try_from(index).unwrap_or(u32::MAX);
-        done += match phase {
-            Phase::PairedRounds(p) => p.plan.rounds_done(&committed),
-            Phase::OpenLoop(l) | Phase::ClosedLoop(l) if l.is_timed() => {
-                usize::from(finished.contains(&index))
-            }
-            Phase::OpenLoop(l) | Phase::ClosedLoop(l) => usize::from(
-                l.positions(index)
-                    .all(|p| committed(&load_request_id(version, &p, schedule.attempt))),
-            ),
-        };
-    }
-    done
-}
-
-/// True when every phase of `schedule` is done: its requests committed in `records`, or, timed,
-/// in `finished`.
-pub fn is_done(
-    schedule: &Schedule,
-    records: &std::collections::BTreeMap<String, openbench_common::record::TerminalRecord>,
-    finished: &BTreeSet<u32>,
-) -> bool {
-    let committed = |id: &str| records.get(id).is_some_and(|r| r.outcome.is_committed());
-    rounds_done(schedule, &schedule.version, committed, finished) == rounds_total(schedule)
 }
 
 /// How long before its release an open-loop request is handed to its probe: more than a
@@ -170,6 +106,8 @@ struct LaneTarget {
     model: String,
     /// The region's clock offset, probe − coordinator, µs (0 when not measured).
     clock_offset_us: i64,
+    /// Backs the lane off, and stops it, when its requests fail at connection level.
+    guard: Arc<LaneGuard>,
 }
 
 impl Shared {
@@ -276,9 +214,14 @@ pub async fn drive(
     let phase_span =
         crate::spans::load_phase_span(index, matches!(phase, Phase::OpenLoop(_)), load);
     let (tx, mut rx) = mpsc::unbounded_channel::<Box<Execution>>();
-    let (halt, halted) = watch::channel(false);
-    let gate = count_gate(&load.pacing, shared.start);
+    let (halt_tx, halted) = watch::channel(false);
+    let gate = crate::count_gate::for_pacing(&load.pacing, shared.start);
     let mut tasks = Vec::new();
+    let guards: Vec<Arc<LaneGuard>> = load
+        .lanes
+        .iter()
+        .map(|lane| Arc::new(LaneGuard::new(&lane.label)))
+        .collect();
     for (lane_index, lane) in load.lanes.iter().enumerate() {
         let target = LaneTarget {
             lane: lane.clone(),
@@ -294,6 +237,7 @@ pub async fn drive(
                 .map(|p| p.model.clone())
                 .unwrap_or_default(),
             clock_offset_us: faults.offset_us(&lane.region).round() as i64,
+            guard: guards[lane_index].clone(),
         };
         let (shared, tx, halted) = (shared.clone(), tx.clone(), halted.clone());
         let task: std::pin::Pin<Box<dyn Future<Output = ()> + Send>> = match &load.pacing {
@@ -349,18 +293,23 @@ pub async fn drive(
         tasks.push(tokio::spawn(task.instrument(phase_span.clone())));
     }
     drop(tx);
+    // Halting also closes every lane's guard, so no slot waits out a back-off.
+    let halt = |tx: &watch::Sender<bool>| {
+        let _ = tx.send(true);
+        guards.iter().for_each(|g| g.close());
+    };
     let mut report = SittingReport::empty(progress);
     let mut status = SittingStatus::Complete;
     if let Some(gone) = gone {
         status = SittingStatus::RegionDown(gone);
-        let _ = halt.send(true);
+        halt(&halt_tx);
     }
     let mut stop = options.stop.clone();
     if let Some(rx) = stop.as_mut()
         && *rx.borrow_and_update() != StopRequest::None
     {
         status = SittingStatus::Interrupted;
-        let _ = halt.send(true);
+        halt(&halt_tx);
     }
     loop {
         tokio::select! {
@@ -387,14 +336,14 @@ pub async fn drive(
                 if let Some(gone) = faults.on_event(&region, event) {
                     tracing::error!(region = %gone.region, "region stayed down: stopping");
                     status = SittingStatus::RegionDown(gone);
-                    let _ = halt.send(true);
+                    halt(&halt_tx);
                 }
             }
             request = next_stop(&mut stop) => {
                 if status == SittingStatus::Complete {
                     status = SittingStatus::Interrupted;
                 }
-                let _ = halt.send(true);
+                halt(&halt_tx);
                 if request == StopRequest::Abandon {
                     tasks.iter().for_each(|t| t.abort());
                 }
@@ -407,6 +356,16 @@ pub async fn drive(
     {
         status = SittingStatus::Failed(e);
     }
+    let stopped: Vec<_> = guards.iter().filter_map(|g| g.stopped()).collect();
+    if !stopped.is_empty() && status == SittingStatus::Complete {
+        for lane in &stopped {
+            tracing::error!(lane = %lane.lane, failures = lane.failures, "lane unreachable: stopped");
+        }
+        status = SittingStatus::LanesStopped {
+            lanes: stopped,
+            of: guards.len(),
+        };
+    }
     report.rounds_executed = 1;
     if status == SittingStatus::Complete && report.harness_errors == 0 {
         report.progress.rounds_done += 1;
@@ -414,26 +373,6 @@ pub async fn drive(
     report.status = status;
     (report.links, report.outages) = faults.report();
     Ok(report)
-}
-
-/// The gate of a phase run to a count (`None` for any other pacing), counting from `start`.
-fn count_gate(pacing: &Pacing, start: Instant) -> Option<Arc<CountGate>> {
-    let Pacing::UsersToCount {
-        from_ms,
-        requests,
-        cooldown_ms,
-        ..
-    } = pacing
-    else {
-        return None;
-    };
-    let millis = |ms: f64| Duration::try_from_secs_f64(ms.max(0.0) / 1000.0).unwrap_or_default();
-    let from = start.checked_add(millis(*from_ms)).unwrap_or(start);
-    Some(Arc::new(CountGate::new(
-        from,
-        *requests,
-        millis(*cooldown_ms),
-    )))
 }
 
 /// A closed loop's slots on one lane: how many, how many requests each, until when, and the
@@ -471,13 +410,29 @@ async fn closed_lane(
                 let Some(request) = shared.request(&target.lane, &position) else {
                     continue;
                 };
+                // A lane whose requests fail at once backs off (or is stopped) before it sends.
+                let Some(pass) = target.guard.admit().await else {
+                    return;
+                };
+                if *halted.borrow() || until.is_some_and(|end| Instant::now() >= end) {
+                    target.guard.unused(pass);
+                    return;
+                }
                 // A count gate says when the phase is over, and its instant is the send's.
                 let at = match gate.as_ref().map(|g| g.admit()) {
-                    Some(None) => return,
+                    Some(None) => {
+                        target.guard.unused(pass);
+                        return;
+                    }
                     Some(at) => at,
                     None => None,
                 };
-                let execution = call(target, shared, request, Sent { at, due: None }).await;
+                let sent = Sent {
+                    at,
+                    due: None,
+                    pass,
+                };
+                let execution = call(target, shared, request, sent).await;
                 if tx.send(execution).is_err() {
                     return;
                 }
@@ -528,12 +483,26 @@ async fn open_lane(
                 }
             }
         }
+        // A lane whose requests fail at once holds its releases while it backs off (they go
+        // late, and their lag says so) and sends none once it is stopped.
+        let pass = loop {
+            tokio::select! {
+                pass = target.guard.admit() => break pass,
+                Some(execution) = running.next(), if !running.is_empty() => {
+                    if tx.send(execution).is_err() {
+                        return;
+                    }
+                }
+            }
+        };
+        let Some(pass) = pass else { break };
         if *halted.borrow() {
             break;
         }
         let sent = Sent {
             at: None,
             due: Some(due),
+            pass,
         };
         running.push(call(&target, &shared, request, sent));
         // Poll it once now, so it is handed over now even when the next one is due too.
@@ -550,11 +519,12 @@ async fn open_lane(
     }
 }
 
-/// When a request goes out: the instant a count gate admitted it (else the call's start), and an
-/// open-loop one's due time.
+/// When a request goes out: the instant a count gate admitted it (else the call's start), an
+/// open-loop one's due time, and how it passed the lane's guard.
 struct Sent {
     at: Option<Instant>,
     due: Option<Due>,
+    pass: Pass,
 }
 
 /// One request's call to its probe; an open-loop one gets its scheduled time and send lag.
@@ -564,7 +534,7 @@ async fn call(
     request: PlannedRequest,
     sent: Sent,
 ) -> Box<Execution> {
-    let Sent { at, due } = sent;
+    let Sent { at, due, pass } = sent;
     let session = target.session.as_ref().map(|s| s.borrow().clone());
     let lane_session = session.as_ref().map(|s| LaneSession {
         id: s.session_id.clone(),
@@ -590,6 +560,7 @@ async fn call(
         &span,
     )
     .await;
+    target.guard.settle(pass, &execution.record);
     execution.record.probe_id = session.map(|s| s.probe.probe_id);
     let record = &mut execution.record;
     record.sitting = Some(shared.sitting);

@@ -198,6 +198,7 @@ fn final_status(
     match &sitting.status {
         SittingStatus::Interrupted | SittingStatus::RegionDown(_) => RunStatus::Interrupted,
         SittingStatus::Failed(_) => RunStatus::Failed,
+        SittingStatus::LanesStopped { .. } => RunStatus::Incomplete,
         SittingStatus::Complete => {
             let finished = finished_phases(manifest, plan.attempt);
             if crate::load::is_done(plan, records, &finished) {

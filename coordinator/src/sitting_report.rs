@@ -2,6 +2,7 @@
 //! may execute several phases of a schedule; their reports add up).
 
 use crate::faults::RegionGone;
+pub use crate::lane_guard::LaneStopped;
 use openbench_common::rundir::{RegionLink, RegionOutage};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -35,6 +36,15 @@ pub enum SittingStatus {
     Failed(String),
     /// A region stayed down longer than the policy allows; resumable once it is back.
     RegionDown(RegionGone),
+    /// Load lanes whose requests kept failing at connection level were stopped as unreachable
+    /// (`crate::lane_guard`); the sitting ends after that phase, the run incomplete and
+    /// resumable.
+    LanesStopped {
+        /// The lanes stopped, each with why.
+        lanes: Vec<LaneStopped>,
+        /// Lanes the phase had: all of them stopped means nothing more could be measured.
+        of: usize,
+    },
 }
 
 /// What one sitting (one process's share of a run) did.

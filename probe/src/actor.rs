@@ -2,14 +2,18 @@
 //! `max_in_flight` requests at a time (one unless the coordinator asks for more).
 //!
 //! The actor never awaits a measurement inside `handle`: it spawns each timed request in its own
-//! task and answers through the reply port, so its mailbox stays free, requests in flight never
-//! wait on one another (each has its own clock, stream and read loop) and a cancelled gRPC call
-//! can never cut a measurement short (the task runs to its end regardless).
+//! task and answers through the reply port, so its mailbox stays free and requests in flight
+//! never wait on one another (each has its own clock, stream and read loop). A request nobody
+//! will read is cancelled: its [`CancellationToken`] fires when its gRPC call is dropped (the
+//! coordinator gave up on it, or its connection was lost) or when its session is replaced
+//! (a resumed sitting after a killed one); the task then ends at once, dropping its upstream
+//! connection, and frees its place in the lane (docs/faults.md, "Requests nobody waits for").
 
 use crate::executor::Executor;
 use openbench_common::record::Execution;
 use openbench_common::request::PlannedRequest;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 /// The provider already has as many requests in flight as its session allows.
@@ -30,11 +34,13 @@ pub(crate) struct Lane {
 /// Messages a provider actor handles.
 pub(crate) enum ProviderMsg {
     /// Execute one planned request inside `span`, released at the instant given (open loop;
-    /// `None`: at once); the reply carries the execution.
+    /// `None`: at once), until it ends or the token is cancelled; the reply carries the
+    /// execution.
     Execute(
         Box<PlannedRequest>,
         Option<std::time::Instant>,
         tracing::Span,
+        CancellationToken,
         RpcReplyPort<Result<Execution, Busy>>,
     ),
     /// One request in flight finished (sent by its task before it replies).
@@ -83,7 +89,7 @@ impl Actor for ProviderActor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match message {
-            ProviderMsg::Execute(request, release, span, reply) => {
+            ProviderMsg::Execute(request, release, span, cancel, reply) => {
                 let max_in_flight = state.lane.max_in_flight.max(1);
                 if state.in_flight >= max_in_flight {
                     let _ = reply.send(Err(Busy { max_in_flight }));
@@ -93,10 +99,14 @@ impl Actor for ProviderActor {
                 let executor = state.lane.executor.clone();
                 tokio::spawn(async move {
                     let done = DoneOnDrop(myself);
-                    let execution = executor
+                    let measured = executor
                         .execute_released(&request, release)
-                        .instrument(span)
-                        .await;
+                        .instrument(span);
+                    let execution = tokio::select! {
+                        execution = measured => execution,
+                        // Nobody will read it: end now (dropping the upstream connection).
+                        _ = cancel.cancelled() => return,
+                    };
                     // `Done` is queued before the reply leaves, so a caller that sends its next
                     // request as soon as it has this reply always finds a free place.
                     drop(done);

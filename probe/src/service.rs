@@ -6,7 +6,14 @@
 //! in front, in [`crate::server`]): the request names the open session, its run, this probe's
 //! region and a provider the session opened; its deadline is within the session's `timeout_ms`
 //! ([`bounded_deadline`]); and no more requests run at once per provider lane than the session's
-//! `max_in_flight` (one unless the coordinator asks for more).
+//! `max_in_flight` (one unless the coordinator asks for more), and no more than
+//! [`MAX_PROBE_IN_FLIGHT`] on the whole probe (a session whose lanes could ask for more is
+//! refused at `OpenSession`).
+//!
+//! Requests nobody waits for are cancelled: every request of a session is cancelled when a newer
+//! session replaces it, and each one when its own call is dropped (the coordinator gave up on
+//! it, or its connection was lost), so a killed coordinator's requests never count against the
+//! next sitting's lanes.
 //!
 //! Trace context: the caller's context, read from the gRPC metadata by [`crate::trace_context`],
 //! is the remote parent of the request's GenAI span ([`crate::genai_span`]), created by hand
@@ -33,7 +40,13 @@ use ractor::{Actor, ActorRef, rpc::CallResult};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
+
+/// The most requests one probe holds in flight at once, over every lane of its session: twice
+/// the per-lane maximum a spec may ask for (10,000), each holding one upstream connection and
+/// one gRPC stream. A session whose lanes could together ask for more is refused at open.
+pub const MAX_PROBE_IN_FLIGHT: u64 = 20_000;
 
 /// Provider key → its actor, kept for the server's life: a new session hands each actor its new
 /// executor and bound, so a lane's in-flight bound holds across sessions. Shared with the
@@ -92,6 +105,8 @@ struct OpenSession {
     timeout_ms: u64,
     /// Provider key → its actor and the template of its request spans.
     providers: BTreeMap<String, (ActorRef<ProviderMsg>, SpanTemplate)>,
+    /// Cancelled when a newer session replaces this one: its requests still in flight end.
+    cancel: CancellationToken,
 }
 
 /// The service behind the guards.
@@ -231,6 +246,11 @@ impl Probe for ProbeService {
         let span = request_span(template, &planned, parent, self.span_policy);
         let actor_span = span.clone();
         let (provider, request_id) = (id.provider.clone(), id.request_id.clone());
+        // Cancelled when this call is dropped before it answers (the caller went away) or when
+        // the session is replaced.
+        let cancel = session.cancel.child_token();
+        let _cancel_when_dropped = cancel.clone().drop_guard();
+        let sent_cancel = cancel.clone();
         let load = planned.load.clone();
         let release = crate::release::due_instant(call.release_at_unix_us);
         if let Some(due) = release {
@@ -246,7 +266,15 @@ impl Probe for ProbeService {
         }
         let reply = actor
             .call(
-                |port| ProviderMsg::Execute(Box::new(planned), release, actor_span, port),
+                |port| {
+                    ProviderMsg::Execute(
+                        Box::new(planned),
+                        release,
+                        actor_span,
+                        sent_cancel.clone(),
+                        port,
+                    )
+                },
                 None,
             )
             .await;
@@ -257,6 +285,11 @@ impl Probe for ProbeService {
                     &provider,
                     &self.region,
                     busy,
+                )));
+            }
+            Ok(CallResult::SenderError) if cancel.is_cancelled() => {
+                return Err(Status::aborted(format!(
+                    "request {request_id}: cancelled: its session was replaced by a newer one"
                 )));
             }
             Ok(CallResult::Timeout) | Ok(CallResult::SenderError) | Err(_) => {
@@ -325,6 +358,7 @@ impl Probe for ProbeService {
         let built = built.map_err(|refusal| refusal.status())?;
         let mut providers = BTreeMap::new();
         let max_in_flight = session.lane_in_flight();
+        probe_bound(built.len(), max_in_flight, &self.region)?;
         for executor in built {
             let template = SpanTemplate::new(executor.adapter(), executor.contract());
             let key = executor.adapter().key.clone();
@@ -343,9 +377,16 @@ impl Probe for ProbeService {
             run_id: session.run_id.clone(),
             timeout_ms: session.contract.timeout_ms,
             providers,
+            cancel: CancellationToken::new(),
         });
-        if let Ok(mut slot) = self.session.lock() {
-            *slot = Some(opened);
+        let replaced = self
+            .session
+            .lock()
+            .ok()
+            .and_then(|mut slot| slot.replace(opened));
+        // The replaced session's requests still in flight are nobody's any more.
+        if let Some(old) = replaced {
+            old.cancel.cancel();
         }
         tracing::info!(
             run_id = %session.run_id,
@@ -358,6 +399,22 @@ impl Probe for ProbeService {
             probe_id: self.identity.probe_id.clone(),
         }))
     }
+}
+
+/// Refuses (`RESOURCE_EXHAUSTED`, naming the figures) a session whose `lanes` × `per_lane`
+/// requests in flight could pass [`MAX_PROBE_IN_FLIGHT`].
+fn probe_bound(lanes: usize, per_lane: u32, region: &str) -> Result<(), Status> {
+    let asked = u64::try_from(lanes)
+        .unwrap_or(u64::MAX)
+        .saturating_mul(u64::from(per_lane.max(1)));
+    if asked > MAX_PROBE_IN_FLIGHT {
+        return Err(Status::resource_exhausted(format!(
+            "the session asks for {lanes} lanes × {per_lane} requests in flight = {asked} on the \
+             probe in region {region}; a probe holds at most {MAX_PROBE_IN_FLIGHT} at once \
+             (fewer users or a lower load.max_in_flight, or more regions)"
+        )));
+    }
+    Ok(())
 }
 
 /// The refusal of a request on a lane that already has `busy.max_in_flight` requests in flight.

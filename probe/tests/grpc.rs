@@ -160,8 +160,9 @@ async fn execute_describe_unknown_busy_and_cancelled() {
     let e: Execution = serde_json::from_str(&first.execution_json).unwrap();
     assert_eq!(e.record.outcome, Outcome::Completed);
 
-    // A cancelled call does not cut the measurement: the provider stays busy until the stream
-    // ends, then is free again. The call is dropped once its request reached the provider.
+    // A cancelled call is cancelled on the probe too: its request ends (its upstream connection
+    // dropped) and frees the provider, so a next call is admitted and reaches the provider while
+    // the gate is still shut (before, the orphan held the lane until its stream ended).
     let mut cancelled_client = client.clone();
     tokio::select! {
         reply = cancelled_client.execute(call("together", 5_000)) => {
@@ -169,30 +170,36 @@ async fn execute_describe_unknown_busy_and_cancelled() {
         }
         () = server.wait_for_requests(3) => {}
     }
-    let err = client.execute(call("together", 5_000)).await.unwrap_err();
-    assert_eq!(err.code(), tonic::Code::FailedPrecondition);
-    // One permit ends the cancelled measurement, one serves the next call; until the provider
-    // is free again, calls are refused without reaching it.
-    gate.add_permits(2);
+    admitted_while_gate_shut(&mut client, &server, 4).await;
+    gate.add_permits(3);
+    assert_eq!(server.received().len(), 4);
+
+    handle.shutdown().await.unwrap();
+}
+
+/// Calls until one is admitted: its request is the `n`-th the provider receives (a `busy`
+/// refusal is retried for 2 s, well under the calls' 5 s deadline: the cancel of an earlier call travels asynchronously).
+async fn admitted_while_gate_shut(
+    client: &mut openbench_proto::v1::probe_client::ProbeClient<
+        openbench_probe::client::ProbeChannel,
+    >,
+    server: &RawServer,
+    n: usize,
+) {
     let waited = Instant::now();
-    let reply = loop {
-        match client.execute(call("together", 5_000)).await {
-            Ok(reply) => break reply.into_inner(),
-            Err(err) if err.code() == tonic::Code::FailedPrecondition => {
+    loop {
+        tokio::select! {
+            reply = client.execute(call("together", 5_000)) => {
+                let err = reply.expect_err("answered while the gate was shut");
+                assert_eq!(err.code(), tonic::Code::FailedPrecondition, "{err}");
                 assert!(
-                    waited.elapsed() < Duration::from_secs(30),
+                    waited.elapsed() < Duration::from_secs(2),
                     "the provider stayed busy: {}",
                     err.message()
                 );
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
-            Err(err) => panic!("{err}"),
+            () = server.wait_for_requests(n) => return,
         }
-    };
-    let e: Execution = serde_json::from_str(&reply.execution_json).unwrap();
-    assert_eq!(e.record.outcome, Outcome::Completed);
-    // Every measured request reached the server, the cancelled one included.
-    assert_eq!(server.received().len(), 4);
-
-    handle.shutdown().await.unwrap();
+    }
 }

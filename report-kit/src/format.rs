@@ -43,9 +43,10 @@ pub fn usd(x: Option<f64>) -> String {
     x.map_or(MISSING.to_string(), |v| format!("${}", grouped(v, 4)))
 }
 
-/// Escapes `|` so a cell cannot break a markdown table.
+/// A markdown table cell: `|`, newlines and terminal escapes escaped, so a name from a spec or
+/// an upstream cannot end the cell or the row (`openbench_common::untrusted_text`).
 pub fn cell(text: &str) -> String {
-    text.replace('|', "\\|")
+    openbench_common::untrusted_text::markdown_cell(text)
 }
 
 #[cfg(test)]

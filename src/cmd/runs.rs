@@ -2,6 +2,7 @@
 //! inputs, print the run directory first, show progress, handle Ctrl-C/SIGTERM and print results.
 
 use indicatif::{ProgressBar, ProgressStyle};
+use openbench_common::untrusted_text::terminal;
 use openbench_common::workflow::{ReportOptions, Workflow};
 use openbench_coordinator::{
     FaultPolicy, FullOutcome, Progress, RegionDownPolicy, RunDir, RunInputs, RunOptions, RunStatus,
@@ -83,6 +84,13 @@ pub enum OnRegionDown {
 /// Exit code of a sitting the down policy stopped (EX_TEMPFAIL: try again once the region is
 /// back).
 pub const EXIT_REGION_DOWN: u8 = 75;
+/// Exit code of a run that ended with some failures: incomplete (harness failures left requests
+/// unmeasured) or with some of its lanes stopped as unreachable; the rest was measured, resume
+/// for the others (docs/faults.md, "Exit codes").
+pub const EXIT_SOME_FAILED: u8 = 3;
+/// Exit code of a sitting in which every lane was stopped as unreachable: nothing more could be
+/// measured (a dead endpoint, a wrong URL).
+pub const EXIT_NOTHING_MEASURED: u8 = 4;
 
 /// Prints the registered workflows.
 pub fn list_workflows() -> anyhow::Result<ExitCode> {
@@ -169,7 +177,8 @@ pub async fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
         let verdict = if attempt.passed { "passed" } else { "failed" };
         println!("smoke attempt {}: {verdict}", attempt.attempt);
         for failure in &attempt.failures {
-            println!("  {failure}");
+            // A failure quotes the upstream's error body: shown, never obeyed by the terminal.
+            println!("  {}", terminal(failure));
         }
     }
     if !outcome.finished {
@@ -304,7 +313,7 @@ pub async fn finish_full(inputs: &RunInputs, outcome: &FullOutcome, resume: &str
             o.region,
             o.detected_at,
             o.last_ok_at.as_deref().unwrap_or("never"),
-            o.reason,
+            terminal(&o.reason),
             o.restored_at
                 .as_deref()
                 .map_or("still down at session end".to_string(), |at| format!(
@@ -333,7 +342,7 @@ pub async fn finish_full(inputs: &RunInputs, outcome: &FullOutcome, resume: &str
                     "error: region {} unreachable for {} s ({}); stopped (--on-region-down stop)",
                     gone.region,
                     gone.down_for_ms / 1000,
-                    gone.reason
+                    terminal(&gone.reason)
                 );
                 println!(
                     "run stopped: region {} is down; once it is back, resume with:\n  {resume}",
@@ -344,9 +353,29 @@ pub async fn finish_full(inputs: &RunInputs, outcome: &FullOutcome, resume: &str
             println!("run interrupted; resume with:\n  {resume}");
             ExitCode::from(130)
         }
+        RunStatus::Incomplete => {
+            let mut code = EXIT_SOME_FAILED;
+            if let openbench_coordinator::SittingStatus::LanesStopped { lanes, of } = &s.status {
+                for lane in lanes {
+                    eprintln!(
+                        "error: lane {} unreachable: {} requests in a row failed before reaching \
+                         the provider over {:.1} s (last: {}); stopped",
+                        lane.lane,
+                        lane.failures,
+                        lane.over_ms as f64 / 1000.0,
+                        lane.last_error
+                    );
+                }
+                if lanes.len() >= *of {
+                    code = EXIT_NOTHING_MEASURED;
+                }
+            }
+            println!("run not complete (incomplete); once fixed, resume with:\n  {resume}");
+            ExitCode::from(code)
+        }
         _ => {
             if let openbench_coordinator::SittingStatus::Failed(why) = &s.status {
-                eprintln!("error: {why}");
+                eprintln!("error: {}", terminal(why));
             }
             println!(
                 "run not complete ({:?}); resume with:\n  {resume}",

@@ -5,10 +5,10 @@
 use anyhow::Context;
 use openbench_common::spec::{RegressionRule, Spec};
 use openbench_micro_single_task::compare::CompareOptions;
+use openbench_store::Store;
 use openbench_store::export::Format;
 use openbench_store::history::{self, HistoryOptions};
 use openbench_store::publish::Published;
-use openbench_store::{Store, describe};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -78,9 +78,10 @@ pub struct ExportArgs {
 /// The exit status of `history --fail-on-regression` when it finds one.
 pub const REGRESSION_EXIT: u8 = 3;
 
+/// Opens the store; every error names it (scheme, host, port and database, or the path), or the
+/// form a refused location was read as, and never its password.
 fn open(location: &str) -> anyhow::Result<Store> {
-    Store::open(location)
-        .with_context(|| format!("opening the results store {}", describe(location)))
+    Ok(Store::open(location)?)
 }
 
 /// Publishes `run_dir` to the store at `location`; prints what happened.

@@ -14,6 +14,10 @@ pub enum StoreError {
         /// The database's message.
         detail: String,
     },
+    /// The store location is of no accepted form (its text is never repeated: it may hold a
+    /// password).
+    #[error("results store: {0}")]
+    Location(crate::backend::LocationError),
     /// The store was written by a newer program (a migration this build does not know).
     #[error(
         "results store {store} is at schema version {found}; this build knows up to {known}: \

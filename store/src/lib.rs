@@ -17,5 +17,5 @@ pub mod load;
 pub mod publish;
 pub mod schema;
 
-pub use backend::{Store, Value, describe};
+pub use backend::{LocationError, Store, Value, describe};
 pub use error::StoreError;

@@ -348,6 +348,7 @@ mod tests {
 
     #[test]
     fn a_postgres_url_is_named_without_its_credentials() {
+        // Every form: backend/location.rs.
         assert_eq!(
             crate::describe("postgres://bench:s3cret@db.example:5432/results?sslmode=disable"),
             "postgres://db.example:5432/results"

@@ -1,8 +1,11 @@
 //! The plain-text view, for a `watch` whose output is not a terminal (a log, a pipe, CI): the
-//! same figures as the TUI, no colours, no cursor movement.
+//! same figures as the TUI, no colours, no cursor movement. Every name and error message is
+//! escaped for the terminal (`openbench_common::untrusted_text::terminal`): an upstream's error
+//! body or a spec's name is shown, never obeyed.
 
 use crate::view::{LaneView, LoadLaneView, LoadView, Percentiles, View};
 use openbench_common::rundir::{RunMode, RunStatus};
+use openbench_common::untrusted_text::terminal;
 
 /// Eight block characters, lowest first: one per sparkline sample.
 const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
@@ -15,9 +18,13 @@ pub fn title(v: &View) -> String {
         RunMode::Smoke => "smoke".to_string(),
         RunMode::Full => "full".to_string(),
     };
+    let simulated = v
+        .simulator_time_scale
+        .map(|s| format!("  simulated: times ×{s} of the profiles'"))
+        .unwrap_or_default();
     format!(
-        "run {}  [{what}, {}]",
-        v.run_id,
+        "run {}  [{what}, {}]{simulated}",
+        terminal(&v.run_id),
         v.status.map_or("unknown", RunStatus::as_str)
     )
 }
@@ -47,8 +54,8 @@ pub fn options_line(v: &View) -> String {
         "sort {}{}  family {}  region {}",
         v.options.sort.label(),
         if v.options.reverse { " (reversed)" } else { "" },
-        v.options.family.as_deref().unwrap_or("all"),
-        v.options.region.as_deref().unwrap_or("all"),
+        terminal(v.options.family.as_deref().unwrap_or("all")),
+        terminal(v.options.region.as_deref().unwrap_or("all")),
     )
 }
 
@@ -112,9 +119,23 @@ pub fn lane_progress(l: &LaneView) -> String {
     format!("{}/{} {pct:.0}%", l.submitted, l.planned)
 }
 
-/// The current load step's heading: `load step 2: step-2 poisson 8/s`.
+/// The current load step's heading: `load step 2: step-2 poisson 8/s`, flagged when the step
+/// was interrupted and resumed mid-way.
 pub fn load_title(load: &LoadView) -> String {
-    format!("load step {}: {}", load.phase, load.name)
+    let resumed = if load.sittings.len() > 1 {
+        let list: Vec<String> = load.sittings.iter().map(u32::to_string).collect();
+        format!(
+            "  RESUMED MID-STEP (sittings {}): rates span the pause",
+            list.join(", ")
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "load step {}: {}{resumed}",
+        load.phase,
+        terminal(&load.name)
+    )
 }
 
 /// A lane's target: `8.00/s` (open loop), `4 users` (closed loop) or `-`.
@@ -151,7 +172,7 @@ fn load_section(load: &LoadView) -> String {
     for l in &load.lanes {
         out.push_str(&format!(
             "{:<24} {:>10} {:>10} {:>8} {:>24}\n",
-            l.lane,
+            terminal(&l.lane),
             load_target(l),
             load_achieved(l),
             l.requests,
@@ -184,8 +205,8 @@ pub fn render(v: &View) -> String {
     for l in &v.lanes {
         out.push_str(&format!(
             "{:<24} {:<10} {:>13} {:>5} {:>5} {:>22} {:>22} {:>14}  {}\n",
-            l.lane,
-            l.region,
+            terminal(&l.lane),
+            terminal(&l.region),
             lane_progress(l),
             l.failures,
             l.harness_errors,
@@ -196,7 +217,7 @@ pub fn render(v: &View) -> String {
                 ms(l.tokens_per_second_p50),
                 ms(l.tokens_per_second_p95_floor)
             ),
-            l.latest_error.as_deref().unwrap_or("-")
+            terminal(l.latest_error.as_deref().unwrap_or("-"))
         ));
     }
     if let Some(load) = &v.load {
@@ -209,7 +230,7 @@ pub fn render(v: &View) -> String {
         let parts: Vec<String> = v
             .failure_classes
             .iter()
-            .map(|(class, n)| format!("{class} {n}"))
+            .map(|(class, n)| format!("{} {n}", terminal(class)))
             .collect();
         out.push_str(&parts.join(", "));
     }

@@ -215,6 +215,7 @@ mod tests {
             outcome: Outcome::Completed,
             error_type: None,
             correct: None,
+            held_tokens: None,
         }
     }
 

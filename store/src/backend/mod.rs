@@ -2,6 +2,7 @@
 //! team's server). Statements are written once, with `$1, $2, …` placeholders that both accept,
 //! and column types (`BIGINT`, `DOUBLE PRECISION`, `TEXT`) that both read the same way.
 
+mod location;
 mod postgres;
 mod sqlite;
 
@@ -103,39 +104,34 @@ pub struct Store {
     name: String,
 }
 
-/// How a store location names itself in messages: a PostgreSQL URL without user or password,
-/// a SQLite path as given.
-pub fn describe(location: &str) -> String {
-    match location.split_once("://") {
-        Some((scheme, rest)) => {
-            let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
-            let host = host.split_once('?').map_or(host, |(h, _)| h);
-            format!("{scheme}://{host}")
-        }
-        None => location.to_string(),
-    }
-}
-
-/// True when `location` names a PostgreSQL server rather than a SQLite file.
-pub fn is_postgres(location: &str) -> bool {
-    location.starts_with("postgres://") || location.starts_with("postgresql://")
-}
+pub use location::{LocationError, describe};
 
 impl Store {
-    /// Opens (creating a SQLite file if needed) the store at `location` — a `postgres://` or
-    /// `postgresql://` URL, else a SQLite file path (`sqlite:` prefix optional) — and applies
-    /// any migration it lacks.
+    /// Opens (creating a SQLite file if needed) the store at `location` — a PostgreSQL URI
+    /// (`postgres://` or `postgresql://`, any case) or keyword/value string (`host=… dbname=…`),
+    /// else a SQLite file path (`sqlite:` prefix optional) — and applies any migration it lacks.
+    /// A location of another form is refused, naming the form (never its text).
     pub fn open(location: &str) -> Result<Store, StoreError> {
-        let name = describe(location);
-        let fail = |detail: String| StoreError::Database {
-            store: name.clone(),
-            detail,
-        };
-        let backend: Box<dyn Backend> = if is_postgres(location) {
-            Box::new(postgres::Postgres::connect(location).map_err(fail)?)
-        } else {
-            let path = location.strip_prefix("sqlite:").unwrap_or(location);
-            Box::new(sqlite::Sqlite::open(std::path::Path::new(path)).map_err(fail)?)
+        let (backend, name): (Box<dyn Backend>, String) = match location::parse(location) {
+            Err(e) => return Err(StoreError::Location(e)),
+            Ok(location::Location::Postgres(config, name)) => {
+                let fail = |detail| StoreError::Database {
+                    store: name.clone(),
+                    detail,
+                };
+                (
+                    Box::new(postgres::Postgres::connect(&config).map_err(fail)?),
+                    name,
+                )
+            }
+            Ok(location::Location::Sqlite(path)) => {
+                let name = describe(location);
+                let fail = |detail| StoreError::Database {
+                    store: name.clone(),
+                    detail,
+                };
+                (Box::new(sqlite::Sqlite::open(&path).map_err(fail)?), name)
+            }
         };
         let mut store = Store { backend, name };
         crate::schema::migrate(&mut store)?;

@@ -11,10 +11,12 @@ pub struct Postgres {
 }
 
 impl Postgres {
-    /// Connects to `url` (no TLS: a team's store on a private network or loopback). Errors never
-    /// repeat the URL, which may hold a password.
-    pub fn connect(url: &str) -> Result<Postgres, String> {
-        let client = Client::connect(url, NoTls).map_err(|e| e.to_string())?;
+    /// Connects with `config` (no TLS: a team's store on a private network or loopback). The
+    /// client's errors never repeat the password.
+    pub fn connect(config: &postgres::Config) -> Result<Postgres, String> {
+        let client = config
+            .connect(NoTls)
+            .map_err(|e| openbench_common::error_text::error_chain(&e))?;
         Ok(Postgres { client })
     }
 }

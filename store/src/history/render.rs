@@ -4,6 +4,7 @@
 
 use super::History;
 use crate::cost::CostRow;
+use openbench_common::untrusted_text::terminal;
 use openbench_micro_single_task::compare::{Change, Metric, render as fmt};
 use openbench_micro_single_task::html::{escape, page_end, page_start};
 use openbench_micro_single_task::report::format::{MISSING, grouped, pct, usd};
@@ -249,13 +250,16 @@ pub fn markdown(h: &History) -> String {
     let mut out = String::from("# Results history\n\n");
     for block in blocks(h) {
         match block {
+            // Headings, paragraphs and list items are one line each: a stored name cannot end
+            // one early (its newlines and terminal escapes are shown, not obeyed).
             Block::Heading(level, text) => {
+                let text = terminal(&text);
                 out.push_str(&format!("{} {text}\n\n", "#".repeat(usize::from(level))));
             }
-            Block::Para(text) => out.push_str(&format!("{text}\n\n")),
+            Block::Para(text) => out.push_str(&format!("{}\n\n", terminal(&text))),
             Block::List(items) => {
                 for item in items {
-                    out.push_str(&format!("- {item}\n"));
+                    out.push_str(&format!("- {}\n", terminal(&item)));
                 }
                 out.push('\n');
             }

@@ -20,7 +20,8 @@ mod tests;
 
 pub use request::{RequestTimings, Slo, SloMetric};
 pub use step::{
-    FailureClass, Goodput, RateCheck, RateVerdict, StepMetrics, StepReport, StepSettings,
+    FailureClass, Goodput, HeldLength, RateCheck, RateVerdict, StepMetrics, StepReport,
+    StepSettings,
 };
 
 /// What the metrics need from one executed request. Send times are milliseconds from the
@@ -56,6 +57,23 @@ pub struct RequestSample {
     pub error_type: Option<ErrorType>,
     /// With task scoring on: whether the answer was exactly right; `None` when scoring is off.
     pub correct: Option<bool>,
+    /// The output length the request held (`max_tokens` sent with `ignore_eos`); `None` when the
+    /// length was a ceiling only.
+    pub held_tokens: Option<u64>,
+}
+
+impl RequestSample {
+    /// True when the request completed under a held output length with a shorter answer
+    /// (METHODOLOGY §9, "Held length"): a server that ignored `ignore_eos`. Length is the
+    /// provider's usage completion count when it reported one (the tokenizer `max_tokens`
+    /// counts in), the answer's o200k count otherwise.
+    pub fn fell_short(&self) -> bool {
+        let Some(asked) = self.held_tokens else {
+            return false;
+        };
+        self.outcome == Outcome::Completed
+            && self.usage_completion_tokens.unwrap_or(self.answer_tokens) < asked
+    }
 }
 
 /// A nearest-rank summary of one population (METHODOLOGY §6). Percentile fields are `None` for

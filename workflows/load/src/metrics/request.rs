@@ -5,7 +5,9 @@ use openbench_common::record::Outcome;
 use std::collections::BTreeMap;
 
 /// The timings of one request (milliseconds), all `None` unless it completed with a non-empty
-/// answer (latency populations exclude failures, METHODOLOGY §6), except the send lag.
+/// answer (latency populations exclude failures, METHODOLOGY §6), except the send lag. An
+/// answer that fell short of a held length keeps its TTFO and TTFA only: its E2E, TPOT,
+/// tokens/s and gaps would make the step look faster than the length it was asked to run.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RequestTimings {
     /// First reasoning or answer text, from the actual send.
@@ -14,7 +16,7 @@ pub struct RequestTimings {
     pub ttfa_ms: Option<f64>,
     /// Last answer-bearing chunk, from the actual send.
     pub e2e_ms: Option<f64>,
-    /// (E2E − TTFA) / (answer tokens − 1), for answers of at least 2 tokens.
+    /// (E2E − TTFA) / (answer tokens − 1), for answers of at least 2 tokens with E2E > TTFA.
     pub tpot_ms: Option<f64>,
     /// Visible-answer tokens/s: (N − 1) / (E2E − TTFA) in seconds, when N ≥ 2 and E2E > TTFA.
     pub tokens_per_s: Option<f64>,
@@ -22,6 +24,10 @@ pub struct RequestTimings {
     pub itl_ms: Vec<f64>,
     /// Actual − scheduled send (open loop only; for any outcome).
     pub send_lag_ms: Option<f64>,
+    /// o200k tokens of the answer (0 unless it completed).
+    pub answer_tokens: u64,
+    /// The answer fell short of a held output length ([`RequestSample::fell_short`]).
+    pub fell_short: bool,
 }
 
 impl RequestTimings {
@@ -44,19 +50,34 @@ impl RequestTimings {
             };
         }
         let n = sample.answer_tokens;
+        if sample.fell_short() {
+            return RequestTimings {
+                ttfo_ms: sample.ttfo_ms,
+                ttfa_ms: Some(first),
+                send_lag_ms,
+                answer_tokens: n,
+                fell_short: true,
+                ..RequestTimings::default()
+            };
+        }
         let span = last - first;
+        // Per-token figures need tokens spread over time: several tokens in one chunk (E2E =
+        // TTFA) say nothing about the time per token.
+        let timed = n >= 2 && span > 0.0;
         RequestTimings {
             ttfo_ms: sample.ttfo_ms,
             ttfa_ms: Some(first),
             e2e_ms: Some(last),
-            tpot_ms: (n >= 2).then(|| span / (n - 1) as f64),
-            tokens_per_s: (n >= 2 && span > 0.0).then(|| (n - 1) as f64 / (span / 1000.0)),
+            tpot_ms: timed.then(|| span / (n - 1) as f64),
+            tokens_per_s: timed.then(|| (n - 1) as f64 / (span / 1000.0)),
             itl_ms: sample
                 .answer_chunks_ms
                 .windows(2)
                 .map(|w| w[1] - w[0])
                 .collect(),
             send_lag_ms,
+            answer_tokens: n,
+            fell_short: false,
         }
     }
 
@@ -78,6 +99,16 @@ impl RequestTimings {
             SloMetric::E2eSchedMs => self.from_schedule(self.e2e_ms),
         }
     }
+}
+
+/// Whether a request counts towards goodput (METHODOLOGY §9): it completed, met every SLO
+/// bound, was not scored wrong, and did not fall short of a held output length. The one
+/// definition the step's metrics and `compare`'s resamples use.
+pub fn is_good(sample: &RequestSample, timings: &RequestTimings, slo: &Slo) -> bool {
+    sample.outcome == Outcome::Completed
+        && !timings.fell_short
+        && sample.correct != Some(false)
+        && slo.met_by(timings)
 }
 
 /// A metric an SLO may bound.
@@ -146,15 +177,19 @@ impl Slo {
         }
     }
 
-    /// True when a completed request meets every bound. A TPOT bound is met by an answer too
-    /// short to have a TPOT (one token: no time per output token to exceed); any other bound
-    /// needs its value.
+    /// True when a completed request meets every bound. A TPOT bound is met without a TPOT
+    /// only by a one-token answer (no time per output token to exceed); several tokens in one
+    /// chunk have no measurable TPOT and do not meet it. Any other bound needs its value.
     pub fn met_by(&self, timings: &RequestTimings) -> bool {
         self.bounds
             .iter()
             .all(|&(metric, bound)| match timings.value(metric) {
                 Some(v) => v <= bound,
-                None => metric == SloMetric::TpotMs && timings.e2e_ms.is_some(),
+                None => {
+                    metric == SloMetric::TpotMs
+                        && timings.e2e_ms.is_some()
+                        && timings.answer_tokens == 1
+                }
             })
     }
 }

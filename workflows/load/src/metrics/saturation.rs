@@ -1,11 +1,14 @@
 //! Which steps a lane sustained, its saturation point, and the next rate of a saturation search.
 //!
-//! A step is **sustained** when its achieved rate is at least the sustain fraction (0.95) of its
-//! target and its goodput fraction is at least the spec's threshold (0.9). A closed-loop step has
-//! no target, so only its goodput decides. The **saturation point** is the highest step (by
+//! A step is **sustained** when it kept its rate (the rate verdict is `on_target`: the client
+//! sent, and the server completed inside the window, at least the sustain fraction (0.95) of the
+//! target), its goodput fraction is at least the spec's threshold (0.9), and its answers did not
+//! mostly fall short of a held output length. A closed-loop step has no target, so only its
+//! goodput (and held length) decides. This is the one definition: `StepMetrics::sustained`, the
+//! reports, `compare` and the saturation search all read it. The **saturation point** is the highest step (by
 //! target rate, or by concurrency for closed loops) that was sustained (METHODOLOGY §9).
 
-use super::StepMetrics;
+use super::{RateVerdict, StepMetrics};
 use crate::spec::SaturationSearch;
 
 /// What the rule needs from one step of one lane.
@@ -13,12 +16,12 @@ use crate::spec::SaturationSearch;
 pub struct StepResult {
     /// The step's load: its target rate, or its concurrency for a closed loop.
     pub load: f64,
-    /// Target rate per second (`None` for a closed loop).
-    pub target_per_s: Option<f64>,
-    /// Achieved rate per second.
-    pub achieved_per_s: f64,
+    /// The rate was kept: on target, or no target (a closed loop).
+    pub rate_kept: bool,
     /// Goodput fraction.
     pub goodput_fraction: f64,
+    /// Most answers fell short of a held output length.
+    pub held_length_flagged: bool,
 }
 
 impl StepResult {
@@ -26,32 +29,30 @@ impl StepResult {
     pub fn of(load: f64, metrics: &StepMetrics) -> StepResult {
         StepResult {
             load,
-            target_per_s: metrics.rate.target_per_s,
-            achieved_per_s: metrics.rate.achieved_per_s,
+            rate_kept: rate_kept(metrics.rate.verdict),
             goodput_fraction: metrics.goodput.fraction,
+            held_length_flagged: metrics.held_length.as_ref().is_some_and(|h| h.flagged),
         }
     }
 
-    /// True when the step kept its rate and its goodput.
-    pub fn is_sustained(&self, sustain_fraction: f64, goodput_threshold: f64) -> bool {
-        let rate_kept = self
-            .target_per_s
-            .is_none_or(|t| self.achieved_per_s >= sustain_fraction * t);
-        rate_kept && self.goodput_fraction >= goodput_threshold
+    /// True when the step kept its rate and its goodput on answers of the length asked.
+    pub fn is_sustained(&self, goodput_threshold: f64) -> bool {
+        self.rate_kept && self.goodput_fraction >= goodput_threshold && !self.held_length_flagged
     }
+}
+
+/// Whether a rate verdict keeps the rate: on target, or a closed loop's no target.
+pub fn rate_kept(verdict: RateVerdict) -> bool {
+    matches!(verdict, RateVerdict::OnTarget | RateVerdict::NoTarget)
 }
 
 /// The index of the saturation point among `steps`: the sustained step with the highest load
 /// (the first of equal loads); `None` when no step was sustained.
-pub fn saturation_point(
-    steps: &[StepResult],
-    sustain_fraction: f64,
-    goodput_threshold: f64,
-) -> Option<usize> {
+pub fn saturation_point(steps: &[StepResult], goodput_threshold: f64) -> Option<usize> {
     steps
         .iter()
         .enumerate()
-        .filter(|(_, s)| s.is_sustained(sustain_fraction, goodput_threshold))
+        .filter(|(_, s)| s.is_sustained(goodput_threshold))
         .fold(None, |best: Option<(usize, f64)>, (i, s)| match best {
             Some((_, load)) if load >= s.load => best,
             _ => Some((i, s.load)),

@@ -1,7 +1,8 @@
 //! A step's aggregates over its measured requests: distributions, throughputs, achieved rate,
 //! goodput and failures by class, per lane and pooled.
 
-use super::request::{RequestTimings, Slo};
+use super::request::{RequestTimings, Slo, is_good};
+use super::saturation::{StepResult, rate_kept};
 use super::{Distribution, RequestSample};
 use crate::arrivals::Window;
 use openbench_common::record::{ErrorType, Outcome};
@@ -17,6 +18,8 @@ pub struct StepSettings {
     pub target_rate_per_lane: Option<f64>,
     /// Smallest achieved ÷ target that counts as keeping up (0.95).
     pub sustain_fraction: f64,
+    /// Smallest goodput fraction of a sustained step (the spec's, default 0.9).
+    pub goodput_threshold: f64,
     /// The SLO of goodput.
     pub slo: Slo,
 }
@@ -59,56 +62,70 @@ impl FailureClass {
     }
 }
 
-/// Achieved against target rate.
+/// Achieved against target rate. Only whether the *rate* was kept: whether the step was
+/// sustained is [`StepMetrics::sustained`], the one rule.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RateCheck {
     /// Target requests per second (open loop); `None` for a closed loop.
     pub target_per_s: Option<f64>,
     /// Measured requests sent before the window closed ÷ window length.
     pub achieved_per_s: f64,
-    /// Measured requests that completed ÷ window length.
-    pub completed_per_s: f64,
-    /// Whether the step kept up, and who did not.
+    /// Whether the rate was kept, and who fell behind.
     pub verdict: RateVerdict,
 }
 
-/// Whether an open-loop step ran at its target.
+/// Whether an open-loop step ran at its target rate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RateVerdict {
     /// A closed loop: its rate is an outcome, not a target.
     NoTarget,
-    /// Achieved and completed rates both at least the sustain fraction of the target.
-    Sustained,
+    /// The achieved rate and the request throughput both at least the sustain fraction of the
+    /// target.
+    OnTarget,
     /// The client sent under the sustain fraction of the target in the window (send lag).
     ClientBehind,
-    /// The client kept up but under the sustain fraction of the target completed: the server
-    /// refused or failed the rest.
+    /// The client kept up but the request throughput (completions in the window) was under the
+    /// sustain fraction of the target: the server refused, failed or queued the rest.
     ServerBehind,
 }
 
-/// Goodput: completed measured requests that met the SLO (and, with scoring, were right).
+/// Goodput: completed measured requests that met the SLO (and, with scoring, were right; under
+/// a held length, ran to it).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Goodput {
     /// Good requests.
     pub good: usize,
-    /// Good requests ÷ D.
+    /// Good requests ÷ the window's length.
     pub per_s: Option<f64>,
     /// Good requests ÷ measured requests (failures count against it).
     pub fraction: f64,
 }
 
-/// Provider-reported token counts beside the o200k ones.
+/// Provider-reported token counts beside the o200k ones, over the requests the throughput
+/// counts (completed inside the window).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct UsageTokens {
-    /// Completed measured requests that returned completion usage.
+    /// Those requests that returned completion usage.
     pub requests: usize,
-    /// Their usage completion tokens ÷ D.
+    /// Their usage completion tokens ÷ the window's length.
     pub output_per_s: Option<f64>,
-    /// Usage prompt tokens of the completed measured requests that returned them ÷ D.
+    /// Usage prompt tokens of those that returned them ÷ the window's length.
     pub input_per_s: Option<f64>,
     /// (Σ usage completion − Σ o200k answer) ÷ Σ o200k answer over the requests with usage.
     pub output_discrepancy: Option<f64>,
+}
+
+/// Answers under a held output length (`max_tokens` + `ignore_eos`, METHODOLOGY §9).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HeldLength {
+    /// Completed measured requests that were asked to hold a length.
+    pub requests: usize,
+    /// Of those, the answers shorter than asked ([`RequestSample::fell_short`]).
+    pub short: usize,
+    /// More than half fell short: the server did not hold the length, and the step is never
+    /// sustained on such answers.
+    pub flagged: bool,
 }
 
 /// Everything one step reports for one lane, or pooled.
@@ -137,26 +154,37 @@ pub struct StepMetrics {
     pub e2e_sched_ms: Option<Distribution>,
     /// Actual − scheduled send of every measured request (open loop).
     pub send_lag_ms: Option<Distribution>,
-    /// Time per output token.
+    /// Time per output token (answers of ≥ 2 tokens with E2E > TTFA).
     pub tpot_ms: Distribution,
     /// Every gap between answer-bearing chunks, pooled over the step's completed requests.
     pub itl_ms: Distribution,
-    /// Visible-answer tokens/s.
+    /// Visible-answer tokens/s (E2E > TTFA).
     pub tokens_per_s: Distribution,
-    /// D: window start to the end of the last measured request, seconds.
-    pub duration_s: Option<f64>,
-    /// Completed measured requests ÷ D.
+    /// Requests of the step (any phase) that completed inside the measured window.
+    pub completed_in_window: usize,
+    /// Request throughput: `completed_in_window` ÷ the window's length (METHODOLOGY §9).
     pub request_throughput_per_s: Option<f64>,
-    /// o200k answer tokens of the completed measured requests ÷ D.
+    /// Output token throughput: o200k answer tokens of those requests ÷ the window's length.
     pub output_tokens_per_s: Option<f64>,
-    /// o200k prompt tokens of the completed measured requests ÷ D.
+    /// o200k prompt tokens of those requests ÷ the window's length.
     pub input_tokens_per_s: Option<f64>,
     /// The provider's own counts.
     pub usage: UsageTokens,
+    /// D: window start to the end of the last measured request, seconds (how long the
+    /// measured requests took to drain).
+    pub duration_s: Option<f64>,
+    /// Completed measured requests ÷ D: the drain rate, kept under its own name; it reads low
+    /// by the last request's latency share and is not the throughput.
+    pub drain_requests_per_s: Option<f64>,
     /// Achieved against target rate.
     pub rate: RateCheck,
     /// Goodput under the SLO.
     pub goodput: Goodput,
+    /// Answers under a held length; `None` when no completed measured request held one.
+    pub held_length: Option<HeldLength>,
+    /// Whether the step was sustained: the one rule ([`super::saturation::StepResult::is_sustained`])
+    /// that the JSON, both reports, `compare` and the saturation search read.
+    pub sustained: bool,
 }
 
 /// A step's metrics per lane and pooled over lanes.
@@ -240,15 +268,35 @@ pub fn step_metrics(
     let duration_s = last_end
         .map(|end| (end - window.start_ms()) / 1000.0)
         .filter(|d| *d > 0.0);
-    let per_d = |x: f64| duration_s.map(|d| x / d);
-    let sum = |f: &dyn Fn(&RequestSample) -> u64| completed.iter().map(|(s, _)| f(s)).sum::<u64>();
+    let length_s = window.length_s();
+    let per_window = |x: f64| (length_s > 0.0).then(|| x / length_s);
+    // Throughput counts completions, not sends: every request of the step (warm-up ones too)
+    // whose stream ended inside the window, so it is the server's completion rate there.
+    let done_in_window: Vec<&RequestSample> = samples
+        .iter()
+        .copied()
+        .filter(|s| s.outcome == Outcome::Completed)
+        .filter(|s| window.contains_ms(s.sent_ms + s.finished_ms))
+        .collect();
+    let sum = |f: &dyn Fn(&RequestSample) -> u64| done_in_window.iter().map(|s| f(s)).sum::<u64>();
     let good = completed
         .iter()
-        .filter(|(s, t)| s.correct != Some(false) && settings.slo.met_by(t))
+        .filter(|(s, t)| is_good(s, t, &settings.slo))
         .count();
-    let with_usage: Vec<&RequestSample> = completed
+    let held: Vec<&RequestSample> = completed
         .iter()
         .map(|(s, _)| *s)
+        .filter(|s| s.held_tokens.is_some())
+        .collect();
+    let short = held.iter().filter(|s| s.fell_short()).count();
+    let held_length = (!held.is_empty()).then(|| HeldLength {
+        requests: held.len(),
+        short,
+        flagged: 2 * short > held.len(),
+    });
+    let with_usage: Vec<&RequestSample> = done_in_window
+        .iter()
+        .copied()
         .filter(|s| s.usage_completion_tokens.is_some())
         .collect();
     let usage_out: u64 = with_usage
@@ -256,12 +304,11 @@ pub fn step_metrics(
         .filter_map(|s| s.usage_completion_tokens)
         .sum();
     let usage_o200k: u64 = with_usage.iter().map(|s| s.answer_tokens).sum();
-    let usage_in: Option<u64> = completed
+    let usage_in: Option<u64> = done_in_window
         .iter()
-        .filter_map(|(s, _)| s.usage_prompt_tokens)
+        .filter_map(|s| s.usage_prompt_tokens)
         .reduce(|a, b| a + b);
     let target = settings.target_rate_per_lane.map(|r| r * lanes as f64);
-    let length_s = window.length_s();
     let rate_of = |n: usize| {
         if length_s > 0.0 {
             n as f64 / length_s
@@ -274,13 +321,25 @@ pub fn step_metrics(
         .filter(|s| window.before_end_ms(s.sent_ms))
         .count();
     let achieved_per_s = rate_of(sent);
-    let completed_per_s = rate_of(completed.len());
+    let throughput_per_s = rate_of(done_in_window.len());
     let verdict = match target {
         None => RateVerdict::NoTarget,
         Some(t) if achieved_per_s < settings.sustain_fraction * t => RateVerdict::ClientBehind,
-        Some(t) if completed_per_s < settings.sustain_fraction * t => RateVerdict::ServerBehind,
-        Some(_) => RateVerdict::Sustained,
+        Some(t) if throughput_per_s < settings.sustain_fraction * t => RateVerdict::ServerBehind,
+        Some(_) => RateVerdict::OnTarget,
     };
+    let goodput_fraction = if measured.is_empty() {
+        0.0
+    } else {
+        good as f64 / measured.len() as f64
+    };
+    let sustained = StepResult {
+        load: 0.0,
+        rate_kept: rate_kept(verdict),
+        goodput_fraction,
+        held_length_flagged: held_length.as_ref().is_some_and(|h| h.flagged),
+    }
+    .is_sustained(settings.goodput_threshold);
     StepMetrics {
         measured: measured.len(),
         completed: completed.len(),
@@ -301,33 +360,32 @@ pub fn step_metrics(
                 .collect::<Vec<f64>>(),
         ),
         tokens_per_s: Distribution::of(&collect(&|t| t.tokens_per_s)),
-        duration_s,
-        request_throughput_per_s: per_d(completed.len() as f64),
-        output_tokens_per_s: per_d(sum(&|s| s.answer_tokens) as f64),
-        input_tokens_per_s: per_d(sum(&|s| s.input_tokens) as f64),
+        completed_in_window: done_in_window.len(),
+        request_throughput_per_s: per_window(done_in_window.len() as f64),
+        output_tokens_per_s: per_window(sum(&|s| s.answer_tokens) as f64),
+        input_tokens_per_s: per_window(sum(&|s| s.input_tokens) as f64),
         usage: UsageTokens {
             requests: with_usage.len(),
             output_per_s: (!with_usage.is_empty())
                 .then_some(usage_out as f64)
-                .and_then(per_d),
-            input_per_s: usage_in.and_then(|n| per_d(n as f64)),
+                .and_then(per_window),
+            input_per_s: usage_in.and_then(|n| per_window(n as f64)),
             output_discrepancy: (usage_o200k > 0)
                 .then(|| (usage_out as f64 - usage_o200k as f64) / usage_o200k as f64),
         },
+        duration_s,
+        drain_requests_per_s: duration_s.map(|d| completed.len() as f64 / d),
         rate: RateCheck {
             target_per_s: target,
             achieved_per_s,
-            completed_per_s,
             verdict,
         },
         goodput: Goodput {
             good,
-            per_s: per_d(good as f64),
-            fraction: if measured.is_empty() {
-                0.0
-            } else {
-                good as f64 / measured.len() as f64
-            },
+            per_s: per_window(good as f64),
+            fraction: goodput_fraction,
         },
+        held_length,
+        sustained,
     }
 }

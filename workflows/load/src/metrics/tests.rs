@@ -1,7 +1,7 @@
 //! Every expected value below is computed by hand in the comment beside it.
 
 use super::bootstrap::percentile_interval;
-use super::saturation::{StepResult, next_rate, saturation_point};
+use super::saturation::{self, StepResult, next_rate, saturation_point};
 use super::step::{is_measured, step_report};
 use super::*;
 use crate::arrivals::Window;
@@ -31,6 +31,7 @@ fn sample(
         outcome: Outcome::Completed,
         error_type: None,
         correct: None,
+        held_tokens: None,
     }
 }
 
@@ -52,6 +53,7 @@ fn settings(start_ms: u64, end_ms: u64, target: Option<f64>, slo: &[(&str, f64)]
         },
         target_rate_per_lane: target,
         sustain_fraction: 0.95,
+        goodput_threshold: 0.9,
         slo: Slo::from_spec(&map),
     }
 }
@@ -76,9 +78,9 @@ fn one_request_timings_by_hand() {
     // One token: no TPOT, no tokens/s; one chunk: no ITL gap.
     let t = RequestTimings::of(&sample("a", None, 0.0, &[50.0], 1));
     assert_eq!((t.tpot_ms, t.tokens_per_s, t.itl_ms.len()), (None, None, 0));
-    // Two tokens in one chunk: TPOT 0 (E2E = TTFA), tokens/s undefined (E2E not > TTFA).
+    // Two tokens in one chunk: E2E = TTFA, so neither TPOT nor tokens/s.
     let t = RequestTimings::of(&sample("a", None, 0.0, &[50.0], 2));
-    assert_eq!((t.tpot_ms, t.tokens_per_s), (Some(0.0), None));
+    assert_eq!((t.tpot_ms, t.tokens_per_s), (None, None));
     // A failure has no latency, but its send lag counts.
     let f = failed(
         sample("a", Some(10.0), 25.0, &[], 0),
@@ -113,7 +115,9 @@ fn open_step() -> Vec<RequestSample> {
         Outcome::HarnessError,
         None,
     );
-    let warmup = sample("a", Some(500.0), 500.0, &[10.0, 20.0], 2);
+    // Warm-up: not measured, but its stream ends at 500 + 600 = 1100, inside the window.
+    let mut warmup = sample("a", Some(500.0), 500.0, &[10.0, 20.0], 2);
+    warmup.finished_ms = 600.0;
     let cooldown = sample("a", Some(3000.0), 3000.0, &[10.0, 20.0], 2);
     vec![warmup, r1, r2, r3, r4, harness, cooldown]
 }
@@ -153,25 +157,31 @@ fn an_open_step_by_hand() {
     );
     // TTFA from the schedule: 100, 300 + 10, 50 + 600 → p50 310.
     assert_eq!(m.ttfa_sched_ms.as_ref().unwrap().p50, Some(310.0));
-    // D: ends 1210, 2120, 2005, 3160 → last 3160; D = (3160 − 1000)/1000 = 2.16 s.
+    // D: ends 1210, 2120, 2005, 3160 → last 3160; D = (3160 − 1000)/1000 = 2.16 s; the drain
+    // rate is the 3 completed measured over it.
     assert_eq!(m.duration_s, Some(2.16));
-    assert_eq!(m.request_throughput_per_s, Some(3.0 / 2.16));
-    assert_eq!(m.output_tokens_per_s, Some(6.0 / 2.16)); // 3 + 2 + 1
-    assert_eq!(m.input_tokens_per_s, Some(60.0 / 2.16)); // 10 + 20 + 30
+    assert_eq!(m.drain_requests_per_s, Some(3.0 / 2.16));
+    // Throughput: streams that ended inside [1000, 3000): the warm-up's (1100), R1 (1210), R2
+    // (2120); not R4 (3160) nor the cool-down's (3000 + 30). 3 over the 2 s window.
+    assert_eq!(m.completed_in_window, 3);
+    assert_eq!(m.request_throughput_per_s, Some(1.5));
+    assert_eq!(m.output_tokens_per_s, Some(3.5)); // (2 + 3 + 2) / 2
+    assert_eq!(m.input_tokens_per_s, Some(20.0)); // (10 + 10 + 20) / 2
     // Usage: only R1 (4 reported vs 3 o200k): discrepancy (4 − 3)/3.
     assert_eq!(m.usage.requests, 1);
-    assert_eq!(m.usage.output_per_s, Some(4.0 / 2.16));
-    assert_eq!(m.usage.input_per_s, Some(12.0 / 2.16));
+    assert_eq!(m.usage.output_per_s, Some(2.0));
+    assert_eq!(m.usage.input_per_s, Some(6.0));
     assert_eq!(m.usage.output_discrepancy, Some(1.0 / 3.0));
     // Sent before the window closed: R1, R2, R3 (R4 went at 3100) → 3 / 2 s = 1.5/s < 0.95 × 2.
     assert_eq!(m.rate.achieved_per_s, 1.5);
-    assert_eq!(m.rate.completed_per_s, 1.5);
     assert_eq!(m.rate.verdict, RateVerdict::ClientBehind);
-    // Good: R1 (TTFA 100, TPOT 50) and R4 (TTFA 50, no TPOT); R2's TTFA 300 breaks the SLO,
-    // the 429 counts against it: 2 good of 4 measured.
+    // Good: R1 (TTFA 100, TPOT 50) and R4 (TTFA 50, one token: no TPOT to exceed); R2's TTFA
+    // 300 breaks the SLO, the 429 counts against it: 2 good of 4 measured, 2 over 2 s.
     assert_eq!(m.goodput.good, 2);
     assert_eq!(m.goodput.fraction, 0.5);
-    assert_eq!(m.goodput.per_s, Some(2.0 / 2.16));
+    assert_eq!(m.goodput.per_s, Some(1.0));
+    assert_eq!(m.held_length, None);
+    assert!(!m.sustained);
 }
 
 #[test]
@@ -209,10 +219,10 @@ fn the_verdict_names_who_fell_behind() {
     };
     let all: Vec<RequestSample> = (0..4).map(on_time).collect();
     let s = settings(0, 2000, Some(2.0), &[]);
-    assert_eq!(
-        step_report(&all, &s).pooled.rate.verdict,
-        RateVerdict::Sustained
-    );
+    // Their streams end at 20, 520, 1020, 1520: 4 completed in the window, 2/s.
+    let m = step_report(&all, &s).pooled;
+    assert_eq!(m.rate.verdict, RateVerdict::OnTarget);
+    assert!(m.sustained);
     // One times out: 3 completed / 2 s = 1.5/s < 1.9: the server fell behind.
     let mut one_failed = all.clone();
     one_failed[3] = failed(
@@ -298,31 +308,111 @@ fn measured_means_scheduled_inside_the_window_for_open_loop() {
 
 #[test]
 fn sustained_steps_and_the_saturation_point() {
-    let step = |load: f64, achieved: f64, goodput: f64| StepResult {
+    let step = |load: f64, verdict: RateVerdict, goodput: f64| StepResult {
         load,
-        target_per_s: Some(load),
-        achieved_per_s: achieved,
+        rate_kept: saturation::rate_kept(verdict),
         goodput_fraction: goodput,
+        held_length_flagged: false,
     };
     let steps = [
-        step(1.0, 1.0, 1.0),
-        step(2.0, 1.9, 0.95), // 1.9 = 0.95 × 2: kept; goodput ≥ 0.9: sustained
-        step(4.0, 3.7, 0.99), // 3.7 < 3.8: not sustained
-        step(8.0, 8.0, 0.89), // goodput under 0.9: not sustained
-        step(3.0, 3.0, 0.9),  // sustained, highest sustained load
+        step(1.0, RateVerdict::OnTarget, 1.0),
+        step(2.0, RateVerdict::OnTarget, 0.9), // goodput ≥ 0.9 (inclusive): sustained
+        step(4.0, RateVerdict::ServerBehind, 0.99), // the server fell behind: not sustained
+        step(8.0, RateVerdict::OnTarget, 0.89), // goodput under 0.9: not sustained
+        step(6.0, RateVerdict::ClientBehind, 1.0), // the client fell behind: not sustained
+        step(3.0, RateVerdict::OnTarget, 0.95), // sustained, highest sustained load
     ];
-    let ok: Vec<bool> = steps.iter().map(|s| s.is_sustained(0.95, 0.9)).collect();
-    assert_eq!(ok, [true, true, false, false, true]);
-    assert_eq!(saturation_point(&steps, 0.95, 0.9), Some(4));
-    assert_eq!(saturation_point(&steps[2..4], 0.95, 0.9), None);
+    let ok: Vec<bool> = steps.iter().map(|s| s.is_sustained(0.9)).collect();
+    assert_eq!(ok, [true, true, false, false, false, true]);
+    assert_eq!(saturation_point(&steps, 0.9), Some(5));
+    assert_eq!(saturation_point(&steps[2..5], 0.9), None);
     // Closed loop: no target, goodput alone decides.
-    let closed = StepResult {
-        load: 16.0,
-        target_per_s: None,
-        achieved_per_s: 0.1,
-        goodput_fraction: 0.9,
+    let closed = step(16.0, RateVerdict::NoTarget, 0.9);
+    assert!(closed.is_sustained(0.9));
+    // Answers mostly short of a held length: never sustained, whatever the rest says.
+    let short = StepResult {
+        held_length_flagged: true,
+        ..closed
     };
-    assert!(closed.is_sustained(0.95, 0.9));
+    assert!(!short.is_sustained(0.0));
+}
+
+/// A server that ignores `ignore_eos`: four answers asked to hold 32 tokens, closed loop over
+/// [0, 1000). Three answer 5 tokens in one chunk; one runs to 32 tokens over 50 → 360 ms.
+fn held_step() -> Vec<RequestSample> {
+    let held = |sent: f64, chunks: &[f64], tokens: u64| {
+        let mut s = sample("a", None, sent, chunks, tokens);
+        s.held_tokens = Some(32);
+        s
+    };
+    vec![
+        held(0.0, &[50.0], 5),
+        held(100.0, &[50.0], 5),
+        held(200.0, &[50.0], 5),
+        held(300.0, &[50.0, 360.0], 32),
+    ]
+}
+
+#[test]
+fn answers_short_of_a_held_length_are_flagged_and_never_sustain_a_step() {
+    let mut s = settings(0, 1000, None, &[]);
+    s.goodput_threshold = 0.2;
+    let m = step_report(&held_step(), &s).pooled;
+    // 3 of the 4 held answers are short: flagged (3 > 4 / 2).
+    assert_eq!(
+        m.held_length,
+        Some(HeldLength {
+            requests: 4,
+            short: 3,
+            flagged: true
+        })
+    );
+    // Short answers keep their TTFA (4 values) but give no E2E, TPOT, tokens/s or gaps: only the
+    // full answer's E2E 360, TPOT (360 − 50)/31 = 10, tokens/s 31/0.31 = 100, one gap of 310.
+    assert_eq!(m.ttfa_ms.count, 4);
+    assert_eq!((m.e2e_ms.count, m.e2e_ms.p50), (1, Some(360.0)));
+    assert_eq!((m.tpot_ms.count, m.tpot_ms.p50), (1, Some(10.0)));
+    assert_eq!((m.tokens_per_s.count, m.tokens_per_s.p50), (1, Some(100.0)));
+    assert_eq!(m.itl_ms.count, 1);
+    // Good: the full answer only, 1 of 4 = 0.25 ≥ the 0.2 threshold; still not sustained.
+    assert_eq!((m.goodput.good, m.goodput.fraction), (1, 0.25));
+    assert!(!m.sustained);
+    // Usage is the length the server counts in: 32 reported over 30 o200k tokens is not short,
+    // 20 reported over 32 o200k tokens is.
+    let mut a = sample("a", None, 0.0, &[10.0, 40.0], 30);
+    a.held_tokens = Some(32);
+    a.usage_completion_tokens = Some(32);
+    assert!(!a.fell_short());
+    let mut b = sample("a", None, 0.0, &[10.0, 40.0], 32);
+    b.held_tokens = Some(32);
+    b.usage_completion_tokens = Some(20);
+    assert!(b.fell_short());
+    // A ceiling only (no held length) is never short, and a failure is not an answer.
+    assert!(!sample("a", None, 0.0, &[10.0], 1).fell_short());
+    let mut f = failed(
+        held_step()[0].clone(),
+        Outcome::Timeout,
+        Some(ErrorType::Timeout),
+    );
+    f.answer_tokens = 0;
+    assert!(!f.fell_short());
+}
+
+#[test]
+fn a_tpot_bound_is_met_without_a_tpot_only_by_a_one_token_answer() {
+    let slo = settings(0, 1000, None, &[("tpot_ms", 50.0)]).slo;
+    // One token: no time per output token to exceed.
+    assert!(slo.met_by(&RequestTimings::of(&sample("a", None, 0.0, &[50.0], 1))));
+    // Five tokens in one chunk: no measurable TPOT, so the bound is not shown to be met.
+    assert!(!slo.met_by(&RequestTimings::of(&sample("a", None, 0.0, &[50.0], 5))));
+    // Five tokens over 50 → 250 ms: TPOT 50, met (inclusive).
+    assert!(slo.met_by(&RequestTimings::of(&sample(
+        "a",
+        None,
+        0.0,
+        &[50.0, 250.0],
+        5
+    ))));
 }
 
 #[test]

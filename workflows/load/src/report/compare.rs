@@ -14,6 +14,7 @@
 use super::LoadResults;
 use super::compute::{LoadMetrics, Row, StepView, compute};
 use crate::metrics::bootstrap::MIN_VALUES;
+use crate::metrics::request::is_good;
 use crate::metrics::step::is_measured;
 use crate::metrics::{FailureClass, RequestSample, RequestTimings, Slo};
 use crate::rng::Stream;
@@ -111,9 +112,8 @@ struct Unit {
 impl Unit {
     fn of(sample: &RequestSample, slo: &Slo) -> Unit {
         let timings = RequestTimings::of(sample);
-        let completed = sample.outcome == Outcome::Completed;
         Unit {
-            good: completed && sample.correct != Some(false) && slo.met_by(&timings),
+            good: is_good(sample, &timings, slo),
             failed: FailureClass::of(sample.outcome, sample.error_type).is_some(),
             timings,
         }
@@ -195,6 +195,8 @@ pub struct RowComparison {
     pub measured: (usize, usize),
     /// Achieved rate per second in A and B (no interval: a count over a fixed window).
     pub achieved_per_s: (f64, f64),
+    /// Whether the row sustained the step in A and in B (the report's own rule).
+    pub sustained: (bool, bool),
     /// The figures' changes, in [`Figure::ALL`] order.
     pub changes: Vec<Change>,
 }
@@ -363,6 +365,7 @@ impl Pair<'_> {
                 ra.metrics.rate.achieved_per_s,
                 rb.metrics.rate.achieved_per_s,
             ),
+            sustained: (ra.metrics.sustained, rb.metrics.sustained),
             changes,
         }
     }

@@ -97,6 +97,15 @@ pub fn render(c: &Comparison) -> String {
                 MISSING.to_string(),
                 MISSING.to_string(),
             ]);
+            rows.push(vec![
+                row.name.clone(),
+                "sustained".to_string(),
+                super::tables::yes_no(row.sustained.0),
+                super::tables::yes_no(row.sustained.1),
+                MISSING.to_string(),
+                MISSING.to_string(),
+                MISSING.to_string(),
+            ]);
             for ch in &row.changes {
                 rows.push(vec![
                     row.name.clone(),

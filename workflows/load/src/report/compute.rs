@@ -2,7 +2,8 @@
 //! provider (pooled over its regions, when it has several) and pooled over all lanes, each with
 //! the step's [`StepMetrics`] (the `metrics` module's definitions, docs/load.md) plus what only a
 //! report needs: the largest send lag, the ITL histogram, `Retry-After` of rate-limited requests,
-//! and whether the row sustained the step; then the saturation point of every lane and provider.
+//! (whether the row sustained the step is the metrics' own `sustained`); then the saturation
+//! point of every lane and provider.
 
 use super::{LaneLoad, LoadResults, StepResults};
 use crate::metrics::bootstrap::percentile_interval;
@@ -105,8 +106,6 @@ pub struct Row {
     pub itl_histogram: Vec<u64>,
     /// `Retry-After` of the measured rate-limited requests.
     pub retry_after: RetryAfter,
-    /// Whether the row sustained the step (the saturation rule's test).
-    pub sustained: bool,
     /// Bootstrap intervals of the latency percentiles.
     pub intervals: Intervals,
     /// Task success under load (scored runs only): exactly right answers ÷ measured requests
@@ -161,7 +160,8 @@ pub fn compute(results: &LoadResults) -> LoadMetrics {
         .map(|s| step_view(s, results))
         .collect();
     let s = &results.settings;
-    let saturation = saturation(&steps, s.sustain_fraction, s.goodput_threshold);
+    let saturation = saturation(&steps, s.goodput_threshold);
+    let held_notes: Vec<String> = steps.iter().flat_map(held_length_notes).collect();
     LoadMetrics {
         run_id: results.run_id.clone(),
         scored: results.scored,
@@ -180,6 +180,7 @@ pub fn compute(results: &LoadResults) -> LoadMetrics {
             .iter()
             .cloned()
             .chain(results.steps.iter().filter_map(unlisted_lanes))
+            .chain(held_notes)
             .collect(),
         steps,
         saturation,
@@ -203,6 +204,23 @@ fn unlisted_lanes(step: &StepResults) -> Option<String> {
             list.join(", ")
         )
     })
+}
+
+/// A note per lane of `step` whose answers mostly fell short of the held output length: the
+/// server did not honour `ignore_eos`, so the step is flagged and not sustained.
+fn held_length_notes(step: &StepView) -> Vec<String> {
+    step.lanes
+        .iter()
+        .filter_map(|row| {
+            let held = row.metrics.held_length.as_ref().filter(|h| h.flagged)?;
+            Some(format!(
+                "step {} ({}), {}: {} of {} answers fell short of the held output length \
+                 (ignore_eos not honoured); flagged, not sustained, their E2E, TPOT, ITL and \
+                 tokens/s left out",
+                step.index, step.label, row.name, held.short, held.requests
+            ))
+        })
+        .collect()
 }
 
 /// The model's short name.
@@ -275,6 +293,7 @@ fn group_row(
         window: step.window,
         target_rate_per_lane: target,
         sustain_fraction: settings.sustain_fraction,
+        goodput_threshold: settings.goodput_threshold,
         slo: settings.slo.clone(),
     };
     let refs: Vec<&RequestSample> = samples.iter().map(|(_, s)| *s).collect();
@@ -323,15 +342,12 @@ fn group_row(
         e2e_p50_ms: interval(e2e(), 0.5, "e2e_p50"),
         e2e_p99_ms: interval(e2e(), 0.99, "e2e_p99"),
     };
-    let sustained = StepResult::of(load, &metrics)
-        .is_sustained(settings.sustain_fraction, settings.goodput_threshold);
     Row {
         name: name.to_string(),
         load,
         send_lag_max_ms,
         itl_histogram: itl_histogram(gaps),
         retry_after: retry_after(&measured, &step.retry_after_s),
-        sustained,
         intervals,
         task_success,
         metrics,
@@ -374,11 +390,7 @@ fn retry_after(measured: &[(usize, &RequestSample)], waits: &BTreeMap<usize, f64
 }
 
 /// The saturation point of every lane and every provider row, per kind of load.
-fn saturation(
-    steps: &[StepView],
-    sustain_fraction: f64,
-    goodput_threshold: f64,
-) -> Vec<Saturation> {
+fn saturation(steps: &[StepView], goodput_threshold: f64) -> Vec<Saturation> {
     let mut names: Vec<String> = Vec::new();
     for step in steps {
         for row in step.lanes.iter().chain(&step.providers) {
@@ -400,7 +412,7 @@ fn saturation(
             .iter()
             .map(|(_, r)| StepResult::of(r.load, &r.metrics))
             .collect();
-        saturation_point(&results, sustain_fraction, goodput_threshold).map(|i| {
+        saturation_point(&results, goodput_threshold).map(|i| {
             let (step, row) = rows[i];
             SaturationPoint {
                 step: step.index,

@@ -32,6 +32,7 @@ pub fn done(
         outcome: Outcome::Completed,
         error_type: None,
         correct: None,
+        held_tokens: None,
     }
 }
 

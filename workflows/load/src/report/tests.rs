@@ -76,29 +76,40 @@ fn the_histogram_buckets_are_closed_below_and_open_above() {
 fn throughput_goodput_and_achieved_rate_follow_the_definitions() {
     let m = metrics();
     let a = &row(&m, 0, "a").metrics;
-    // D: window start 0 to the last measured end, 1500 + 700 ms = 2.2 s.
+    // D: window start 0 to the last measured end, 1500 + 700 ms = 2.2 s; three measured
+    // completed: the drain rate 3 / 2.2.
     assert_eq!(a.duration_s, Some(2.2));
-    assert_eq!(a.request_throughput_per_s, Some(3.0 / 2.2));
-    assert_eq!(a.output_tokens_per_s, Some(9.0 / 2.2));
-    assert_eq!(a.input_tokens_per_s, Some(30.0 / 2.2));
-    // Usage on one request: 4 against 3 o200k tokens.
+    assert_eq!(a.drain_requests_per_s, Some(3.0 / 2.2));
+    // Completed inside [0, 2000): ends 10 + 160 = 170 and 500 + 270 = 770; 1500 + 700 = 2200
+    // and the cool-down's 2060 are past it. Two over 2 s: 1/s; tokens 3 + 4 = 7 → 3.5/s;
+    // prompts 10 + 10 → 10/s.
+    assert_eq!(a.completed_in_window, 2);
+    assert_eq!(a.request_throughput_per_s, Some(1.0));
+    assert_eq!(a.output_tokens_per_s, Some(3.5));
+    assert_eq!(a.input_tokens_per_s, Some(10.0));
+    // Usage on one of them: 4 against 3 o200k tokens.
     assert_eq!(a.usage.requests, 1);
-    assert_eq!(a.usage.output_per_s, Some(4.0 / 2.2));
+    assert_eq!(a.usage.output_per_s, Some(2.0));
     assert_eq!(a.usage.output_discrepancy, Some(1.0 / 3.0));
-    // Four sent in a 2 s window at a target of 2/s; three completed (1.5/s < 95% of 2).
+    // Four sent in a 2 s window at a target of 2/s; a throughput of 1/s < 95% of 2.
     assert_eq!(a.rate.target_per_s, Some(2.0));
-    assert_eq!((a.rate.achieved_per_s, a.rate.completed_per_s), (2.0, 1.5));
+    assert_eq!(a.rate.achieved_per_s, 2.0);
     assert_eq!(a.rate.verdict, RateVerdict::ServerBehind);
-    // TTFA ≤ 250: 100 and 200 → 2 good of 4 measured.
+    // TTFA ≤ 250: 100 and 200 → 2 good of 4 measured, 2 over the 2 s window.
     assert_eq!(a.goodput.good, 2);
     assert_eq!(a.goodput.fraction, 0.5);
-    assert_eq!(a.goodput.per_s, Some(2.0 / 2.2));
-    assert!(!row(&m, 0, "a").sustained);
-    assert!(row(&m, 0, "b").sustained);
-    // Pooled: targets summed (4/s), eight sent, six good.
+    assert_eq!(a.goodput.per_s, Some(1.0));
+    assert!(!a.sustained);
+    let b = &row(&m, 0, "b").metrics;
+    // b: four ends at 60, 560, 1060, 1560, all inside: 2/s, on target and all good.
+    assert_eq!(b.request_throughput_per_s, Some(2.0));
+    assert_eq!(b.rate.verdict, RateVerdict::OnTarget);
+    assert!(b.sustained);
+    // Pooled: targets summed (4/s), eight sent, 2 + 4 completed in the window, six good.
     let p = &row(&m, 0, "pooled").metrics;
     assert_eq!(p.rate.target_per_s, Some(4.0));
-    assert_eq!((p.rate.achieved_per_s, p.rate.completed_per_s), (4.0, 3.5));
+    assert_eq!(p.rate.achieved_per_s, 4.0);
+    assert_eq!(p.request_throughput_per_s, Some(3.0));
     assert_eq!(p.goodput.fraction, 0.75);
     assert_eq!((p.ttfa_ms.p50, p.ttfa_ms.p99), (Some(50.0), Some(300.0)));
     assert_eq!(m.steps[0].harness_failures, 1);
@@ -256,16 +267,22 @@ fn write_reports_writes_three_files_with_the_same_bytes_twice() {
 fn report_html_is_self_contained_with_curves_and_the_saturation_ring() {
     let html = super::html::render(&metrics());
     for heading in [
-        "<h2>Latency against achieved load</h2>",
-        "<h2>Inter-token latency by step</h2>",
+        "<h2>Summary</h2>",
+        "<h2>Throughput against offered load</h2>",
+        "<h2>Latency against offered load</h2>",
+        "<h2>Inter-token latency (ms; gaps per bucket)</h2>",
         "<h2>Goodput per step</h2>",
+        "<h2>Saturation point</h2>",
         "<h2>Failures by step</h2>",
     ] {
         assert!(html.contains(heading), "{heading}");
     }
     assert!(!html.contains("http://") && !html.contains("https://") && !html.contains("<script"));
-    // Ringed saturation points: b's open step and a's closed step, on TTFA and on ITL.
-    assert_eq!(html.matches("r=\"8\"").count(), 4);
+    // Ringed saturation points: b's open step in the 5 open-loop charts (requests/s, output
+    // tokens/s, TTFA, ITL, E2E) and a's closed step in the 5 closed-loop ones.
+    assert_eq!(html.matches("r=\"8\"").count(), 10);
+    // The x axis is the offered load: no note of a vertical line, as no lane repeats a load.
+    assert!(!html.contains("joins them vertically"));
 }
 
 #[test]
@@ -287,7 +304,7 @@ fn scored_runs_report_task_success_under_load() {
     let md = markdown::render(&m);
     assert!(md.contains("a good request also needs an exactly right answer"));
     assert!(md.contains(
-        "| 0 constant 2/s | b | 2.00 | 2.00 | 2.00 | sustained | 4 | 3 | 1.92 | 75.00% | 50.00% |\n"
+        "| 0 constant 2/s | b | 2.00 | 2.00 | 2.00 | on_target | 4 | — | 3 | 1.50 | 75.00% | no | 50.00% |\n"
     ));
 }
 
@@ -336,7 +353,7 @@ fn a_provider_in_two_regions_gets_a_pooled_row_and_its_own_saturation_point() {
     assert_eq!(acme.metrics.rate.target_per_s, Some(4.0));
     assert_eq!(acme.metrics.rate.achieved_per_s, 4.0);
     assert_eq!((acme.metrics.measured, acme.metrics.goodput.good), (8, 6));
-    assert!(!acme.sustained);
+    assert!(!acme.metrics.sustained);
     let names: Vec<&str> = m.saturation.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, vec!["acme@eu", "acme@us", "acme"]);
     assert_eq!(m.saturation[1].open.as_ref().map(|p| p.step), Some(0));

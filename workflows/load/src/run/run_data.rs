@@ -5,7 +5,6 @@
 use super::plan::{LaneLayout, first_steps, lane_targets, next_step, source_of, window_of};
 use super::workload::Workload;
 use crate::arrivals::Window;
-use crate::metrics::saturation::StepResult;
 use crate::metrics::step::{StepSettings, step_metrics};
 use crate::metrics::{RequestSample, Slo};
 use crate::report::{LaneLoad, LoadResults, ReportSettings, StepResults};
@@ -79,27 +78,57 @@ impl RunContext {
         let samples: Vec<RequestSample> = records
             .iter()
             .filter(|r| r.outcome != Outcome::HarnessError)
-            .map(|r| sample_of(r, None, 0, self.correct(r)))
+            .map(|r| {
+                let mut sample = sample_of(r, None, 0, self.correct(r));
+                sample.held_tokens = self.held_tokens(step, r);
+                sample
+            })
             .collect();
-        let load = match step.model {
-            StepModel::Closed { concurrency } => f64::from(concurrency),
-            StepModel::Open { rate_per_s, .. } => rate_per_s,
-        };
         self.lane_loads(step).iter().any(|lane| {
             let settings = StepSettings {
                 window,
                 target_rate_per_lane: lane.target_rate_per_s,
                 sustain_fraction: self.section.sustain_fraction,
+                goodput_threshold: self.section.goodput_threshold,
                 slo: Slo::from_spec(&self.section.slo),
             };
             let mine: Vec<&RequestSample> =
                 samples.iter().filter(|s| s.lane == lane.lane).collect();
-            let metrics = step_metrics(&mine, &settings, 1);
-            StepResult::of(load, &metrics).is_sustained(
-                self.section.sustain_fraction,
-                self.section.goodput_threshold,
-            )
+            step_metrics(&mine, &settings, 1).sustained
         })
+    }
+
+    /// The output length the record's request held (`max_tokens` sent with `ignore_eos`), rebuilt
+    /// from its position as the request was; `None` when the length was a ceiling only (the
+    /// provider is not in `load.ignore_eos`, or the `tasks` workload keeps the contract's).
+    pub fn held_tokens(&self, step: &Step, record: &TerminalRecord) -> Option<u64> {
+        let lane_index = self
+            .layout
+            .lanes
+            .iter()
+            .position(|l| l.label == record.lane)?;
+        let held = self
+            .layout
+            .ignore_eos
+            .get(lane_index)
+            .copied()
+            .unwrap_or(false);
+        if !held || matches!(*self.workload, Workload::Tasks { .. }) {
+            return None;
+        }
+        let at = self.position(step, record, lane_index);
+        let built = source_of(step, &self.layout, &self.workload).built(&at);
+        Some(u64::from(built.prompt.max_output_tokens))
+    }
+
+    fn position(&self, step: &Step, record: &TerminalRecord, lane_index: usize) -> LoadPosition {
+        LoadPosition {
+            phase: step.index as u32,
+            lane: record.lane.clone(),
+            lane_index,
+            slot: record.slot.unwrap_or(0),
+            sequence: record.sequence.unwrap_or(0),
+        }
     }
 
     /// o200k tokens of the prompt the record's request sent, rebuilt from its position.
@@ -112,13 +141,7 @@ impl RunContext {
         else {
             return 0;
         };
-        let at = LoadPosition {
-            phase: step.index as u32,
-            lane: record.lane.clone(),
-            lane_index,
-            slot: record.slot.unwrap_or(0),
-            sequence: record.sequence.unwrap_or(0),
-        };
+        let at = self.position(step, record, lane_index);
         source_of(step, &self.layout, &self.workload)
             .built(&at)
             .prompt
@@ -162,6 +185,7 @@ pub fn sample_of(
         outcome: record.outcome,
         error_type: record.error_type,
         correct,
+        held_tokens: None,
     }
 }
 
@@ -302,12 +326,14 @@ pub fn results_of(
             let samples = kept
                 .iter()
                 .map(|r| {
-                    sample_of(
+                    let mut sample = sample_of(
                         r,
                         Some(chunks.get(&r.request_id).cloned().unwrap_or_default()),
                         ctx.input_tokens(&step, r),
                         ctx.correct(r),
-                    )
+                    );
+                    sample.held_tokens = ctx.held_tokens(&step, r);
+                    sample
                 })
                 .collect();
             // Sample i is `kept[i]`: the waits the 429s asked for, by sample index.

@@ -5,6 +5,7 @@ use crate::metrics::{ProviderMetrics, RunMetrics};
 use crate::paired::PairedComparisons;
 use crate::scoring::gold::CONTRACT_FIELDS;
 use openbench_common::rundir::RunLock;
+use openbench_common::untrusted_text::terminal;
 use std::fmt::Write;
 
 /// One file listed under "Artifact status".
@@ -170,11 +171,11 @@ fn summary_section(out: &mut String, m: &RunMetrics) {
          from latency calculations but remain in the task-success denominator. Percentiles \
          (nearest rank) describe the observed distribution, not confidence intervals.\n\n",
     );
-    let incompatible: Vec<&str> = m
+    let incompatible: Vec<_> = m
         .providers
         .iter()
         .filter(|p| !p.compatibility.configuration_compatible)
-        .map(|p| p.display_name.as_str())
+        .map(|p| terminal(&p.display_name))
         .collect();
     if !incompatible.is_empty() {
         let _ = writeln!(
@@ -218,7 +219,7 @@ fn ranking_section(out: &mut String, m: &RunMetrics) {
             let _ = writeln!(
                 out,
                 "- {}: {}",
-                p.display_name,
+                terminal(&p.display_name),
                 p.ineligibility_reasons.join("; ")
             );
         }

@@ -1,0 +1,113 @@
+//! A load run against an endpoint that takes no request (issue 38 item 3): closed-loop users
+//! whose requests fail at once must not send again at once. The upstream is a counting acceptor
+//! on 127.0.0.1 that closes every connection it accepts before reading a byte, so every request
+//! fails before reaching a provider, and every connection attempt is counted. Before the lane
+//! guard (`coordinator::lane_guard`), this run would have made thousands of attempts in its 40 s
+//! of planned load and exited 0.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod coordinator_support;
+
+use coordinator_support::{printed_run_dir, run_bin};
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Accepts on 127.0.0.1 and closes each connection at once; returns its port and the count of
+/// connections accepted.
+fn counting_acceptor() -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let count = Arc::new(AtomicUsize::new(0));
+    let counted = count.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            counted.fetch_add(1, Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    (port, count)
+}
+
+fn spec(port: u16) -> String {
+    format!(
+        "benchmark: {{slug: load-dead, workflow: load, schedule_version: load-dead-v1}}
+request: {{temperature: 0, top_p: 1, presence_penalty: 0, frequency_penalty: 0,
+  max_output_tokens: 64, response_format: json_object, timeout_ms: 5000,
+  harness_grace_ms: 60000}}
+providers:
+  - key: dead
+    endpoint: http://127.0.0.1:{port}/v1/chat/completions
+    model: m
+    auth: {{scheme: none}}
+    max_tokens_field: max_tokens
+dataset: {{source: ., manifest: none}}
+run_root: runs
+load:
+  seed: 1
+  phases: {{warmup_s: 0, measure: {{duration_s: 20}}, cooldown_s: 0}}
+  steps: [{{model: closed, concurrency: 8}}, {{model: closed, concurrency: 16}}]
+  workload:
+    kind: synthetic
+    input_tokens: {{dist: fixed, tokens: 10}}
+    output_tokens: {{dist: fixed, tokens: 16}}
+"
+    )
+}
+
+#[test]
+fn a_load_run_against_a_dead_endpoint_stops_within_10_s_after_at_most_100_attempts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (port, attempts) = counting_acceptor();
+    let spec_path = tmp.path().join("spec.yaml");
+    std::fs::write(&spec_path, spec(port)).unwrap();
+    let spec_s = spec_path.to_str().unwrap();
+    let args = [
+        "run",
+        "--workflow",
+        "load",
+        "--spec",
+        spec_s,
+        "--full",
+        "--approve-full",
+        "--approval-id",
+        "T-DEAD",
+    ];
+    let start = Instant::now();
+    let o = run_bin(tmp.path(), &args, &[]);
+    let took = start.elapsed();
+    let made = attempts.load(Ordering::SeqCst);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    eprintln!(
+        "dead endpoint: {made} connection attempts, exit {:?}, {took:?}",
+        o.status
+    );
+    // Every lane unreachable: nothing measured (docs/faults.md, "Exit codes").
+    assert_eq!(o.status.code(), Some(4), "{text}");
+    assert!(took < Duration::from_secs(10), "took {took:?}: {text}");
+    assert!(made <= 100, "{made} connection attempts: {text}");
+    // The users' first requests were all sent, then trials alone.
+    assert!(made >= 8, "{made} connection attempts: {text}");
+    assert!(
+        text.contains("error: lane dead unreachable: ") && text.contains("; stopped"),
+        "{text}"
+    );
+    let dir = printed_run_dir(&o.stdout);
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.join(openbench_common::rundir::RUN_MANIFEST)).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(manifest["status"], "incomplete", "{manifest}");
+    // The second step never ran: the sitting stopped after the first.
+    let records = coordinator_support::lines(&dir.join("raw/results.jsonl"));
+    assert!(records.iter().all(|r| r["phase"] == 0), "{records:?}");
+    assert!(
+        records.iter().all(|r| r["outcome"] == "transport_error"),
+        "{records:?}"
+    );
+}
