@@ -1,6 +1,6 @@
 //! A run directory is tamper-evident, and `publish` opens it exactly as `report` does (issue 36,
 //! class 2). Through the real binary: a FIFO or a 2 GiB sparse file in place of `run-lock.json`
-//! is refused at once by both, naming the file; a record whose value was edited, records deleted,
+//! (or a FIFO named as the run directory) is refused at once by both, naming the file; a record whose value was edited, records deleted,
 //! and a manifest edited to say `complete` after a SIGKILL are refused by both, naming the line
 //! (or what the manifest lacks); a resume of the killed run extends the records chain and the
 //! finished run then reports and publishes with its chain verified; a run without a chain (an
@@ -96,6 +96,18 @@ async fn a_fifo_or_a_huge_sparse_lock_is_refused_at_once_by_report_and_publish()
             err.contains("run-lock.json: larger than the 268435456-byte limit"),
             "{err}"
         );
+    }
+    // A FIFO named as the run directory itself: refused, not waited on.
+    let fifo_dir = tmp.path().join("fifo-dir");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo_dir)
+            .status()
+            .unwrap()
+            .success()
+    );
+    for err in both_refuse(tmp.path(), &fifo_dir) {
+        assert!(err.contains("fifo-dir is not a folder"), "{err}");
     }
     // The lock put back: both read the run again, its chain verified.
     std::fs::write(&lock, saved).unwrap();
