@@ -91,9 +91,9 @@ fn throughput_goodput_and_achieved_rate_follow_the_definitions() {
     assert_eq!(a.usage.requests, 1);
     assert_eq!(a.usage.output_per_s, Some(2.0));
     assert_eq!(a.usage.output_discrepancy, Some(1.0 / 3.0));
-    // Four sent in a 2 s window at a target of 2/s; a throughput of 1/s < 95% of 2.
+    // Four sent in a 2 s window at a target of 2/s; three of them completed (1.5/s < 95% of 2).
     assert_eq!(a.rate.target_per_s, Some(2.0));
-    assert_eq!(a.rate.achieved_per_s, 2.0);
+    assert_eq!((a.rate.achieved_per_s, a.rate.completed_per_s), (2.0, 1.5));
     assert_eq!(a.rate.verdict, RateVerdict::ServerBehind);
     // TTFA ≤ 250: 100 and 200 → 2 good of 4 measured, 2 over the 2 s window.
     assert_eq!(a.goodput.good, 2);
@@ -101,7 +101,8 @@ fn throughput_goodput_and_achieved_rate_follow_the_definitions() {
     assert_eq!(a.goodput.per_s, Some(1.0));
     assert!(!a.sustained);
     let b = &row(&m, 0, "b").metrics;
-    // b: four ends at 60, 560, 1060, 1560, all inside: 2/s, on target and all good.
+    // b: four ends at 60, 560, 1060, 1560, all inside: 2/s; all four completed: on target, all
+    // good.
     assert_eq!(b.request_throughput_per_s, Some(2.0));
     assert_eq!(b.rate.verdict, RateVerdict::OnTarget);
     assert!(b.sustained);
