@@ -1,7 +1,8 @@
 //! Load figures against the server's own truth (METHODOLOGY §9). An oracle upstream on loopback
 //! serves 2 slots first come first served with a fixed service time and logs the instant each
 //! response ends; the test recomputes the headline figures from the raw records with code of its
-//! own and checks them against the report's and against the server's log:
+//! own (achieved rate, TTFA p50/p99, E2E p99, goodput and throughput: each equal to the
+//! report's exactly) and checks them against the report's and against the server's log:
 //! - request and output token throughput are completions inside the measured window ÷ the
 //!   window, within 1% of the oracle's completion rate, for a closed loop at 8 users (4× the
 //!   slots) and an open loop at about 2× capacity;
@@ -279,6 +280,45 @@ fn recomputed(records: &[TerminalRecord]) -> (usize, f64, f64) {
     )
 }
 
+/// The summary's other headline figures recomputed from the raw records: achieved rate
+/// (measured requests sent before the window's end ÷ the window), TTFA p50 and p99 and E2E p99
+/// (nearest rank over the completed measured requests) and the goodput fraction under the spec's
+/// SLO `e2e_sched_ms ≤ 1000` (E2E plus the send lag; a closed loop has none).
+fn recomputed_headline(
+    records: &[TerminalRecord],
+) -> (f64, Option<f64>, Option<f64>, Option<f64>, f64) {
+    let inside = |ms: f64| ms >= WINDOW_MS.0 && ms < WINDOW_MS.1;
+    let measured: Vec<&TerminalRecord> = records
+        .iter()
+        .filter(|r| r.outcome != Outcome::HarnessError)
+        .filter(|r| inside(r.scheduled_offset_ms.or(r.sent_offset_ms).unwrap()))
+        .collect();
+    let sent = measured
+        .iter()
+        .filter(|r| r.sent_offset_ms.unwrap() < WINDOW_MS.1)
+        .count();
+    let done: Vec<&&TerminalRecord> = measured
+        .iter()
+        .filter(|r| r.outcome == Outcome::Completed)
+        .collect();
+    let ttfa: Vec<f64> = done.iter().map(|r| r.ttfa_ms.unwrap()).collect();
+    let e2e: Vec<f64> = done.iter().map(|r| r.e2e_ms.unwrap()).collect();
+    let good = done
+        .iter()
+        .filter(|r| {
+            let lag = r.send_lag_ms.unwrap_or(0.0);
+            r.e2e_ms.unwrap() + lag <= 1000.0
+        })
+        .count();
+    (
+        sent as f64 / WINDOW_S,
+        Some(percentile(&ttfa, 0.5)),
+        Some(percentile(&ttfa, 0.99)),
+        Some(percentile(&e2e, 0.99)),
+        good as f64 / measured.len() as f64,
+    )
+}
+
 /// The oracle's own completions inside the step's window, per second.
 fn server_truth(ends_us: &[u64], start_us: f64) -> f64 {
     let (lo, hi) = (
@@ -320,6 +360,18 @@ async fn throughput_equals_the_servers_completion_rate_closed_and_open_past_capa
             lane.request_throughput_per_s, lane.drain_requests_per_s
         );
         // The report's figures are the recomputation's, exactly (same inputs, one definition).
+        let headline = recomputed_headline(&records);
+        assert_eq!(
+            (
+                lane.rate.achieved_per_s,
+                lane.ttfa_ms.p50,
+                lane.ttfa_ms.p99,
+                lane.e2e_ms.p99,
+                lane.goodput.fraction
+            ),
+            headline,
+            "step {phase}"
+        );
         assert_eq!(lane.completed_in_window, n, "step {phase}");
         assert_eq!(lane.request_throughput_per_s, Some(requests_per_s));
         assert_eq!(lane.output_tokens_per_s, Some(tokens_per_s));
