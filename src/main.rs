@@ -111,7 +111,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // Errors quote specs and upstreams: each line is shown, its escapes never obeyed.
-            let text = format!("{e:#}");
+            let text = openbench_inference::error_text::error_text(&e);
             let lines: Vec<_> = text
                 .lines()
                 .map(openbench_common::untrusted_text::terminal)

@@ -37,15 +37,23 @@ pub fn prepare_inputs(
     workflow: Arc<dyn Workflow>,
     code_sha256: &str,
 ) -> Result<RunInputs, CoordinatorError> {
+    prepare_inputs_for(spec_path, workflow, code_sha256, None)
+}
+
+/// [`prepare_inputs`] for the providers named in `only` (all when `None`): the others are left
+/// out of the run, its lock and the credentials it demands (a name not in the spec is a problem
+/// listed with the spec's). The workflow checks its section against every provider first.
+pub fn prepare_inputs_for(
+    spec_path: &Path,
+    workflow: Arc<dyn Workflow>,
+    code_sha256: &str,
+    only: Option<&[String]>,
+) -> Result<RunInputs, CoordinatorError> {
     let spec = LoadedSpec::load_checked(spec_path, |spec| {
-        // The workflow checks its own section, and the files it names, only when the spec
-        // names it: every problem of both is listed at once.
-        if spec.benchmark.workflow != workflow.name() {
-            return Vec::new();
+        let mut problems = checked_by_workflow(spec, spec_path, workflow.as_ref());
+        if let Some(only) = only {
+            problems.extend(keep_providers(spec, only));
         }
-        let mut problems = workflow.check_spec(spec);
-        let dataset_dir = resolve_beside(spec_path, &spec.dataset.source);
-        problems.extend(workflow.section_file_problems(spec, &dataset_dir));
         problems
     })
     .map_err(|e| CoordinatorError::Setup {
@@ -83,6 +91,41 @@ pub fn prepare_inputs(
         credentials,
         code_sha256: code_sha256.to_string(),
     })
+}
+
+/// The workflow's defaults and problems for its own section and the files it names, only when
+/// the spec names it: every problem of both parts is listed at once.
+fn checked_by_workflow(
+    spec: &mut openbench_common::spec::Spec,
+    spec_path: &Path,
+    workflow: &dyn Workflow,
+) -> Vec<String> {
+    spec.fill_benchmark_defaults(workflow.name(), &workflow.default_schedule_version());
+    if spec.benchmark.workflow != workflow.name() {
+        return Vec::new();
+    }
+    let mut problems = workflow.check_spec(spec);
+    let dataset_dir = resolve_beside(spec_path, &spec.dataset.source);
+    problems.extend(workflow.section_file_problems(spec, &dataset_dir));
+    problems
+}
+
+/// Keeps only the providers named in `only`, in the spec's order; a name the spec lacks is a
+/// problem naming the known keys.
+fn keep_providers(spec: &mut openbench_common::spec::Spec, only: &[String]) -> Vec<String> {
+    let known: Vec<String> = spec.providers.iter().map(|p| p.key.clone()).collect();
+    let problems: Vec<String> = only
+        .iter()
+        .filter(|name| !known.contains(name))
+        .map(|name| {
+            format!(
+                "--providers: no provider {name:?} in the spec; its providers: {}",
+                known.join(", ")
+            )
+        })
+        .collect();
+    spec.providers.retain(|p| only.contains(&p.key));
+    problems
 }
 
 /// The spec path recorded in a run's lock (for resumes given only `--run-dir`).

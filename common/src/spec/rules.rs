@@ -29,8 +29,10 @@ impl Spec {
             path: path.to_path_buf(),
             source: Box::new(source),
         })?;
+        // The workflow first: it may fill defaults (benchmark identity) the generic rules check.
+        let workflow_problems = workflow(&mut spec);
         let mut problems = spec.problems();
-        problems.extend(workflow(&mut spec));
+        problems.extend(workflow_problems);
         if problems.is_empty() {
             Ok(spec)
         } else {

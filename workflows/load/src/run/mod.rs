@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The dataset manifest name that means "no dataset" (synthetic and file workloads).
-pub const NO_DATASET: &str = "none";
+pub const NO_DATASET: &str = openbench_common::spec::NO_DATASET_MANIFEST;
 
 /// The load workflow.
 pub struct LoadWorkflow;
