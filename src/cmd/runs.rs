@@ -211,6 +211,12 @@ pub async fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
             println!("  {}", terminal(failure));
         }
     }
+    if !outcome.passed {
+        // Which URL each provider was sent to, so a 404 names where it came from.
+        for p in &inputs.spec.spec.providers {
+            println!("  provider {}: {}", p.key, terminal(&p.post_target()));
+        }
+    }
     if !outcome.finished {
         println!(
             "smoke interrupted; resume with: openbench-inference smoke --workflow {} --spec {} --run-dir {}{}",
@@ -393,17 +399,26 @@ pub async fn finish_full(inputs: &RunInputs, outcome: &FullOutcome, resume: &str
             if let openbench_coordinator::SittingStatus::LanesStopped { lanes, of } = &s.status {
                 for lane in lanes {
                     eprintln!(
-                        "error: lane {} unreachable: {} requests in a row failed before reaching \
-                         the provider over {:.1} s (last: {}); stopped",
+                        "error: lane {} unreachable ({}): {} requests in a row failed before \
+                         reaching the provider over {:.1} s (last: {}); stopped",
                         lane.lane,
+                        lane_target(&inputs.spec.spec, &lane.lane),
                         lane.failures,
                         lane.over_ms as f64 / 1000.0,
-                        lane.last_error
+                        terminal(&lane.last_error)
                     );
                 }
                 if lanes.len() >= *of {
                     code = EXIT_NOTHING_MEASURED;
                 }
+                // What was measured before the stop, failures included, beside the exit code.
+                print_report(inputs.workflow.clone(), &outcome.run_dir).await;
+                let meaning = if code == EXIT_NOTHING_MEASURED {
+                    "nothing measured: every lane unreachable"
+                } else {
+                    "some failures: some lanes unreachable"
+                };
+                println!("exit code {code} ({meaning}; docs/faults.md, \"Exit codes\")");
             }
             println!("run not complete (incomplete); once fixed, resume with:\n  {resume}");
             ExitCode::from(code)
@@ -419,6 +434,18 @@ pub async fn finish_full(inputs: &RunInputs, outcome: &FullOutcome, resume: &str
             ExitCode::FAILURE
         }
     }
+}
+
+/// The provider of lane `label` (`key` or `key@region`) and where its requests go.
+fn lane_target(spec: &openbench_common::spec::Spec, label: &str) -> String {
+    let key = label.split('@').next().unwrap_or(label);
+    spec.providers
+        .iter()
+        .find(|p| p.key == key)
+        .map_or_else(
+            || format!("provider {key}"),
+            |p| format!("provider {key}, {}", p.post_target()),
+        )
 }
 
 /// Asks the workflow for its report and prints the summary table; returns false (after printing

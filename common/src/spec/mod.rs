@@ -217,8 +217,10 @@ pub struct ProviderAdapter {
     /// Name shown in reports (`Together AI`).
     #[serde(default)]
     pub display_name: String,
-    /// Full POST URL of the chat completions endpoint, or `sim://<profile>` for the embedded
-    /// simulator, or `env://<VAR>` to read the URL from the environment (a user's own deployment).
+    /// The base URL from the provider's docs (`https://api.together.xyz/v1`; the adapter adds
+    /// `/chat/completions`, and a URL already ending in it is kept as it is), or
+    /// `sim://<profile>` for the embedded simulator, or `env://<VAR>` to read the base URL from
+    /// the environment (a user's own deployment).
     pub endpoint: String,
     /// Model id to request; the response must echo it.
     pub model: String,
@@ -309,7 +311,34 @@ impl<'a> Endpoint<'a> {
     }
 }
 
+/// The path the adapter adds to a provider's base URL: the OpenAI-compatible chat completions
+/// route.
+pub const CHAT_COMPLETIONS_PATH: &str = "/chat/completions";
+
+/// The POST URL of an endpoint written as the base URL users copy from provider docs
+/// (`https://api.together.xyz/v1`): the base with [`CHAT_COMPLETIONS_PATH`] added. A URL that
+/// already ends in the path (the older full-path convention) is kept, never doubled.
+pub fn chat_completions_url(base: &str) -> String {
+    let trimmed = base.trim_end_matches('/');
+    if trimmed.ends_with(CHAT_COMPLETIONS_PATH) {
+        trimmed.to_string()
+    } else {
+        format!("{trimmed}{CHAT_COMPLETIONS_PATH}")
+    }
+}
+
 impl ProviderAdapter {
+    /// Where this provider's requests go, for messages: the full POST URL of an http(s)
+    /// endpoint, the `env://VAR` or `sim://profile` as written otherwise (an env URL may hold a
+    /// secret, so it is never resolved here).
+    pub fn post_target(&self) -> String {
+        match self.endpoint_kind() {
+            Endpoint::Url(url) => format!("POST {}", chat_completions_url(url)),
+            Endpoint::FromEnv { var } => format!("POST ${var}{CHAT_COMPLETIONS_PATH}"),
+            Endpoint::Simulator { .. } | Endpoint::Unknown(_) => self.endpoint.clone(),
+        }
+    }
+
     /// What the endpoint points at.
     pub fn endpoint_kind(&self) -> Endpoint<'_> {
         Endpoint::parse(&self.endpoint)

@@ -46,7 +46,9 @@ impl Spec {
     /// Every rule the spec breaks, each naming its field and value.
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
-        if self.benchmark.slug.trim().is_empty() {
+        // A spec naming no workflow gets its identity from the workflow a command selects
+        // (`Spec::fill_benchmark_defaults`); once named, a blank slug is a mistake.
+        if self.benchmark.slug.trim().is_empty() && !self.benchmark.workflow.is_empty() {
             problems.push("benchmark.slug: must not be empty".to_string());
         }
         problems.extend(self.request.problems());

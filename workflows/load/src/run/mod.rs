@@ -292,7 +292,10 @@ pub fn load_results(run_dir: &Path) -> Result<report::LoadResults, WorkflowError
     let fail = |e: layout::RunDirError| WorkflowError(Box::new(e));
     let lock: RunLock = read_json(&layout::path(run_dir, layout::RUN_LOCK)).map_err(fail)?;
     let spec_path = Path::new(&lock.spec_path);
-    let spec = LoadedSpec::load_checked(spec_path, section::check)
+    let spec = LoadedSpec::load_checked(spec_path, |spec| {
+        spec.fill_benchmark_defaults(LoadWorkflow.name(), &LoadWorkflow.default_schedule_version());
+        section::check(spec)
+    })
         .map_err(|e| WorkflowError(Box::new(e)))?;
     if sha256_hex(&spec.bytes) != lock.spec_sha256 {
         return Err(WorkflowError(
