@@ -25,6 +25,10 @@ struct Cli {
 enum Command {
     /// Run the full paired benchmark on the embedded simulator: no credentials, no network.
     Demo(cmd::demo::DemoArgs),
+    /// Your own endpoint under load in one line: a concurrency or rate sweep, or a saturation
+    /// search, of one or more OpenAI-compatible base URLs (writes its spec into the run).
+    #[command(visible_alias = "benchmark")]
+    Load(cmd::own_endpoint::LoadArgs),
     /// List the workflows this build knows.
     ListWorkflows,
     /// Validate spec, dataset and credentials and write the run lock; no network calls.
@@ -87,6 +91,7 @@ fn main() -> ExitCode {
         let telemetry = telemetry::init(cli.otlp_endpoint.as_deref(), &identity)?;
         let result = match cli.command {
             Command::Demo(args) => cmd::demo::run(args).await,
+            Command::Load(args) => cmd::own_endpoint::run(args).await,
             Command::ListWorkflows => cmd::runs::list_workflows(),
             Command::Init(args) => cmd::runs::init(args).await,
             Command::Smoke(args) => cmd::runs::smoke(args).await,

@@ -158,27 +158,20 @@ impl RunDir {
             .spec
             .run_root()
             .join(&inputs.spec.spec.benchmark.workflow);
-        std::fs::create_dir_all(&parent).map_err(|source| RunDirError::Io {
-            path: parent.clone(),
-            source,
-        })?;
-        let stamp = openbench_common::clock::run_stamp(SystemTime::now());
-        let mut n = 1;
-        let dir = loop {
-            let name = if n == 1 {
-                format!("run-{stamp}")
-            } else {
-                format!("run-{stamp}-{n}")
-            };
-            let dir = parent.join(&name);
-            match std::fs::create_dir(&dir) {
-                Ok(()) => break dir,
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
-                Err(source) => {
-                    return Err(RunDirError::Io { path: dir, source }.into());
-                }
-            }
-        };
+        let dir = new_run_dir(&parent)?;
+        RunDir::create_in(inputs, &dir, approval_id, command)
+    }
+
+    /// Locks a run in `dir`, a fresh directory from [`new_run_dir`] (which may already hold the
+    /// run's own spec, as the `load` command writes it): the lock, the selection and an
+    /// `initialized` manifest, as [`RunDir::create`] does.
+    pub fn create_in(
+        inputs: &RunInputs,
+        dir: &Path,
+        approval_id: Option<&str>,
+        command: &str,
+    ) -> Result<RunDir, CoordinatorError> {
+        let dir = dir.to_path_buf();
         let writer = Arc::new(WriterLock::acquire(&dir, command)?);
         let run_id = dir
             .file_name()
@@ -269,6 +262,30 @@ impl RunDir {
     /// The run id (the directory's name).
     pub fn run_id(&self) -> &str {
         &self.lock.run_id
+    }
+}
+
+/// Makes a new, empty run directory under `parent`: `run-YYYYMMDD-HHMMSS`, suffixed `-2`, `-3`…
+/// when taken (parents created as needed).
+pub fn new_run_dir(parent: &Path) -> Result<PathBuf, CoordinatorError> {
+    std::fs::create_dir_all(parent).map_err(|source| RunDirError::Io {
+        path: parent.to_path_buf(),
+        source,
+    })?;
+    let stamp = openbench_common::clock::run_stamp(SystemTime::now());
+    let mut n = 1;
+    loop {
+        let name = if n == 1 {
+            format!("run-{stamp}")
+        } else {
+            format!("run-{stamp}-{n}")
+        };
+        let dir = parent.join(&name);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+            Err(source) => return Err(RunDirError::Io { path: dir, source }.into()),
+        }
     }
 }
 

@@ -7,6 +7,7 @@ pub mod dataset;
 pub mod demo;
 pub mod fidelity;
 pub mod load_bench;
+pub mod own_endpoint;
 pub mod preflight;
 pub mod probe;
 pub mod relay;
