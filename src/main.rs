@@ -29,6 +29,9 @@ enum Command {
     /// search, of one or more OpenAI-compatible base URLs (writes its spec into the run).
     #[command(visible_alias = "benchmark")]
     Load(cmd::own_endpoint::LoadArgs),
+    /// Print or write the spec reference (docs/spec.md) and its JSON Schema, generated from the
+    /// spec structs.
+    SpecReference(cmd::spec_reference::SpecReferenceArgs),
     /// List the workflows this build knows.
     ListWorkflows,
     /// Validate spec, dataset and credentials and write the run lock; no network calls.
@@ -92,6 +95,7 @@ fn main() -> ExitCode {
         let result = match cli.command {
             Command::Demo(args) => cmd::demo::run(args).await,
             Command::Load(args) => cmd::own_endpoint::run(args).await,
+            Command::SpecReference(args) => cmd::spec_reference::run(args),
             Command::ListWorkflows => cmd::runs::list_workflows(),
             Command::Init(args) => cmd::runs::init(args).await,
             Command::Smoke(args) => cmd::runs::smoke(args).await,

@@ -56,11 +56,10 @@ pub enum SpecError {
 }
 
 /// The whole spec file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Spec {
     /// Who this benchmark is; absent, or a field absent, takes the selected workflow's name,
-    /// `inference-<workflow>` and the workflow's schedule version
-    /// ([`Spec::fill_benchmark_defaults`]).
+    /// `inference-<workflow>` and the workflow's schedule version.
     #[serde(default)]
     pub benchmark: Benchmark,
     /// The fixed request contract every provider gets; absent, or any field absent, means the
@@ -94,7 +93,7 @@ pub struct Spec {
 }
 
 /// The spec's `results:` section.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResultsSettings {
     /// Publish the run to the results store when `run` ends (finished or failed part-way).
@@ -107,7 +106,7 @@ pub struct ResultsSettings {
 
 /// A change is a regression when its 95% interval excludes zero on the worse side and its size
 /// reaches these thresholds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegressionRule {
     /// Smallest relative change of a latency or tokens/s figure, in percent of the earlier value.
@@ -140,7 +139,7 @@ fn default_run_root() -> String {
 }
 
 /// Benchmark identity: constants that feed selection seeds and ids.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Benchmark {
     /// Benchmark slug (default `inference-<workflow>`).
     #[serde(default)]
@@ -160,7 +159,7 @@ pub struct Benchmark {
 }
 
 /// How a provider authenticates.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "scheme", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Auth {
     /// No credentials (local servers, the simulator).
@@ -189,7 +188,7 @@ impl Auth {
 }
 
 /// Name of the completion-ceiling field a provider accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MaxTokensField {
     /// `max_tokens`.
@@ -209,7 +208,7 @@ impl MaxTokensField {
 }
 
 /// A provider as data: everything needed to build its request (METHODOLOGY §2).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderAdapter {
     /// Stable key (`together`).
@@ -363,7 +362,7 @@ impl ProviderAdapter {
 }
 
 /// Provider list prices in USD per million tokens.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Price {
     /// Input (prompt) price.
@@ -373,7 +372,7 @@ pub struct Price {
 }
 
 /// Where a set of probes runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Region {
     /// Region label (`local`, `eu-west`).
@@ -413,7 +412,7 @@ fn default_probe() -> String {
 }
 
 /// The dataset release a run selects from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DatasetRef {
     /// Directory holding the manifest and the family files, relative to the spec file.
@@ -441,7 +440,7 @@ impl Default for DatasetRef {
 }
 
 /// Settings of the embedded simulator.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SimulatorSettings {
     /// Multiplies every simulated delay (0.02 runs fifty times faster than life).

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// The fixed request contract (METHODOLOGY §1). Every field defaults to the benchmark
 /// contract, so a spec writes only what it changes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RequestContract {
     /// Sampling temperature (default 0).
