@@ -89,7 +89,8 @@ pub fn markdown() -> String {
                 variants_list(&mut out, variants);
             }
             if let Some(Value::Array(values)) = def.get("enum") {
-                let values: Vec<String> = values.iter().map(|v| format!("`{}`", plain(v))).collect();
+                let values: Vec<String> =
+                    values.iter().map(|v| format!("`{}`", plain(v))).collect();
                 let _ = writeln!(out, "One of {}.\n", values.join(", "));
             }
         }
@@ -109,11 +110,18 @@ fn object_table(out: &mut String, schema: &Value) {
         .unwrap_or_default();
     out.push_str("| field | type | required | default | description |\n|---|---|---|---|---|\n");
     for (name, prop) in props {
-        let required = if required.contains(&name.as_str()) { "yes" } else { "no" };
+        let required = if required.contains(&name.as_str()) {
+            "yes"
+        } else {
+            "no"
+        };
         let default = prop
             .get("default")
             .map_or(String::new(), |d| format!("`{}`", plain(d)));
-        let description = prop.get("description").and_then(Value::as_str).unwrap_or("");
+        let description = prop
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         let _ = writeln!(
             out,
             "| `{name}` | {} | {required} | {default} | {} |",

@@ -64,8 +64,22 @@ fn one_line_load_writes_its_spec_and_report_and_its_printed_commands_work() {
     let tmp = tempfile::tempdir().unwrap();
     let target = format!("http://{addr}/v1");
     let args = [
-        "load", "--target", &target, "--model", "sim", "--concurrency", "1,2", "--duration-s",
-        "1", "--warmup-s", "0", "--cooldown-s", "0", "--output-tokens", "16", "--input-tokens",
+        "load",
+        "--target",
+        &target,
+        "--model",
+        "sim",
+        "--concurrency",
+        "1,2",
+        "--duration-s",
+        "1",
+        "--warmup-s",
+        "0",
+        "--cooldown-s",
+        "0",
+        "--output-tokens",
+        "16",
+        "--input-tokens",
         "32",
     ];
     let o = run_bin(tmp.path(), &args, &[]);
@@ -106,7 +120,17 @@ fn one_line_load_against_a_dead_port_exits_4_within_10_s_and_names_the_url() {
     let started = Instant::now();
     let o = run_bin(
         tmp.path(),
-        &["load", "--target", &target, "--model", "m", "--concurrency", "8", "--duration-s", "20"],
+        &[
+            "load",
+            "--target",
+            &target,
+            "--model",
+            "m",
+            "--concurrency",
+            "8",
+            "--duration-s",
+            "20",
+        ],
         &[],
     );
     assert!(started.elapsed() < Duration::from_secs(10));
@@ -168,7 +192,12 @@ fn a_spec_problem_is_printed_once_and_an_unknown_workflow_lists_the_known_ones()
     );
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(err.matches("line 2 column 3: unknown field `top_pp`").count(), 1, "{err}");
+    assert_eq!(
+        err.matches("line 2 column 3: unknown field `top_pp`")
+            .count(),
+        1,
+        "{err}"
+    );
     assert_eq!(err.matches("is not valid").count(), 1, "{err}");
 
     let o = run_bin(tmp.path(), &["demo", "--workflow", "loads"], &[]);
@@ -196,8 +225,20 @@ fn providers_filter_requires_only_the_keys_of_the_providers_run() {
     let all = ["init", "--workflow", "load", "--spec", "two.yaml"];
     let o = run_bin(tmp.path(), &all, &[]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o.stderr).contains("OPENBENCH_TEST_UNSET_KEY"), "{}", text(&o.stderr));
-    let only = ["init", "--workflow", "load", "--spec", "two.yaml", "--providers", "mine"];
+    assert!(
+        text(&o.stderr).contains("OPENBENCH_TEST_UNSET_KEY"),
+        "{}",
+        text(&o.stderr)
+    );
+    let only = [
+        "init",
+        "--workflow",
+        "load",
+        "--spec",
+        "two.yaml",
+        "--providers",
+        "mine",
+    ];
     let o = run_bin(tmp.path(), &only, &[]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let next = printed_command(&text(&o.stdout), "next:");
@@ -206,11 +247,20 @@ fn providers_filter_requires_only_the_keys_of_the_providers_run() {
     assert!(smoke.status.success(), "{next}\n{}", text(&smoke.stderr));
     let o = run_bin(
         tmp.path(),
-        &["init", "--workflow", "load", "--spec", "two.yaml", "--providers", "mien"],
+        &[
+            "init",
+            "--workflow",
+            "load",
+            "--spec",
+            "two.yaml",
+            "--providers",
+            "mien",
+        ],
         &[],
     );
     assert!(
-        text(&o.stderr).contains("--providers: no provider \"mien\" in the spec; its providers: mine, hosted"),
+        text(&o.stderr)
+            .contains("--providers: no provider \"mien\" in the spec; its providers: mine, hosted"),
         "{}",
         text(&o.stderr)
     );

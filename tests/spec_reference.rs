@@ -3,7 +3,7 @@
 //! defaults of the request contract.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use openbench_inference::spec_reference::{markdown, json_schema, schema_text};
+use openbench_inference::spec_reference::{json_schema, markdown, schema_text};
 
 const REGENERATE: &str =
     "stale: regenerate with `cargo run -- spec-reference --write docs` and commit the result";
@@ -14,7 +14,10 @@ fn checked_in_reference_and_schema_equal_the_generated_ones() {
     let md = std::fs::read_to_string(root.join("spec.md")).unwrap();
     assert!(md == markdown(), "docs/spec.md is {REGENERATE}");
     let schema = std::fs::read_to_string(root.join("spec.schema.json")).unwrap();
-    assert!(schema == schema_text(), "docs/spec.schema.json is {REGENERATE}");
+    assert!(
+        schema == schema_text(),
+        "docs/spec.schema.json is {REGENERATE}"
+    );
 }
 
 #[test]

@@ -439,13 +439,10 @@ pub async fn finish_full(inputs: &RunInputs, outcome: &FullOutcome, resume: &str
 /// The provider of lane `label` (`key` or `key@region`) and where its requests go.
 fn lane_target(spec: &openbench_common::spec::Spec, label: &str) -> String {
     let key = label.split('@').next().unwrap_or(label);
-    spec.providers
-        .iter()
-        .find(|p| p.key == key)
-        .map_or_else(
-            || format!("provider {key}"),
-            |p| format!("provider {key}, {}", p.post_target()),
-        )
+    spec.providers.iter().find(|p| p.key == key).map_or_else(
+        || format!("provider {key}"),
+        |p| format!("provider {key}, {}", p.post_target()),
+    )
 }
 
 /// Asks the workflow for its report and prints the summary table; returns false (after printing

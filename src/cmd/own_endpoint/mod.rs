@@ -104,7 +104,10 @@ pub async fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
     super::preflight::check(&inputs)?;
     let run = RunDir::create_in(&inputs, &dir, Some(APPROVAL_ID), "load")?;
     println!("run directory: {}", run.dir.display());
-    println!("spec:          {} (edit it to change anything; docs/spec.md)", spec.display());
+    println!(
+        "spec:          {} (edit it to change anything; docs/spec.md)",
+        spec.display()
+    );
     let outcome = full_run_sitting(&inputs, &run, APPROVAL_ID).await?;
     let resume = resume_command(&spec, &run.dir);
     let code = finish_full(&inputs, &outcome, &resume).await;
@@ -146,7 +149,11 @@ fn command_line() -> String {
 }
 
 /// One value for every target, or one per target; else an error naming the flag.
-fn per_target<'a>(flag: &str, values: &'a [String], targets: usize) -> anyhow::Result<Vec<Option<&'a String>>> {
+fn per_target<'a>(
+    flag: &str,
+    values: &'a [String],
+    targets: usize,
+) -> anyhow::Result<Vec<Option<&'a String>>> {
     match values.len() {
         0 => Ok(vec![None; targets]),
         1 => Ok(vec![values.first(); targets]),
@@ -168,7 +175,12 @@ fn plan_of(args: &LoadArgs) -> anyhow::Result<LoadPlan> {
         targets.push(Target {
             key: spec_text::key_for(base_url, &taken),
             base_url: base_url.clone(),
-            model: models.get(i).copied().flatten().cloned().unwrap_or_default(),
+            model: models
+                .get(i)
+                .copied()
+                .flatten()
+                .cloned()
+                .unwrap_or_default(),
             api_key_env: keys_env.get(i).copied().flatten().cloned(),
         });
     }

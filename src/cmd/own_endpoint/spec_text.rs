@@ -190,7 +190,10 @@ mod tests {
     #[test]
     fn keys_come_from_host_and_port_and_stay_unique() {
         assert_eq!(key_for("http://localhost:8000/v1", &[]), "localhost-8000");
-        assert_eq!(key_for("https://api.example.com/v1", &[]), "api_example_com");
+        assert_eq!(
+            key_for("https://api.example.com/v1", &[]),
+            "api_example_com"
+        );
         let taken = vec!["127_0_0_1-9".to_string()];
         assert_eq!(key_for("http://127.0.0.1:9/v1", &taken), "127_0_0_1-9-2");
         assert_eq!(key_for("not a url", &[]), "endpoint");

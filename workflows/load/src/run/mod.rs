@@ -293,10 +293,13 @@ pub fn load_results(run_dir: &Path) -> Result<report::LoadResults, WorkflowError
     let lock: RunLock = read_json(&layout::path(run_dir, layout::RUN_LOCK)).map_err(fail)?;
     let spec_path = Path::new(&lock.spec_path);
     let spec = LoadedSpec::load_checked(spec_path, |spec| {
-        spec.fill_benchmark_defaults(LoadWorkflow.name(), &LoadWorkflow.default_schedule_version());
+        spec.fill_benchmark_defaults(
+            LoadWorkflow.name(),
+            &LoadWorkflow.default_schedule_version(),
+        );
         section::check(spec)
     })
-        .map_err(|e| WorkflowError(Box::new(e)))?;
+    .map_err(|e| WorkflowError(Box::new(e)))?;
     if sha256_hex(&spec.bytes) != lock.spec_sha256 {
         return Err(WorkflowError(
             format!(
