@@ -174,6 +174,8 @@ fn an_open_step_by_hand() {
     assert_eq!(m.usage.output_discrepancy, Some(1.0 / 3.0));
     // Sent before the window closed: R1, R2, R3 (R4 went at 3100) → 3 / 2 s = 1.5/s < 0.95 × 2.
     assert_eq!(m.rate.achieved_per_s, 1.5);
+    // Measured and completed: R1, R2, R4 → 3 / 2 s.
+    assert_eq!(m.rate.completed_per_s, 1.5);
     assert_eq!(m.rate.verdict, RateVerdict::ClientBehind);
     // Good: R1 (TTFA 100, TPOT 50) and R4 (TTFA 50, one token: no TPOT to exceed); R2's TTFA
     // 300 breaks the SLO, the 429 counts against it: 2 good of 4 measured, 2 over 2 s.
@@ -219,7 +221,7 @@ fn the_verdict_names_who_fell_behind() {
     };
     let all: Vec<RequestSample> = (0..4).map(on_time).collect();
     let s = settings(0, 2000, Some(2.0), &[]);
-    // Their streams end at 20, 520, 1020, 1520: 4 completed in the window, 2/s.
+    // All four sent and completed: 2/s, on target.
     let m = step_report(&all, &s).pooled;
     assert_eq!(m.rate.verdict, RateVerdict::OnTarget);
     assert!(m.sustained);

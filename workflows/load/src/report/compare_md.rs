@@ -97,12 +97,11 @@ pub fn render(c: &Comparison) -> String {
                 MISSING.to_string(),
                 MISSING.to_string(),
             ]);
-            let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
             rows.push(vec![
                 row.name.clone(),
                 "sustained".to_string(),
-                yes_no(row.sustained.0),
-                yes_no(row.sustained.1),
+                super::tables::yes_no(row.sustained.0),
+                super::tables::yes_no(row.sustained.1),
                 MISSING.to_string(),
                 MISSING.to_string(),
                 MISSING.to_string(),

@@ -35,6 +35,7 @@ mod fixture;
 pub mod html;
 pub mod markdown;
 mod retry_after;
+pub mod tables;
 #[cfg(test)]
 mod tests;
 
