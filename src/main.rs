@@ -29,6 +29,10 @@ enum Command {
     /// search, of one or more OpenAI-compatible base URLs (writes its spec into the run).
     #[command(visible_alias = "benchmark")]
     Load(cmd::own_endpoint::LoadArgs),
+    /// Several endpoints compared in paired rounds with exact task success, in one line (writes
+    /// its spec into the run).
+    #[command(visible_alias = "paired")]
+    CompareEndpoints(cmd::own_endpoint::paired::PairedArgs),
     /// Print or write the spec reference (docs/spec.md) and its JSON Schema, generated from the
     /// spec structs.
     SpecReference(cmd::spec_reference::SpecReferenceArgs),
@@ -95,6 +99,7 @@ fn main() -> ExitCode {
         let result = match cli.command {
             Command::Demo(args) => cmd::demo::run(args).await,
             Command::Load(args) => cmd::own_endpoint::run(args).await,
+            Command::CompareEndpoints(args) => cmd::own_endpoint::paired::run(args).await,
             Command::SpecReference(args) => cmd::spec_reference::run(args),
             Command::ListWorkflows => cmd::runs::list_workflows(),
             Command::Init(args) => cmd::runs::init(args).await,

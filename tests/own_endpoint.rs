@@ -265,3 +265,67 @@ fn providers_filter_requires_only_the_keys_of_the_providers_run() {
         text(&o.stderr)
     );
 }
+
+/// `sim serve --port 0 --dataset …` as a child process; its printed base URL.
+fn sim_serve_with_answers(cwd: &Path) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let dataset = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/micro-single-task");
+    let mut child = std::process::Command::new(coordinator_support::bin())
+        .current_dir(cwd)
+        .args([
+            "sim",
+            "serve",
+            "--port",
+            "0",
+            "--time-scale",
+            "0.05",
+            "--dataset",
+        ])
+        .arg(&dataset)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let first = lines.next().unwrap().unwrap();
+    let base = first.split("base URL ").nth(1).unwrap();
+    let base = base.split_whitespace().next().unwrap().to_string();
+    std::thread::spawn(move || for _ in lines {});
+    (child, base)
+}
+
+#[test]
+fn compare_endpoints_pairs_two_targets_with_exact_task_success_in_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut sim, base) = sim_serve_with_answers(tmp.path());
+    // The same server twice: its default profile and the `together` profile's route.
+    let other = base.replace("/v1", "/profiles/together/v1");
+    let args = [
+        "compare-endpoints",
+        "--target",
+        &base,
+        "--target",
+        &other,
+        "--model",
+        "sim",
+        "--items-per-family",
+        "2",
+    ];
+    let o = run_bin(tmp.path(), &args, &[]);
+    let _ = sim.kill();
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}\n{}", text(&o.stderr));
+    let dir = tmp.path().join(printed_run_dir(&o.stdout));
+    let spec = std::fs::read_to_string(dir.join("spec.yaml")).unwrap();
+    assert!(spec.contains(&format!("endpoint: \"{other}\"")), "{spec}");
+    assert!(spec.contains("full_items_per_family: 2"), "{spec}");
+    // 2 items × 3 families = 6 rounds, each endpoint answering every question.
+    assert!(
+        out.contains("session: 6 rounds, 12 records, 0 harness failures"),
+        "{out}"
+    );
+    assert!(out.contains("Task success"), "{out}");
+    assert!(dir.join("artifacts/paired-comparisons.json").is_file());
+    let again = printed_command(&out, "again, from the same spec:");
+    assert!(again.contains("--workflow micro-single-task"), "{again}");
+}

@@ -4,6 +4,7 @@
 //! locked, resumable with `run --run-dir`, and the spec is a starting point to edit. Several
 //! `--target`s are lanes of one run, compared step by step in its report.
 
+pub mod paired;
 mod spec_text;
 
 use crate::cmd::runs::{finish_full, full_run_sitting, load_inputs};
@@ -15,8 +16,8 @@ use std::process::ExitCode;
 
 /// The spec's file name inside the run directory.
 pub const SPEC_FILE: &str = "spec.yaml";
-/// The approval id recorded by a run this command starts: typing the command is the approval.
-const APPROVAL_ID: &str = "load-command";
+/// The approval id recorded by a run these commands start: typing the command is the approval.
+const APPROVAL_ID: &str = "own-endpoint-command";
 
 /// Arguments of `load`.
 #[derive(Debug, clap::Args)]
@@ -88,11 +89,22 @@ pub struct LoadArgs {
 /// Runs `load`: writes the spec into a new run directory, then runs it to the report.
 pub async fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
     let plan = plan_of(&args)?;
-    let dir = new_run_dir(&args.run_root.join("load"))?;
-    let spec = dir.join(SPEC_FILE);
     let text = spec_text::render(&plan, &command_line());
+    run_generated("load", &args.run_root, &text).await
+}
+
+/// Writes `text`, a generated spec of `workflow`, into a new run directory under `run_root`,
+/// locks the run and runs it to its report; prints the run directory, the spec's path and the
+/// commands that resume and re-run it. A spec refused by `init`'s checks leaves nothing behind.
+pub async fn run_generated(
+    workflow: &str,
+    run_root: &Path,
+    text: &str,
+) -> anyhow::Result<ExitCode> {
+    let dir = new_run_dir(&run_root.join(workflow))?;
+    let spec = dir.join(SPEC_FILE);
     std::fs::write(&spec, text).with_context(|| format!("writing {}", spec.display()))?;
-    let inputs = match load_inputs("load", &spec) {
+    let inputs = match load_inputs(workflow, &spec) {
         Ok(inputs) => inputs,
         Err(e) => {
             // Nothing was run: the directory goes, the refusal names each problem.
@@ -102,19 +114,19 @@ pub async fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
         }
     };
     super::preflight::check(&inputs)?;
-    let run = RunDir::create_in(&inputs, &dir, Some(APPROVAL_ID), "load")?;
+    let run = RunDir::create_in(&inputs, &dir, Some(APPROVAL_ID), workflow)?;
     println!("run directory: {}", run.dir.display());
     println!(
         "spec:          {} (edit it to change anything; docs/spec.md)",
         spec.display()
     );
     let outcome = full_run_sitting(&inputs, &run, APPROVAL_ID).await?;
-    let resume = resume_command(&spec, &run.dir);
+    let resume = resume_command(workflow, &spec, &run.dir);
     let code = finish_full(&inputs, &outcome, &resume).await;
     if code == ExitCode::SUCCESS {
         println!(
-            "again, from the same spec: openbench-inference run --workflow load --spec {} --full \
-             --approve-full --approval-id ID",
+            "again, from the same spec: openbench-inference run --workflow {workflow} --spec {} \
+             --full --approve-full --approval-id ID",
             spec.display()
         );
     }
@@ -122,17 +134,17 @@ pub async fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The command that resumes the run in `dir`.
-fn resume_command(spec: &Path, dir: &Path) -> String {
+fn resume_command(workflow: &str, spec: &Path, dir: &Path) -> String {
     format!(
-        "openbench-inference run --workflow load --spec {} --run-dir {} --full --approve-full \
-         --approval-id {APPROVAL_ID}",
+        "openbench-inference run --workflow {workflow} --spec {} --run-dir {} --full \
+         --approve-full --approval-id {APPROVAL_ID}",
         spec.display(),
         dir.display()
     )
 }
 
 /// The command line as typed, for the spec's first comment (arguments quoted when needed).
-fn command_line() -> String {
+pub(crate) fn command_line() -> String {
     let words: Vec<String> = std::env::args()
         .skip(1)
         .map(|a| {
@@ -149,7 +161,7 @@ fn command_line() -> String {
 }
 
 /// One value for every target, or one per target; else an error naming the flag.
-fn per_target<'a>(
+pub(crate) fn per_target<'a>(
     flag: &str,
     values: &'a [String],
     targets: usize,

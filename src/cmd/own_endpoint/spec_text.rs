@@ -62,7 +62,7 @@ pub struct LoadPlan {
 }
 
 /// A YAML double-quoted scalar: JSON's string syntax, which YAML reads the same way.
-fn quoted(text: &str) -> String {
+pub(crate) fn quoted(text: &str) -> String {
     serde_json::Value::String(text.to_string()).to_string()
 }
 
