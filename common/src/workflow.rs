@@ -275,6 +275,16 @@ pub trait Workflow: Send + Sync {
         run_dir: &Path,
         options: &ReportOptions,
     ) -> Result<ReportOutcome, WorkflowError>;
+    /// For a workflow that measures steps of load: its run directory read back and computed
+    /// exactly as its report does, as the rows the results store keeps (`publish`). `None` (the
+    /// default) means the run is stored as a paired run.
+    fn load_figures(
+        &self,
+        run_dir: &Path,
+    ) -> Result<Option<crate::load_figures::LoadFigures>, WorkflowError> {
+        let _ = run_dir;
+        Ok(None)
+    }
     /// Compares run B against run A (two runs of this workflow) and writes the comparison's
     /// files into `out_dir`, returning their paths. A workflow without a comparison refuses.
     fn compare(

@@ -468,6 +468,7 @@ fn load_lane(state: &RunState, phase: u32, label: &str, target: Target) -> LoadL
         sent.push(sample.sent_ms);
         let mut sample = sample.clone();
         sample.answer_chunks_ms = state.chunks.of(request_id);
+        sample.read_groups = state.chunks.groups(request_id);
         gaps.extend(RequestTimings::of(&sample).itl_ms);
     }
     sort(&mut sent);

@@ -159,8 +159,11 @@ pub struct StepMetrics {
     pub send_lag_ms: Option<Distribution>,
     /// Time per output token (answers of ≥ 2 tokens with E2E > TTFA).
     pub tpot_ms: Distribution,
-    /// Every gap between answer-bearing chunks, pooled over the step's completed requests.
+    /// Inter-token latency per token (METHODOLOGY §9), pooled over the step's completed
+    /// requests.
     pub itl_ms: Distribution,
+    /// Every gap between answer-bearing events, pooled (the per-event figure peers call ITL).
+    pub event_gap_ms: Distribution,
     /// Visible-answer tokens/s (E2E > TTFA).
     pub tokens_per_s: Distribution,
     /// Requests of the step (any phase) that completed inside the measured window.
@@ -360,6 +363,12 @@ pub fn step_metrics(
             &timings
                 .iter()
                 .flat_map(|t| t.itl_ms.iter().copied())
+                .collect::<Vec<f64>>(),
+        ),
+        event_gap_ms: Distribution::of(
+            &timings
+                .iter()
+                .flat_map(|t| t.event_gaps_ms.iter().copied())
                 .collect::<Vec<f64>>(),
         ),
         tokens_per_s: Distribution::of(&collect(&|t| t.tokens_per_s)),

@@ -23,6 +23,10 @@ fn sample(
         sent_ms: sent,
         ttfo_ms: chunks.first().map(|c| c - 10.0),
         answer_chunks_ms: chunks.to_vec(),
+        read_groups: chunks
+            .iter()
+            .map(|&at_ms| ReadGroup { at_ms, tokens: 1 })
+            .collect(),
         finished_ms: chunks.last().map_or(5.0, |c| c + 10.0),
         input_tokens: 10,
         answer_tokens: tokens,
@@ -474,4 +478,36 @@ fn bootstrap_intervals_are_seeded_and_bracket_the_statistic() {
         Some((5.0, 5.0))
     );
     assert_eq!(percentile_interval(&values[..29], 0.5, 50, 1, "x"), None);
+}
+
+#[test]
+fn itl_per_token_shares_each_reads_gap_among_its_tokens() {
+    // METHODOLOGY §9's worked example: groups at 100, 130, 190 ms carrying 1, 1, 3 tokens give
+    // 30, 20, 20, 20 ms; TPOT for the same 5-token answer is (190 − 100) / 4 = 22.5.
+    let groups =
+        [(100.0, 1), (130.0, 1), (190.0, 3)].map(|(at_ms, tokens)| ReadGroup { at_ms, tokens });
+    assert_eq!(itl_per_token(&groups), [30.0, 20.0, 20.0, 20.0]);
+    let mut s = sample("a", None, 0.0, &[100.0, 130.0, 190.0], 5);
+    s.read_groups = groups.to_vec();
+    let t = RequestTimings::of(&s);
+    assert_eq!(t.itl_ms, [30.0, 20.0, 20.0, 20.0]);
+    assert_eq!(t.tpot_ms, Some(22.5));
+    assert_eq!(t.event_gaps_ms, [30.0, 60.0]);
+    // One token an event every 10 ms, written three events a read: reads at 30, 60, 90 ms of
+    // 3 tokens each. Per token: 10 ms every value; per event the reads' events give 0, 0, 30.
+    let groups = [30.0, 60.0, 90.0].map(|at_ms| ReadGroup { at_ms, tokens: 3 });
+    assert_eq!(itl_per_token(&groups), [10.0; 6]);
+    let mut s = sample(
+        "a",
+        None,
+        0.0,
+        &[30.0, 30.0, 30.0, 60.0, 60.0, 60.0, 90.0, 90.0, 90.0],
+        9,
+    );
+    s.read_groups = groups.to_vec();
+    let t = RequestTimings::of(&s);
+    assert_eq!(t.itl_ms, [10.0; 6]);
+    assert_eq!(t.event_gaps_ms, [0.0, 0.0, 30.0, 0.0, 0.0, 30.0, 0.0, 0.0]);
+    // The first group's tokens give none; a single group gives no ITL.
+    assert!(itl_per_token(&groups[..1]).is_empty());
 }

@@ -313,9 +313,8 @@ fn step_title(step: &StepView) -> String {
 /// Per step, the ITL p50 bar and p99 whisker of each lane.
 fn itl_charts(m: &LoadMetrics) -> String {
     let mut out = String::from(
-        "<p class=\"note\">Every gap between consecutive answer-bearing chunks of the step's \
-         completed measured requests: bar to p50, whisker to p99 (ms, log scale); the table \
-         gives the gaps per bucket.</p>\n<div class=\"grid three\">\n",
+        "<p class=\"note\">Per-token ITL of the step's completed measured requests: bar to \
+         p50, whisker to p99 (ms, log scale).</p>\n<div class=\"grid three\">\n",
     );
     let names = lane_names(m);
     for step in &m.steps {

@@ -181,7 +181,7 @@ fn report_md_has_its_sections_in_order_and_the_summary_rows() {
             "## Goodput per step",
             "## Saturation point",
             "## Failures by step",
-            "## Inter-token latency (ms; gaps per bucket)",
+            "## Inter-token latency (ms; values per bucket)",
             "## Throughput (o200k and provider usage)",
         ]
     );
@@ -276,7 +276,7 @@ fn report_html_is_self_contained_with_curves_and_the_saturation_ring() {
         "<h2>Summary</h2>",
         "<h2>Throughput against offered load</h2>",
         "<h2>Latency against offered load</h2>",
-        "<h2>Inter-token latency (ms; gaps per bucket)</h2>",
+        "<h2>Inter-token latency (ms; values per bucket)</h2>",
         "<h2>Goodput per step</h2>",
         "<h2>Saturation point</h2>",
         "<h2>Failures by step</h2>",

@@ -9,14 +9,23 @@
 //! publishing the same content again changes nothing. A run stored as failed, interrupted or
 //! incomplete is replaced when its content changed (it was resumed); a run stored as complete
 //! with other content is refused.
+//!
+//! A load run (its workflow answers [`Workflow::load_figures`]) is verified by the load
+//! workflow's own reading of its directory (as its `report` reads it) and stored as its report's
+//! figures per step and row, its saturation points and one row per request ([`load`]); the store
+//! reaches the workflow only through that trait method.
+
+mod load;
 
 use crate::backend::{Store, Value};
 use crate::schema::{self, LANES, METRICS, REQUESTS, RUNS, TABLES};
 use crate::{StoreError, labels};
 use openbench_common::hash;
+use openbench_common::load_figures::LoadFigures;
 use openbench_common::record::TerminalRecord;
 use openbench_common::rundir::{self, RunLock, RunManifest, RunStatus, WriterLock};
-use openbench_micro_single_task::metrics::{LaneTable, Observation, RunMetrics};
+use openbench_common::workflow::Workflow;
+use openbench_micro_single_task::metrics::{Observation, RunMetrics};
 use openbench_micro_single_task::report::{self, Computed};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -51,9 +60,36 @@ struct Verified {
     lock: RunLock,
     lock_bytes: Vec<u8>,
     manifest: RunManifest,
-    computed: Computed,
-    records: BTreeMap<String, TerminalRecord>,
+    body: Body,
     content_sha256: String,
+}
+
+/// What is stored besides the run's row and lanes.
+enum Body {
+    /// A paired run: its scored observations and the records they came from.
+    Paired {
+        computed: Box<Computed>,
+        records: BTreeMap<String, TerminalRecord>,
+    },
+    /// A load run: its report's figures and its requests.
+    Load(Box<LoadFigures>),
+}
+
+impl Body {
+    /// Rounds (paired) or steps (load) stored.
+    fn rounds(&self) -> u64 {
+        match self {
+            Body::Paired { computed, .. } => computed.metrics.rounds,
+            Body::Load(f) => f.steps.iter().map(|s| s.step + 1).max().unwrap_or(0),
+        }
+    }
+    /// Request rows stored.
+    fn requests(&self) -> usize {
+        match self {
+            Body::Paired { computed, .. } => computed.observations.len(),
+            Body::Load(f) => f.requests.len(),
+        }
+    }
 }
 
 fn unverified(run_dir: &Path, detail: impl std::fmt::Display) -> StoreError {
@@ -63,12 +99,45 @@ fn unverified(run_dir: &Path, detail: impl std::fmt::Display) -> StoreError {
     }
 }
 
-fn verify(run_dir: &Path) -> Result<Verified, StoreError> {
+fn verify(run_dir: &Path, workflow: &dyn Workflow) -> Result<Verified, StoreError> {
     let fail = |e: &dyn std::fmt::Display| unverified(run_dir, e);
     let lock_path = rundir::path(run_dir, rundir::RUN_LOCK);
     let lock_bytes = std::fs::read(&lock_path)
         .map_err(|e| unverified(run_dir, format!("{}: {e}", lock_path.display())))?;
+    if let Some(figures) = workflow.load_figures(run_dir).map_err(|e| fail(&e))? {
+        let lock: RunLock = serde_json::from_slice(&lock_bytes)
+            .map_err(|e| unverified(run_dir, format!("{}: {e}", lock_path.display())))?;
+        let records_file = figures.records_file.clone();
+        return finish(
+            run_dir,
+            lock,
+            lock_bytes,
+            &records_file,
+            Body::Load(Box::new(figures)),
+        );
+    }
     let lock = report::read_lock(run_dir).map_err(|e| fail(&e))?;
+    let gold = openbench_micro_single_task::gold_table(&lock).map_err(|e| fail(&e))?;
+    let computed = report::compute(run_dir, &lock, &gold).map_err(|e| fail(&e))?;
+    let names = report::reported_files(run_dir).map_err(|e| fail(&e))?;
+    let records_path = rundir::path(run_dir, &names.results);
+    let records = rundir::counting_records(&records_path).map_err(|e| fail(&e))?;
+    let body = Body::Paired {
+        computed: Box::new(computed),
+        records,
+    };
+    finish(run_dir, lock, lock_bytes, &records_path, body)
+}
+
+/// The checks every run passes (manifest and records of this run) and its content hash.
+fn finish(
+    run_dir: &Path,
+    lock: RunLock,
+    lock_bytes: Vec<u8>,
+    records_path: &Path,
+    body: Body,
+) -> Result<Verified, StoreError> {
+    let fail = |e: &dyn std::fmt::Display| unverified(run_dir, e);
     let manifest = RunManifest::load(run_dir).map_err(|e| fail(&e))?;
     if manifest.run_id != lock.run_id {
         return Err(unverified(
@@ -79,11 +148,10 @@ fn verify(run_dir: &Path) -> Result<Verified, StoreError> {
             ),
         ));
     }
-    let gold = openbench_micro_single_task::gold_table(&lock).map_err(|e| fail(&e))?;
-    let computed = report::compute(run_dir, &lock, &gold).map_err(|e| fail(&e))?;
-    let names = report::reported_files(run_dir).map_err(|e| fail(&e))?;
-    let records_path = rundir::path(run_dir, &names.results);
-    let records = rundir::counting_records(&records_path).map_err(|e| fail(&e))?;
+    let records = match &body {
+        Body::Paired { records, .. } => records,
+        Body::Load(_) => &rundir::counting_records(records_path).map_err(|e| fail(&e))?,
+    };
     if let Some(r) = records.values().find(|r| r.run_id != lock.run_id) {
         return Err(unverified(
             run_dir,
@@ -96,7 +164,7 @@ fn verify(run_dir: &Path) -> Result<Verified, StoreError> {
             ),
         ));
     }
-    let records_bytes = std::fs::read(&records_path)
+    let records_bytes = std::fs::read(records_path)
         .map_err(|e| unverified(run_dir, format!("{}: {e}", records_path.display())))?;
     let mut hash = Sha256::new();
     for part in [
@@ -111,8 +179,7 @@ fn verify(run_dir: &Path) -> Result<Verified, StoreError> {
         lock,
         lock_bytes,
         manifest,
-        computed,
-        records,
+        body,
         content_sha256: hash::hex(&hash.finalize()),
     })
 }
@@ -128,14 +195,19 @@ fn stored_status(manifest: &RunManifest) -> &'static str {
     }
 }
 
-/// Verifies the run in `run_dir` and stores it (see the module docs). Takes the run directory's
-/// writer lock while reading, so a run still being written is refused, naming its process.
-pub fn publish(store: &mut Store, run_dir: &Path) -> Result<PublishOutcome, StoreError> {
+/// Verifies the run in `run_dir`, a run of `workflow` (the registry's, by the lock's name), and
+/// stores it (see the module docs). Takes the run directory's writer lock while reading, so a
+/// run still being written is refused, naming its process.
+pub fn publish(
+    store: &mut Store,
+    run_dir: &Path,
+    workflow: &dyn Workflow,
+) -> Result<PublishOutcome, StoreError> {
     let _writer = WriterLock::acquire(run_dir, "publish").map_err(|e| unverified(run_dir, e))?;
-    let run = verify(run_dir)?;
+    let run = verify(run_dir, workflow)?;
     let run_id = run.lock.run_id.clone();
     let status = stored_status(&run.manifest).to_string();
-    let requests = run.computed.observations.len();
+    let requests = run.body.requests();
     let published = store.transaction(|s| {
         let stored = s.query(
             "SELECT content_sha256, status FROM runs WHERE run_id = $1",
@@ -211,25 +283,37 @@ fn insert_run(s: &mut Store, run: &Verified, status: &str) -> Result<(), StoreEr
         Value::from(lock.created_at.as_str()),
         Value::from(run.manifest.period_start.clone()),
         Value::from(run.manifest.period_end.clone()),
-        Value::from(run.computed.metrics.rounds),
-        Value::from(run.computed.observations.len() as u64),
+        Value::from(run.body.rounds()),
+        Value::from(run.body.requests() as u64),
         Value::from(lock_json),
     ];
     s.execute_many(&schema::insert(&RUNS), &[row])?;
-    s.execute_many(
-        &schema::insert(&LANES),
-        &lane_rows(lock, &run.computed.lanes),
-    )?;
-    let requests: Vec<Vec<Value>> = run
-        .computed
+    let (computed, records) = match &run.body {
+        Body::Load(figures) => {
+            let lanes = figures
+                .lanes
+                .iter()
+                .map(|(l, p, r)| (l.as_str(), p.as_str(), r.as_str()));
+            s.execute_many(&schema::insert(&LANES), &lane_rows(lock, lanes))?;
+            return load::insert(s, &lock.run_id, figures);
+        }
+        Body::Paired { computed, records } => (computed, records),
+    };
+    let lanes = computed
+        .lanes
+        .lanes
+        .iter()
+        .map(|l| (l.lane.as_str(), l.provider.as_str(), l.region.as_str()));
+    s.execute_many(&schema::insert(&LANES), &lane_rows(lock, lanes))?;
+    let requests: Vec<Vec<Value>> = computed
         .observations
         .iter()
-        .map(|o| request_row(&lock.run_id, o, run.records.get(&o.request_id)))
+        .map(|o| request_row(&lock.run_id, o, records.get(&o.request_id)))
         .collect();
     s.execute_many(&schema::insert(&REQUESTS), &requests)?;
     s.execute_many(
         &schema::insert(&METRICS),
-        &metric_rows(&lock.run_id, &run.computed.metrics),
+        &metric_rows(&lock.run_id, &computed.metrics),
     )
 }
 
@@ -238,26 +322,30 @@ fn json(value: &impl serde::Serialize) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
-fn lane_rows(lock: &RunLock, lanes: &LaneTable) -> Vec<Vec<Value>> {
-    let several_regions = lanes.lanes.iter().any(|l| l.lane != l.provider);
+/// The `lanes` rows of `lanes`, each (lane label, provider key, region), in index order.
+fn lane_rows<'a>(
+    lock: &RunLock,
+    lanes: impl Iterator<Item = (&'a str, &'a str, &'a str)>,
+) -> Vec<Vec<Value>> {
+    let lanes: Vec<(&str, &str, &str)> = lanes.collect();
+    let several_regions = lanes.iter().any(|(lane, provider, _)| lane != provider);
     lanes
-        .lanes
         .iter()
         .enumerate()
-        .map(|(i, l)| {
-            let locked = lock.providers.iter().find(|p| p.key == l.provider);
-            let name = locked.map_or(l.provider.clone(), |p| p.display_name.clone());
+        .map(|(i, &(lane, provider, region))| {
+            let locked = lock.providers.iter().find(|p| p.key == provider);
+            let name = locked.map_or(provider.to_string(), |p| p.display_name.clone());
             let display = if several_regions {
-                format!("{name} ({})", l.region)
+                format!("{name} ({region})")
             } else {
                 name
             };
             vec![
                 Value::from(lock.run_id.as_str()),
                 Value::from(i as u64),
-                Value::from(l.lane.as_str()),
-                Value::from(l.provider.as_str()),
-                Value::from(l.region.as_str()),
+                Value::from(lane),
+                Value::from(provider),
+                Value::from(region),
                 Value::from(display),
                 Value::from(locked.map(|p| p.model.clone()).unwrap_or_default()),
                 Value::from(locked.and_then(|p| p.input_price_per_mtok)),
