@@ -111,6 +111,9 @@ pub fn publish_to(location: &str, run_dir: &Path) -> anyhow::Result<()> {
         store.name(),
         started.elapsed().as_secs_f64()
     );
+    if !outcome.integrity.is_empty() {
+        println!("{}", outcome.integrity);
+    }
     Ok(())
 }
 
@@ -127,8 +130,11 @@ pub async fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
     }
     let rule = match &args.spec {
         Some(path) => {
-            let bytes =
-                std::fs::read(path).with_context(|| format!("reading spec {}", path.display()))?;
+            let bytes = openbench_common::input_file::read_regular(
+                path,
+                openbench_common::input_file::SPEC_BYTES,
+            )
+            .with_context(|| format!("reading spec {}", path.display()))?;
             Spec::parse(path, &bytes)?
                 .results
                 .map(|r| r.regression)

@@ -23,12 +23,13 @@ use crate::{StoreError, labels};
 use openbench_common::hash;
 use openbench_common::load_figures::LoadFigures;
 use openbench_common::record::TerminalRecord;
-use openbench_common::rundir::{self, RunLock, RunManifest, RunStatus, WriterLock};
+use openbench_common::rundir::{self, OpenedRun, RunLock, RunManifest, RunStatus};
 use openbench_common::workflow::Workflow;
 use openbench_micro_single_task::metrics::{Observation, RunMetrics};
 use openbench_micro_single_task::report::{self, Computed};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::Path;
 
 /// What publishing did.
@@ -53,6 +54,8 @@ pub struct PublishOutcome {
     pub published: Published,
     /// Request rows of the run.
     pub requests: usize,
+    /// How the records stood against their chain ([`rundir::chain::Integrity`]), one line.
+    pub integrity: String,
 }
 
 /// A verified, scored run, ready to store.
@@ -62,6 +65,7 @@ struct Verified {
     manifest: RunManifest,
     body: Body,
     content_sha256: String,
+    integrity: String,
 }
 
 /// What is stored besides the run's row and lanes.
@@ -99,26 +103,26 @@ fn unverified(run_dir: &Path, detail: impl std::fmt::Display) -> StoreError {
     }
 }
 
-fn verify(run_dir: &Path, workflow: &dyn Workflow) -> Result<Verified, StoreError> {
+/// Verifies and scores the run `opened` (already checked as `report` checks it: artifacts'
+/// hashes, the records chain), a run of `workflow` (the registry's, by the lock's name).
+fn verify(
+    run_dir: &Path,
+    opened: &OpenedRun,
+    workflow: &dyn Workflow,
+) -> Result<Verified, StoreError> {
     let fail = |e: &dyn std::fmt::Display| unverified(run_dir, e);
-    let lock_path = rundir::path(run_dir, rundir::RUN_LOCK);
-    let lock_bytes = std::fs::read(&lock_path)
-        .map_err(|e| unverified(run_dir, format!("{}: {e}", lock_path.display())))?;
     if let Some(figures) = workflow.load_figures(run_dir).map_err(|e| fail(&e))? {
-        let lock: RunLock = serde_json::from_slice(&lock_bytes)
-            .map_err(|e| unverified(run_dir, format!("{}: {e}", lock_path.display())))?;
         let records_file = figures.records_file.clone();
         return finish(
             run_dir,
-            lock,
-            lock_bytes,
+            opened,
             &records_file,
             Body::Load(Box::new(figures)),
         );
     }
-    let lock = report::read_lock(run_dir).map_err(|e| fail(&e))?;
-    let gold = openbench_micro_single_task::gold_table(&lock).map_err(|e| fail(&e))?;
-    let computed = report::compute(run_dir, &lock, &gold).map_err(|e| fail(&e))?;
+    let lock = &opened.lock;
+    let gold = openbench_micro_single_task::gold_table(lock).map_err(|e| fail(&e))?;
+    let computed = report::compute(run_dir, lock, &gold).map_err(|e| fail(&e))?;
     let names = report::reported_files(run_dir).map_err(|e| fail(&e))?;
     let records_path = rundir::path(run_dir, &names.results);
     let records = rundir::counting_records(&records_path).map_err(|e| fail(&e))?;
@@ -126,19 +130,27 @@ fn verify(run_dir: &Path, workflow: &dyn Workflow) -> Result<Verified, StoreErro
         computed: Box::new(computed),
         records,
     };
-    finish(run_dir, lock, lock_bytes, &records_path, body)
+    finish(run_dir, opened, &records_path, body)
 }
 
-/// The checks every run passes (manifest and records of this run) and its content hash.
+/// The checks every run passes (manifest and records of this run) and its content hash, the
+/// records streamed into it through the run-directory reader.
 fn finish(
     run_dir: &Path,
-    lock: RunLock,
-    lock_bytes: Vec<u8>,
+    opened: &OpenedRun,
     records_path: &Path,
     body: Body,
 ) -> Result<Verified, StoreError> {
     let fail = |e: &dyn std::fmt::Display| unverified(run_dir, e);
-    let manifest = RunManifest::load(run_dir).map_err(|e| fail(&e))?;
+    let lock = opened.lock.clone();
+    let lock_bytes = opened.lock_bytes.clone();
+    let integrity = opened.integrity.clone();
+    let manifest = opened.manifest.clone().ok_or_else(|| {
+        unverified(
+            run_dir,
+            format!("{}: no run manifest", rundir::RUN_MANIFEST),
+        )
+    })?;
     if manifest.run_id != lock.run_id {
         return Err(unverified(
             run_dir,
@@ -148,9 +160,13 @@ fn finish(
             ),
         ));
     }
+    let counted;
     let records = match &body {
         Body::Paired { records, .. } => records,
-        Body::Load(_) => &rundir::counting_records(records_path).map_err(|e| fail(&e))?,
+        Body::Load(_) => {
+            counted = rundir::counting_records(records_path).map_err(|e| fail(&e))?;
+            &counted
+        }
     };
     if let Some(r) = records.values().find(|r| r.run_id != lock.run_id) {
         return Err(unverified(
@@ -164,16 +180,26 @@ fn finish(
             ),
         ));
     }
-    let records_bytes = std::fs::read(records_path)
-        .map_err(|e| unverified(run_dir, format!("{}: {e}", records_path.display())))?;
     let mut hash = Sha256::new();
-    for part in [
-        &lock_bytes[..],
-        stored_status(&manifest).as_bytes(),
-        &records_bytes[..],
-    ] {
+    for part in [&lock_bytes[..], stored_status(&manifest).as_bytes()] {
         hash.update((part.len() as u64).to_le_bytes());
         hash.update(part);
+    }
+    // The records, streamed (length first, as above), through the run-directory reader.
+    let records_file = rundir::open_read(records_path).map_err(|e| fail(&e))?;
+    let records_len = records_file
+        .metadata()
+        .map_err(|e| unverified(run_dir, format!("{}: {e}", records_path.display())))?
+        .len();
+    hash.update(records_len.to_le_bytes());
+    let mut hashing = HashingWriter(&mut hash);
+    let copied = std::io::copy(&mut records_file.take(records_len), &mut hashing)
+        .map_err(|e| unverified(run_dir, format!("{}: {e}", records_path.display())))?;
+    if copied != records_len {
+        return Err(unverified(
+            run_dir,
+            format!("{}: changed while it was read", records_path.display()),
+        ));
     }
     Ok(Verified {
         lock,
@@ -181,7 +207,22 @@ fn finish(
         manifest,
         body,
         content_sha256: hash::hex(&hash.finalize()),
+        integrity: integrity.map(|i| i.to_string()).unwrap_or_default(),
     })
+}
+
+/// A `Write` feeding a hasher (streams a file into the content hash).
+struct HashingWriter<'a>(&'a mut Sha256);
+
+impl std::io::Write for HashingWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The status a run is stored with: the manifest's, except that a run no process is writing any
@@ -196,15 +237,17 @@ fn stored_status(manifest: &RunManifest) -> &'static str {
 }
 
 /// Verifies the run in `run_dir`, a run of `workflow` (the registry's, by the lock's name), and
-/// stores it (see the module docs). Takes the run directory's writer lock while reading, so a
-/// run still being written is refused, naming its process.
+/// stores it (see the module docs). Opens the run directory exactly as `report` does
+/// ([`rundir::open_run`]: the writer lock first, so a run still being written is refused, naming
+/// its process; nothing read through a plain `std::fs::read`).
 pub fn publish(
     store: &mut Store,
     run_dir: &Path,
     workflow: &dyn Workflow,
 ) -> Result<PublishOutcome, StoreError> {
-    let _writer = WriterLock::acquire(run_dir, "publish").map_err(|e| unverified(run_dir, e))?;
-    let run = verify(run_dir, workflow)?;
+    let opened = rundir::open_run(run_dir, "publish").map_err(|e| unverified(run_dir, e))?;
+    // `opened` holds the writer lock until the run is stored.
+    let run = verify(run_dir, &opened, workflow)?;
     let run_id = run.lock.run_id.clone();
     let status = stored_status(&run.manifest).to_string();
     let requests = run.body.requests();
@@ -242,6 +285,7 @@ pub fn publish(
         status,
         published,
         requests,
+        integrity: run.integrity.clone(),
     })
 }
 

@@ -210,7 +210,7 @@ fn read_file(
     format: JsonlFormat,
 ) -> Result<Vec<FilePrompt>, Vec<String>> {
     let full = dataset_dir.join(path);
-    let bytes = std::fs::read(&full)
+    let bytes = crate::workload::jsonl::read_prompt_file(&full)
         .map_err(|e| vec![format!("load.workload.path: {}: {e}", full.display())])?;
     let (prompts, problems) = parse_prompts(&bytes, format);
     if !problems.is_empty() {

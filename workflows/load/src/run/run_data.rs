@@ -241,18 +241,32 @@ pub struct AnswerStream {
 /// request executed twice keeps its last execution's events). Unreadable lines (a torn tail)
 /// are skipped: the records, not the events, say what ran.
 pub fn answer_chunks(path: &Path) -> Result<BTreeMap<String, AnswerStream>, WorkflowError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => {
-            return Err(WorkflowError(
-                format!("events {}: {e}", path.display()).into(),
-            ));
+    let fail =
+        |e: openbench_common::rundir::RunDirError| WorkflowError(format!("events {e}").into());
+    let file = match openbench_common::rundir::open_read(path) {
+        Ok(file) => file,
+        Err(openbench_common::rundir::RunDirError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            return Ok(BTreeMap::new());
         }
+        Err(e) => return Err(fail(e)),
     };
+    // Streamed one bounded line at a time: the events file is the run's largest.
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
     let mut chunks = AnswerChunks::default();
-    for line in text.lines() {
-        chunks.line(line);
+    let mut line = Vec::new();
+    let mut line_no = 0u64;
+    loop {
+        line.clear();
+        let n =
+            openbench_common::rundir::lines::read_line(&mut reader, &mut line, path, line_no + 1)
+                .map_err(fail)?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        chunks.line(String::from_utf8_lossy(line.trim_ascii_end()).as_ref());
     }
     Ok(chunks.into_map())
 }
