@@ -25,6 +25,17 @@ struct Cli {
 enum Command {
     /// Run the full paired benchmark on the embedded simulator: no credentials, no network.
     Demo(cmd::demo::DemoArgs),
+    /// Your own endpoint under load in one line: a concurrency or rate sweep, or a saturation
+    /// search, of one or more OpenAI-compatible base URLs (writes its spec into the run).
+    #[command(visible_alias = "benchmark")]
+    Load(cmd::own_endpoint::LoadArgs),
+    /// Several endpoints compared in paired rounds with exact task success, in one line (writes
+    /// its spec into the run).
+    #[command(visible_alias = "paired")]
+    CompareEndpoints(cmd::own_endpoint::paired::PairedArgs),
+    /// Print or write the spec reference (docs/spec.md) and its JSON Schema, generated from the
+    /// spec structs.
+    SpecReference(cmd::spec_reference::SpecReferenceArgs),
     /// List the workflows this build knows.
     ListWorkflows,
     /// Validate spec, dataset and credentials and write the run lock; no network calls.
@@ -87,6 +98,9 @@ fn main() -> ExitCode {
         let telemetry = telemetry::init(cli.otlp_endpoint.as_deref(), &identity)?;
         let result = match cli.command {
             Command::Demo(args) => cmd::demo::run(args).await,
+            Command::Load(args) => cmd::own_endpoint::run(args).await,
+            Command::CompareEndpoints(args) => cmd::own_endpoint::paired::run(args).await,
+            Command::SpecReference(args) => cmd::spec_reference::run(args),
             Command::ListWorkflows => cmd::runs::list_workflows(),
             Command::Init(args) => cmd::runs::init(args).await,
             Command::Smoke(args) => cmd::runs::smoke(args).await,
@@ -111,7 +125,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // Errors quote specs and upstreams: each line is shown, its escapes never obeyed.
-            let text = error_text(&e);
+            let text = openbench_inference::error_text::error_text(&e);
             let lines: Vec<_> = text
                 .lines()
                 .map(openbench_common::untrusted_text::terminal)
@@ -120,18 +134,4 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
-}
-
-/// An error and its causes joined by `: `, leaving out a cause whose text the line already holds
-/// (an error that prints its source would otherwise say everything twice).
-fn error_text(e: &anyhow::Error) -> String {
-    let mut text = e.to_string();
-    for cause in e.chain().skip(1) {
-        let cause = cause.to_string();
-        if !text.contains(&cause) {
-            text.push_str(": ");
-            text.push_str(&cause);
-        }
-    }
-    text
 }

@@ -94,7 +94,11 @@ fn a_load_run_against_a_dead_endpoint_stops_within_10_s_after_at_most_100_attemp
     // The users' first requests were all sent, then trials alone.
     assert!(made >= 8, "{made} connection attempts: {text}");
     assert!(
-        text.contains("error: lane dead unreachable: ") && text.contains("; stopped"),
+        // The lane's provider and full URL, the spec's full-path endpoint not doubled.
+        text.contains(&format!(
+            "error: lane dead unreachable (provider dead, POST \
+             http://127.0.0.1:{port}/v1/chat/completions): "
+        )) && text.contains("; stopped"),
         "{text}"
     );
     let dir = printed_run_dir(&o.stdout);

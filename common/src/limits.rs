@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 const MIB: u64 = 1024 * 1024;
 
 /// Per-response limits, settable in the spec under `request.limits`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct StreamLimits {
     /// Longest SSE line, in bytes (error type `limit_line_bytes`).

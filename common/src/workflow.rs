@@ -189,6 +189,10 @@ pub trait Workflow: Send + Sync {
     fn name(&self) -> &'static str;
     /// One line for `list-workflows`.
     fn description(&self) -> &'static str;
+    /// The `benchmark.schedule_version` a spec that leaves it out runs under (`<name>-v1`).
+    fn default_schedule_version(&self) -> String {
+        format!("{}-v1", self.name())
+    }
     /// Checks the workflow's part of the spec (the keys of `benchmark` and the top-level
     /// sections the generic spec does not own: [`Spec::workflow_sections`],
     /// [`crate::spec::Benchmark::workflow_fields`]) and rewrites them normalised, defaults

@@ -34,5 +34,7 @@ pub use error::CoordinatorError;
 pub use health::{FaultPolicy, LinkSettings, RegionDownPolicy};
 pub use openbench_common::rundir::{RunManifest, RunStatus};
 pub use probe_links::{BoxFuture, RemoteProbes, TargetHost, Targets};
-pub use run_dir::{RunDir, RunInputs, locked_spec_path, prepare_inputs};
+pub use run_dir::{
+    RunDir, RunInputs, locked_spec_path, new_run_dir, prepare_inputs, prepare_inputs_for,
+};
 pub use runner::{FullOutcome, RunOptions, SmokeOutcome, StopRequest, run_full, run_smoke};

@@ -37,15 +37,23 @@ pub fn prepare_inputs(
     workflow: Arc<dyn Workflow>,
     code_sha256: &str,
 ) -> Result<RunInputs, CoordinatorError> {
+    prepare_inputs_for(spec_path, workflow, code_sha256, None)
+}
+
+/// [`prepare_inputs`] for the providers named in `only` (all when `None`): the others are left
+/// out of the run, its lock and the credentials it demands (a name not in the spec is a problem
+/// listed with the spec's). The workflow checks its section against every provider first.
+pub fn prepare_inputs_for(
+    spec_path: &Path,
+    workflow: Arc<dyn Workflow>,
+    code_sha256: &str,
+    only: Option<&[String]>,
+) -> Result<RunInputs, CoordinatorError> {
     let spec = LoadedSpec::load_checked(spec_path, |spec| {
-        // The workflow checks its own section, and the files it names, only when the spec
-        // names it: every problem of both is listed at once.
-        if spec.benchmark.workflow != workflow.name() {
-            return Vec::new();
+        let mut problems = checked_by_workflow(spec, spec_path, workflow.as_ref());
+        if let Some(only) = only {
+            problems.extend(keep_providers(spec, only));
         }
-        let mut problems = workflow.check_spec(spec);
-        let dataset_dir = resolve_beside(spec_path, &spec.dataset.source);
-        problems.extend(workflow.section_file_problems(spec, &dataset_dir));
         problems
     })
     .map_err(|e| CoordinatorError::Setup {
@@ -85,6 +93,41 @@ pub fn prepare_inputs(
     })
 }
 
+/// The workflow's defaults and problems for its own section and the files it names, only when
+/// the spec names it: every problem of both parts is listed at once.
+fn checked_by_workflow(
+    spec: &mut openbench_common::spec::Spec,
+    spec_path: &Path,
+    workflow: &dyn Workflow,
+) -> Vec<String> {
+    spec.fill_benchmark_defaults(workflow.name(), &workflow.default_schedule_version());
+    if spec.benchmark.workflow != workflow.name() {
+        return Vec::new();
+    }
+    let mut problems = workflow.check_spec(spec);
+    let dataset_dir = resolve_beside(spec_path, &spec.dataset.source);
+    problems.extend(workflow.section_file_problems(spec, &dataset_dir));
+    problems
+}
+
+/// Keeps only the providers named in `only`, in the spec's order; a name the spec lacks is a
+/// problem naming the known keys.
+fn keep_providers(spec: &mut openbench_common::spec::Spec, only: &[String]) -> Vec<String> {
+    let known: Vec<String> = spec.providers.iter().map(|p| p.key.clone()).collect();
+    let problems: Vec<String> = only
+        .iter()
+        .filter(|name| !known.contains(name))
+        .map(|name| {
+            format!(
+                "--providers: no provider {name:?} in the spec; its providers: {}",
+                known.join(", ")
+            )
+        })
+        .collect();
+    spec.providers.retain(|p| only.contains(&p.key));
+    problems
+}
+
 /// The spec path recorded in a run's lock (for resumes given only `--run-dir`).
 pub fn locked_spec_path(run_dir: &Path) -> Result<PathBuf, CoordinatorError> {
     let lock: RunLock = read_json(&layout::path(run_dir, layout::RUN_LOCK))?;
@@ -115,27 +158,20 @@ impl RunDir {
             .spec
             .run_root()
             .join(&inputs.spec.spec.benchmark.workflow);
-        std::fs::create_dir_all(&parent).map_err(|source| RunDirError::Io {
-            path: parent.clone(),
-            source,
-        })?;
-        let stamp = openbench_common::clock::run_stamp(SystemTime::now());
-        let mut n = 1;
-        let dir = loop {
-            let name = if n == 1 {
-                format!("run-{stamp}")
-            } else {
-                format!("run-{stamp}-{n}")
-            };
-            let dir = parent.join(&name);
-            match std::fs::create_dir(&dir) {
-                Ok(()) => break dir,
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
-                Err(source) => {
-                    return Err(RunDirError::Io { path: dir, source }.into());
-                }
-            }
-        };
+        let dir = new_run_dir(&parent)?;
+        RunDir::create_in(inputs, &dir, approval_id, command)
+    }
+
+    /// Locks a run in `dir`, a fresh directory from [`new_run_dir`] (which may already hold the
+    /// run's own spec, as the `load` command writes it): the lock, the selection and an
+    /// `initialized` manifest, as [`RunDir::create`] does.
+    pub fn create_in(
+        inputs: &RunInputs,
+        dir: &Path,
+        approval_id: Option<&str>,
+        command: &str,
+    ) -> Result<RunDir, CoordinatorError> {
+        let dir = dir.to_path_buf();
         let writer = Arc::new(WriterLock::acquire(&dir, command)?);
         let run_id = dir
             .file_name()
@@ -226,6 +262,30 @@ impl RunDir {
     /// The run id (the directory's name).
     pub fn run_id(&self) -> &str {
         &self.lock.run_id
+    }
+}
+
+/// Makes a new, empty run directory under `parent`: `run-YYYYMMDD-HHMMSS`, suffixed `-2`, `-3`…
+/// when taken (parents created as needed).
+pub fn new_run_dir(parent: &Path) -> Result<PathBuf, CoordinatorError> {
+    std::fs::create_dir_all(parent).map_err(|source| RunDirError::Io {
+        path: parent.to_path_buf(),
+        source,
+    })?;
+    let stamp = openbench_common::clock::run_stamp(SystemTime::now());
+    let mut n = 1;
+    loop {
+        let name = if n == 1 {
+            format!("run-{stamp}")
+        } else {
+            format!("run-{stamp}-{n}")
+        };
+        let dir = parent.join(&name);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+            Err(source) => return Err(RunDirError::Io { path: dir, source }.into()),
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use crate::endpoint_policy::{Denied, EndpointPolicy};
 use crate::executor::Executor;
 use openbench_common::credentials::CredentialsError;
 use openbench_common::probe_session::SessionOpen;
-use openbench_common::spec::{Endpoint, ProviderAdapter};
+use openbench_common::spec::{Endpoint, ProviderAdapter, chat_completions_url};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
@@ -248,15 +248,16 @@ fn resolve(
         endpoint: adapter.endpoint.clone(),
         why: why.to_string(),
     };
+    // A base URL (`…/v1`) gets the chat completions path here, the one place it is added.
     let url = match (rules.local.get(&adapter.endpoint), adapter.endpoint_kind()) {
         (Some(local), _) => local.clone(),
-        (None, Endpoint::Url(url)) => url.to_string(),
+        (None, Endpoint::Url(url)) => chat_completions_url(url),
         (None, Endpoint::FromEnv { var }) => {
             let url = credentials.get(var).unwrap_or_default();
             if !matches!(Endpoint::parse(url), Endpoint::Url(_)) {
                 return Err(refuse(&format!("{var} must hold an http(s) URL")));
             }
-            url.to_string()
+            chat_completions_url(url)
         }
         (None, Endpoint::Simulator { .. }) => {
             return Err(refuse(

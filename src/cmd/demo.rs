@@ -3,7 +3,7 @@
 //! (lock, selection, coordinator actor, gRPC probes, fsynced records, reports) — no credentials,
 //! no network.
 
-use crate::cmd::runs::{finish_full, full_run_sitting, load_inputs};
+use crate::cmd::runs::{finish_full, full_run_sitting, load_inputs_for, providers_flag};
 use openbench_common::rundir as layout;
 use openbench_coordinator::RunDir;
 use std::path::{Path, PathBuf};
@@ -27,16 +27,21 @@ pub struct DemoArgs {
     /// Resume this demo run directory instead of starting a new one.
     #[arg(long)]
     run_dir: Option<PathBuf>,
+    /// Run only these providers (comma-separated keys); a resume takes the same list.
+    #[arg(long, value_delimiter = ',')]
+    providers: Vec<String>,
 }
 
 /// Runs the demo and prints the summary table and the report paths.
 pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    // An unknown name is refused first, listing the known ones (not blamed on the directory).
+    crate::registry::find(&args.workflow)?;
     let spec = match args.spec {
         Some(spec) => spec,
         None => bundled_spec(&args.workflow)?,
     };
     let started = Instant::now();
-    let inputs = load_inputs(&args.workflow, &spec)?;
+    let inputs = load_inputs_for(&args.workflow, &spec, &args.providers)?;
     let run = RunDir::open_or_create(&inputs, args.run_dir.as_deref(), Some("demo"), "demo")?;
     println!("run directory: {}", run.dir.display());
     println!(
@@ -53,10 +58,11 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     );
     let outcome = full_run_sitting(&inputs, &run, "demo").await?;
     let resume = format!(
-        "openbench-inference demo --workflow {} --spec {} --run-dir {}",
+        "openbench-inference demo --workflow {} --spec {} --run-dir {}{}",
         args.workflow,
         spec.display(),
-        run.dir.display()
+        run.dir.display(),
+        providers_flag(&args.providers)
     );
     let code = finish_full(&inputs, &outcome, &resume).await;
     if code == ExitCode::SUCCESS {

@@ -7,6 +7,7 @@ pub mod dataset;
 pub mod demo;
 pub mod fidelity;
 pub mod load_bench;
+pub mod own_endpoint;
 pub mod preflight;
 pub mod probe;
 pub mod relay;
@@ -15,6 +16,7 @@ pub mod runs;
 pub mod score;
 pub mod sim;
 pub mod sim_upstream;
+pub mod spec_reference;
 pub mod store;
 pub mod watch;
 

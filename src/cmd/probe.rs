@@ -209,7 +209,7 @@ fn once_adapter(args: &OnceArgs) -> anyhow::Result<(ProviderAdapter, Credentials
             .context("--body-extra: expected a JSON object (e.g. '{\"top_k\": -1}')")?,
         None => BTreeMap::new(),
     };
-    let endpoint = format!("{}/chat/completions", args.base_url.trim_end_matches('/'));
+    let endpoint = openbench_common::spec::chat_completions_url(&args.base_url);
     let adapter = ProviderAdapter {
         auth,
         max_tokens_field: match args.max_tokens_field {

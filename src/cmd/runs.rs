@@ -6,7 +6,7 @@ use openbench_common::untrusted_text::terminal;
 use openbench_common::workflow::{ReportOptions, Workflow};
 use openbench_coordinator::{
     FaultPolicy, FullOutcome, Progress, RegionDownPolicy, RunDir, RunInputs, RunOptions, RunStatus,
-    StopRequest, locked_spec_path, prepare_inputs, run_full, run_smoke,
+    StopRequest, locked_spec_path, prepare_inputs_for, run_full, run_smoke,
 };
 use openbench_inference::targets::LocalTargets;
 use std::path::{Path, PathBuf};
@@ -26,6 +26,10 @@ pub struct InitArgs {
     /// Spec file (default `workflows/<workflow>/specs/reference.yaml`).
     #[arg(long)]
     spec: Option<PathBuf>,
+    /// Run only these providers (comma-separated keys); only their keys are required. A resume
+    /// takes the same list.
+    #[arg(long, value_delimiter = ',')]
+    providers: Vec<String>,
 }
 
 /// Arguments of `smoke`.
@@ -40,6 +44,10 @@ pub struct SmokeArgs {
     /// Resume (or continue from `init`) this run directory instead of creating one.
     #[arg(long)]
     run_dir: Option<PathBuf>,
+    /// Run only these providers (comma-separated keys); only their keys are required. A resume
+    /// takes the same list.
+    #[arg(long, value_delimiter = ',')]
+    providers: Vec<String>,
 }
 
 /// Arguments of `run`.
@@ -54,6 +62,10 @@ pub struct RunArgs {
     /// Resume (or continue from `init`/`smoke`) this run directory instead of creating one.
     #[arg(long)]
     run_dir: Option<PathBuf>,
+    /// Run only these providers (comma-separated keys); only their keys are required. A resume
+    /// takes the same list.
+    #[arg(long, value_delimiter = ',')]
+    providers: Vec<String>,
     /// Run the full plan (required).
     #[arg(long)]
     full: bool,
@@ -120,14 +132,30 @@ fn spec_path(
 
 /// Loads spec, dataset and credentials for `workflow` (no network).
 pub fn load_inputs(workflow: &str, spec: &Path) -> anyhow::Result<RunInputs> {
+    load_inputs_for(workflow, spec, &[])
+}
+
+/// [`load_inputs`] for the providers in `only` (every provider when empty): only their
+/// credentials are required.
+pub fn load_inputs_for(workflow: &str, spec: &Path, only: &[String]) -> anyhow::Result<RunInputs> {
     let workflow: Arc<dyn Workflow> = Arc::from(crate::registry::find(workflow)?);
-    Ok(prepare_inputs(spec, workflow, CODE_SHA256)?)
+    let only = (!only.is_empty()).then_some(only);
+    Ok(prepare_inputs_for(spec, workflow, CODE_SHA256, only)?)
+}
+
+/// ` --providers a,b` when the command was given a provider filter, for the hints it prints.
+pub fn providers_flag(only: &[String]) -> String {
+    if only.is_empty() {
+        String::new()
+    } else {
+        format!(" --providers {}", only.join(","))
+    }
 }
 
 /// Runs `init`: validates spec, dataset and credentials and writes the lock of a new run.
 pub async fn init(args: InitArgs) -> anyhow::Result<ExitCode> {
     let spec = spec_path(&args.workflow, args.spec, None)?;
-    let inputs = load_inputs(&args.workflow, &spec)?;
+    let inputs = load_inputs_for(&args.workflow, &spec, &args.providers)?;
     super::preflight::check(&inputs)?;
     let run = RunDir::create(&inputs, None, "init")?;
     println!("run directory: {}", run.dir.display());
@@ -153,9 +181,11 @@ pub async fn init(args: InitArgs) -> anyhow::Result<ExitCode> {
     );
     println!("code      sha256 {}", lock.code_sha256);
     println!(
-        "next: openbench-inference smoke --spec {} --run-dir {}",
+        "next: openbench-inference smoke --workflow {} --spec {} --run-dir {}{}",
+        args.workflow,
         spec.display(),
-        run.dir.display()
+        run.dir.display(),
+        providers_flag(&args.providers)
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -163,7 +193,7 @@ pub async fn init(args: InitArgs) -> anyhow::Result<ExitCode> {
 /// Runs `smoke`: attempt 1, attempt 2 only if attempt 1 failed.
 pub async fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
     let spec = spec_path(&args.workflow, args.spec, args.run_dir.as_deref())?;
-    let inputs = load_inputs(&args.workflow, &spec)?;
+    let inputs = load_inputs_for(&args.workflow, &spec, &args.providers)?;
     if args.run_dir.is_none() {
         super::preflight::check(&inputs)?;
     }
@@ -181,12 +211,19 @@ pub async fn smoke(args: SmokeArgs) -> anyhow::Result<ExitCode> {
             println!("  {}", terminal(failure));
         }
     }
+    if !outcome.passed {
+        // Which URL each provider was sent to, so a 404 names where it came from.
+        for p in &inputs.spec.spec.providers {
+            println!("  provider {}: {}", p.key, terminal(&p.post_target()));
+        }
+    }
     if !outcome.finished {
         println!(
-            "smoke interrupted; resume with: openbench-inference smoke --workflow {} --spec {} --run-dir {}",
+            "smoke interrupted; resume with: openbench-inference smoke --workflow {} --spec {} --run-dir {}{}",
             args.workflow,
             spec.display(),
-            run.dir.display()
+            run.dir.display(),
+            providers_flag(&args.providers)
         );
         return Ok(ExitCode::from(130));
     }
@@ -217,7 +254,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
     };
     let spec = spec_path(&args.workflow, args.spec, args.run_dir.as_deref())?;
-    let inputs = load_inputs(&args.workflow, &spec)?;
+    let inputs = load_inputs_for(&args.workflow, &spec, &args.providers)?;
     if args.run_dir.is_none() {
         super::preflight::check(&inputs)?;
     }
@@ -233,10 +270,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let outcome = full_run_sitting_with(&inputs, &run, &approval, faults).await;
     let resume = format!(
-        "openbench-inference run --workflow {} --spec {} --run-dir {} --full --approve-full --approval-id {approval}",
+        "openbench-inference run --workflow {} --spec {} --run-dir {} --full --approve-full --approval-id {approval}{}",
         args.workflow,
         spec.display(),
-        run.dir.display()
+        run.dir.display(),
+        providers_flag(&args.providers)
     );
     let finished = match outcome {
         Ok(outcome) => Ok(finish_full(&inputs, &outcome, &resume).await),
@@ -259,7 +297,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         (finished, Ok(())) => finished,
         (Ok(_), Err(e)) => Err(e.context("the run finished, but publishing it failed")),
         (Err(run_error), Err(e)) => {
-            eprintln!("error: publishing the failed run: {e:#}");
+            eprintln!(
+                "error: publishing the failed run: {}",
+                openbench_inference::error_text::error_text(&e)
+            );
             Err(run_error)
         }
     }
@@ -358,17 +399,26 @@ pub async fn finish_full(inputs: &RunInputs, outcome: &FullOutcome, resume: &str
             if let openbench_coordinator::SittingStatus::LanesStopped { lanes, of } = &s.status {
                 for lane in lanes {
                     eprintln!(
-                        "error: lane {} unreachable: {} requests in a row failed before reaching \
-                         the provider over {:.1} s (last: {}); stopped",
+                        "error: lane {} unreachable ({}): {} requests in a row failed before \
+                         reaching the provider over {:.1} s (last: {}); stopped",
                         lane.lane,
+                        lane_target(&inputs.spec.spec, &lane.lane),
                         lane.failures,
                         lane.over_ms as f64 / 1000.0,
-                        lane.last_error
+                        terminal(&lane.last_error)
                     );
                 }
                 if lanes.len() >= *of {
                     code = EXIT_NOTHING_MEASURED;
                 }
+                // What was measured before the stop, failures included, beside the exit code.
+                print_report(inputs.workflow.clone(), &outcome.run_dir).await;
+                let meaning = if code == EXIT_NOTHING_MEASURED {
+                    "nothing measured: every lane unreachable"
+                } else {
+                    "some failures: some lanes unreachable"
+                };
+                println!("exit code {code} ({meaning}; docs/faults.md, \"Exit codes\")");
             }
             println!("run not complete (incomplete); once fixed, resume with:\n  {resume}");
             ExitCode::from(code)
@@ -384,6 +434,15 @@ pub async fn finish_full(inputs: &RunInputs, outcome: &FullOutcome, resume: &str
             ExitCode::FAILURE
         }
     }
+}
+
+/// The provider of lane `label` (`key` or `key@region`) and where its requests go.
+fn lane_target(spec: &openbench_common::spec::Spec, label: &str) -> String {
+    let key = label.split('@').next().unwrap_or(label);
+    spec.providers.iter().find(|p| p.key == key).map_or_else(
+        || format!("provider {key}"),
+        |p| format!("provider {key}, {}", p.post_target()),
+    )
 }
 
 /// Asks the workflow for its report and prints the summary table; returns false (after printing

@@ -11,6 +11,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+pub use endpoint::{CHAT_COMPLETIONS_PATH, Endpoint, chat_completions_url};
+pub use request::{DEFAULT_TIMEOUT_MS, RequestContract};
+
+mod endpoint;
+mod request;
 mod rules;
 #[cfg(test)]
 mod tests;
@@ -53,18 +58,24 @@ pub enum SpecError {
 }
 
 /// The whole spec file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Spec {
-    /// Who this benchmark is.
+    /// Who this benchmark is; absent, or a field absent, takes the selected workflow's name,
+    /// `inference-<workflow>` and the workflow's schedule version.
+    #[serde(default)]
     pub benchmark: Benchmark,
-    /// The fixed request contract every provider gets.
+    /// The fixed request contract every provider gets; absent, or any field absent, means the
+    /// benchmark contract's value (METHODOLOGY §1).
+    #[serde(default)]
     pub request: RequestContract,
     /// Providers in rotation base order.
     pub providers: Vec<ProviderAdapter>,
     /// Where probes run. Empty means one local region.
     #[serde(default)]
     pub regions: Vec<Region>,
-    /// The dataset release to select from.
+    /// The dataset release to select from (absent: none, `{source: ., manifest: none}`, which a
+    /// synthetic load workload needs and a task workflow refuses, naming the manifest).
+    #[serde(default)]
     pub dataset: DatasetRef,
     /// Where run directories go, relative to the spec file unless absolute.
     #[serde(default = "default_run_root")]
@@ -84,7 +95,7 @@ pub struct Spec {
 }
 
 /// The spec's `results:` section.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResultsSettings {
     /// Publish the run to the results store when `run` ends (finished or failed part-way).
@@ -97,7 +108,7 @@ pub struct ResultsSettings {
 
 /// A change is a regression when its 95% interval excludes zero on the worse side and its size
 /// reaches these thresholds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegressionRule {
     /// Smallest relative change of a latency or tokens/s figure, in percent of the earlier value.
@@ -130,13 +141,16 @@ fn default_run_root() -> String {
 }
 
 /// Benchmark identity: constants that feed selection seeds and ids.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Benchmark {
-    /// Benchmark slug (`inference-micro-single-task`).
+    /// Benchmark slug (default `inference-<workflow>`).
+    #[serde(default)]
     pub slug: String,
-    /// Workflow name in the registry (`micro-single-task`).
+    /// Workflow name in the registry (default: the workflow the command selects).
+    #[serde(default)]
     pub workflow: String,
-    /// Schedule version (`micro-single-task-paired-round-robin-sha256-v1`).
+    /// Schedule version (default: the workflow's, e.g. `load-v1`).
+    #[serde(default)]
     pub schedule_version: String,
     /// Human label of the model under test, for reports.
     #[serde(default)]
@@ -146,61 +160,8 @@ pub struct Benchmark {
     pub workflow_fields: BTreeMap<String, serde_json::Value>,
 }
 
-/// The fixed request contract (METHODOLOGY §1).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RequestContract {
-    /// Sampling temperature (0).
-    pub temperature: f64,
-    /// Nucleus sampling (1).
-    pub top_p: f64,
-    /// Presence penalty (0).
-    pub presence_penalty: f64,
-    /// Frequency penalty (0).
-    pub frequency_penalty: f64,
-    /// Completion ceiling (256); the field name comes from each provider.
-    pub max_output_tokens: u32,
-    /// `response_format.type` (`json_object`).
-    pub response_format: String,
-    /// `reasoning_effort` (`low`); empty omits the field.
-    #[serde(default)]
-    pub reasoning_effort: String,
-    /// Absolute client deadline in ms (20000).
-    pub timeout_ms: u64,
-    /// Extra time the coordinator waits for a probe past the deadline before it records a harness
-    /// failure.
-    #[serde(default = "default_grace_ms")]
-    pub harness_grace_ms: u64,
-    /// Limits on what one response may make the probe hold (optional `limits:` block).
-    #[serde(default)]
-    pub limits: crate::limits::StreamLimits,
-}
-
-fn default_grace_ms() -> u64 {
-    5_000
-}
-
-impl RequestContract {
-    /// The reference contract of METHODOLOGY §1 (temperature 0, top_p 1, no penalties, 256
-    /// tokens, JSON object, reasoning effort low) with the given deadline.
-    pub fn reference(timeout_ms: u64) -> RequestContract {
-        RequestContract {
-            temperature: 0.0,
-            top_p: 1.0,
-            presence_penalty: 0.0,
-            frequency_penalty: 0.0,
-            max_output_tokens: 256,
-            response_format: String::from("json_object"),
-            reasoning_effort: String::from("low"),
-            timeout_ms,
-            harness_grace_ms: default_grace_ms(),
-            limits: crate::limits::StreamLimits::default(),
-        }
-    }
-}
-
 /// How a provider authenticates.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "scheme", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Auth {
     /// No credentials (local servers, the simulator).
@@ -229,7 +190,7 @@ impl Auth {
 }
 
 /// Name of the completion-ceiling field a provider accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MaxTokensField {
     /// `max_tokens`.
@@ -249,7 +210,7 @@ impl MaxTokensField {
 }
 
 /// A provider as data: everything needed to build its request (METHODOLOGY §2).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderAdapter {
     /// Stable key (`together`).
@@ -257,14 +218,18 @@ pub struct ProviderAdapter {
     /// Name shown in reports (`Together AI`).
     #[serde(default)]
     pub display_name: String,
-    /// Full POST URL of the chat completions endpoint, or `sim://<profile>` for the embedded
-    /// simulator, or `env://<VAR>` to read the URL from the environment (a user's own deployment).
+    /// The base URL from the provider's docs (`https://api.together.xyz/v1`; the adapter adds
+    /// `/chat/completions`, and a URL already ending in it is kept as it is), or
+    /// `sim://<profile>` for the embedded simulator, or `env://<VAR>` to read the base URL from
+    /// the environment (a user's own deployment).
     pub endpoint: String,
     /// Model id to request; the response must echo it.
     pub model: String,
-    /// Authentication.
+    /// Authentication (default `{scheme: none}`: local servers, the simulator).
+    #[serde(default = "default_auth")]
     pub auth: Auth,
-    /// Completion-ceiling field name.
+    /// Completion-ceiling field name (default `max_tokens`).
+    #[serde(default = "default_max_tokens_field")]
     pub max_tokens_field: MaxTokensField,
     /// Adds `stream_options: {"include_usage": true}`.
     #[serde(default)]
@@ -278,6 +243,14 @@ pub struct ProviderAdapter {
     /// Prices per million tokens, for cost estimates.
     #[serde(default)]
     pub price: Option<Price>,
+}
+
+fn default_auth() -> Auth {
+    Auth::None
+}
+
+fn default_max_tokens_field() -> MaxTokensField {
+    MaxTokensField::MaxTokens
 }
 
 /// The longest request deadline a spec (or a planned request) may ask for: 10 minutes. Larger
@@ -304,42 +277,18 @@ pub const CONTRACT_BODY_FIELDS: [&str; 14] = [
     "seed",
 ];
 
-/// Where a provider's endpoint points (parsed from its `endpoint` string, which stays a string
-/// in the spec so the adapters hash does not change).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endpoint<'a> {
-    /// `https://…` or `http://…`: the chat completions URL itself.
-    Url(&'a str),
-    /// `sim://<profile>`: a profile of the embedded simulator.
-    Simulator {
-        /// Simulator profile.
-        profile: &'a str,
-    },
-    /// `env://<VAR>`: the URL is read from an environment variable (a user's own deployment).
-    FromEnv {
-        /// Variable name.
-        var: &'a str,
-    },
-    /// Anything else (refused by validation).
-    Unknown(&'a str),
-}
-
-impl<'a> Endpoint<'a> {
-    /// Parses an endpoint string.
-    pub fn parse(endpoint: &'a str) -> Endpoint<'a> {
-        if let Some(profile) = endpoint.strip_prefix("sim://") {
-            Endpoint::Simulator { profile }
-        } else if let Some(var) = endpoint.strip_prefix("env://") {
-            Endpoint::FromEnv { var }
-        } else if endpoint.starts_with("https://") || endpoint.starts_with("http://") {
-            Endpoint::Url(endpoint)
-        } else {
-            Endpoint::Unknown(endpoint)
+impl ProviderAdapter {
+    /// Where this provider's requests go, for messages: the full POST URL of an http(s)
+    /// endpoint, the `env://VAR` or `sim://profile` as written otherwise (an env URL may hold a
+    /// secret, so it is never resolved here).
+    pub fn post_target(&self) -> String {
+        match self.endpoint_kind() {
+            Endpoint::Url(url) => format!("POST {}", chat_completions_url(url)),
+            Endpoint::FromEnv { var } => format!("POST ${var}{CHAT_COMPLETIONS_PATH}"),
+            Endpoint::Simulator { .. } | Endpoint::Unknown(_) => self.endpoint.clone(),
         }
     }
-}
 
-impl ProviderAdapter {
     /// What the endpoint points at.
     pub fn endpoint_kind(&self) -> Endpoint<'_> {
         Endpoint::parse(&self.endpoint)
@@ -364,7 +313,7 @@ impl ProviderAdapter {
 }
 
 /// Provider list prices in USD per million tokens.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Price {
     /// Input (prompt) price.
@@ -374,7 +323,7 @@ pub struct Price {
 }
 
 /// Where a set of probes runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Region {
     /// Region label (`local`, `eu-west`).
@@ -414,7 +363,7 @@ fn default_probe() -> String {
 }
 
 /// The dataset release a run selects from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DatasetRef {
     /// Directory holding the manifest and the family files, relative to the spec file.
@@ -428,8 +377,21 @@ fn default_manifest() -> String {
     String::from("manifest.json")
 }
 
+/// The manifest name of "no dataset" (a synthetic or prompt-file load workload).
+pub const NO_DATASET_MANIFEST: &str = "none";
+
+impl Default for DatasetRef {
+    /// No dataset: `{source: ., manifest: none}`.
+    fn default() -> DatasetRef {
+        DatasetRef {
+            source: String::from("."),
+            manifest: String::from(NO_DATASET_MANIFEST),
+        }
+    }
+}
+
 /// Settings of the embedded simulator.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SimulatorSettings {
     /// Multiplies every simulated delay (0.02 runs fifty times faster than life).
@@ -541,6 +503,25 @@ fn normalize_lexically(path: &Path) -> PathBuf {
 }
 
 impl Spec {
+    /// Fills the `benchmark:` fields a spec left out from the workflow the command selected:
+    /// its name, `inference-<name>` and `schedule_version`. A spec naming another workflow is
+    /// left as it is (and refused for the mismatch).
+    pub fn fill_benchmark_defaults(&mut self, workflow: &str, schedule_version: &str) {
+        let b = &mut self.benchmark;
+        if b.workflow.is_empty() {
+            b.workflow = workflow.to_string();
+        }
+        if b.workflow != workflow {
+            return;
+        }
+        if b.slug.is_empty() {
+            b.slug = format!("inference-{workflow}");
+        }
+        if b.schedule_version.is_empty() {
+            b.schedule_version = schedule_version.to_string();
+        }
+    }
+
     /// Region labels, `local` when the spec names none.
     pub fn region_names(&self) -> Vec<String> {
         if self.regions.is_empty() {

@@ -29,8 +29,10 @@ impl Spec {
             path: path.to_path_buf(),
             source: Box::new(source),
         })?;
+        // The workflow first: it may fill defaults (benchmark identity) the generic rules check.
+        let workflow_problems = workflow(&mut spec);
         let mut problems = spec.problems();
-        problems.extend(workflow(&mut spec));
+        problems.extend(workflow_problems);
         if problems.is_empty() {
             Ok(spec)
         } else {
@@ -44,7 +46,9 @@ impl Spec {
     /// Every rule the spec breaks, each naming its field and value.
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
-        if self.benchmark.slug.trim().is_empty() {
+        // A spec naming no workflow gets its identity from the workflow a command selects
+        // (`Spec::fill_benchmark_defaults`); once named, a blank slug is a mistake.
+        if self.benchmark.slug.trim().is_empty() && !self.benchmark.workflow.is_empty() {
             problems.push("benchmark.slug: must not be empty".to_string());
         }
         problems.extend(self.request.problems());

@@ -264,3 +264,49 @@ fn results_section_parses_defaults_and_names_bad_thresholds() {
         problems_of(&unknown)
     );
 }
+
+#[test]
+fn a_request_block_with_one_field_gets_the_contract_for_the_others() {
+    let text = "request: {timeout_ms: 5000}\n\
+                providers: [{key: mine, endpoint: 'http://127.0.0.1:8000/v1', model: m}]\n";
+    let spec = match Spec::parse(Path::new("s.yaml"), text.as_bytes()) {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    };
+    let r = &spec.request;
+    assert_eq!(
+        (
+            r.temperature,
+            r.top_p,
+            r.presence_penalty,
+            r.frequency_penalty
+        ),
+        (0.0, 1.0, 0.0, 0.0)
+    );
+    assert_eq!(r.max_output_tokens, 256);
+    assert_eq!(r.response_format, "json_object");
+    assert_eq!((r.timeout_ms, r.harness_grace_ms), (5000, 5000));
+    assert_eq!(r.reasoning_effort, "");
+    let p = &spec.providers[0];
+    assert_eq!(
+        (&p.auth, p.max_tokens_field),
+        (&Auth::None, MaxTokensField::MaxTokens)
+    );
+    assert_eq!(spec.dataset.manifest, "none");
+}
+
+#[test]
+fn a_base_url_gets_the_chat_completions_path_once() {
+    assert_eq!(
+        chat_completions_url("https://api.together.ai/v1"),
+        "https://api.together.ai/v1/chat/completions"
+    );
+    assert_eq!(
+        chat_completions_url("http://127.0.0.1:8000/v1/"),
+        "http://127.0.0.1:8000/v1/chat/completions"
+    );
+    assert_eq!(
+        chat_completions_url("https://api.together.ai/v1/chat/completions"),
+        "https://api.together.ai/v1/chat/completions"
+    );
+}

@@ -44,6 +44,9 @@ impl Workflow for MicroSingleTask {
     fn description(&self) -> &'static str {
         "one latency-sensitive user, small structured tasks, paired rounds"
     }
+    fn default_schedule_version(&self) -> String {
+        String::from("micro-single-task-paired-round-robin-sha256-v1")
+    }
     fn load_dataset(&self, dir: &Path, manifest: &str) -> Result<DatasetRelease, WorkflowError> {
         dataset::load_release(dir, manifest)
             .map(|release| release.to_dataset_release())

@@ -73,11 +73,13 @@ pub fn step_cell(step: &StepView) -> String {
 }
 
 /// The summary table's headers (also the terminal's).
-pub const SUMMARY_HEADERS: [&str; 10] = [
+pub const SUMMARY_HEADERS: [&str; 12] = [
     "Step",
     "Lane",
     "Load",
     "Achieved/s",
+    "Failed",
+    "Failed %",
     "TTFA p50",
     "TTFA p99",
     "ITL p99",
@@ -94,6 +96,8 @@ pub fn summary_cells(step: &StepView, row: &Row) -> Vec<String> {
         row.name.clone(),
         load_text(step, row),
         rate(Some(m.rate.achieved_per_s)),
+        failed(m).to_string(),
+        pct(failed_share(m)),
         one(m.ttfa_ms.p50),
         one(m.ttfa_ms.p99),
         one(m.itl_ms.p99),
@@ -101,6 +105,17 @@ pub fn summary_cells(step: &StepView, row: &Row) -> Vec<String> {
         pct(Some(m.goodput.fraction)),
         yes_no(m.sustained),
     ]
+}
+
+/// Measured requests that failed, every class together (the provider's failures: harness
+/// failures are excluded from `measured` and listed apart).
+fn failed(m: &StepMetrics) -> usize {
+    m.failures.values().sum()
+}
+
+/// Failed ÷ measured; `None` (the em dash) when nothing was measured.
+fn failed_share(m: &StepMetrics) -> Option<f64> {
+    (m.measured > 0).then(|| failed(m) as f64 / m.measured as f64)
 }
 
 /// `yes` or `no`.

@@ -188,10 +188,15 @@ fn report_md_has_its_sections_in_order_and_the_summary_rows() {
     assert!(md.contains("- SLO: ttfa_ms ≤ 250.\n"));
     assert!(md.contains("- Note: provider b does not honour ignore_eos\n"));
     assert!(md.contains(
-        "| 0 constant 2/s | a | 2/s | 2.00 | 200.0 | 300.0 | 400.0 | 700.0 | 50.00% | no |\n"
+        "| 0 constant 2/s | a | 2/s | 2.00 | 1 | 25.00% | 200.0 | 300.0 | 400.0 | 700.0 | 50.00% | no |\n"
+    ));
+    // Failed and failed %: lane a's four requests of step 1 were all answered 429 (sent at
+    // 4/s all the same).
+    assert!(md.contains(
+        "| 1 constant 4/s | a | 4/s | 4.00 | 4 | 100.00% | — | — | — | — | 0.00% | no |\n"
     ));
     assert!(md.contains(
-        "| 2 closed c=2 | a | 2 users | 4.00 | 100.0 | 100.0 | 50.0 | 150.0 | 100.00% | yes |\n"
+        "| 2 closed c=2 | a | 2 users | 4.00 | 0 | 0.00% | 100.0 | 100.0 | 50.0 | 150.0 | 100.00% | yes |\n"
     ));
     assert!(md.contains(
         "| 0 constant 2/s | a | 200.0 | 200.0 | 300.0 | 300.0 | 700.0 | 700.0 | 0.0 | 30.0 | 30.0 |\n"

@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The dataset manifest name that means "no dataset" (synthetic and file workloads).
-pub const NO_DATASET: &str = "none";
+pub const NO_DATASET: &str = openbench_common::spec::NO_DATASET_MANIFEST;
 
 /// The load workflow.
 pub struct LoadWorkflow;
@@ -325,8 +325,14 @@ pub(crate) fn read_run(run_dir: &Path) -> Result<RunRead, WorkflowError> {
     let fail = |e: layout::RunDirError| WorkflowError(Box::new(e));
     let lock: RunLock = read_json(&layout::path(run_dir, layout::RUN_LOCK)).map_err(fail)?;
     let spec_path = Path::new(&lock.spec_path);
-    let spec = LoadedSpec::load_checked(spec_path, section::check)
-        .map_err(|e| WorkflowError(Box::new(e)))?;
+    let spec = LoadedSpec::load_checked(spec_path, |spec| {
+        spec.fill_benchmark_defaults(
+            LoadWorkflow.name(),
+            &LoadWorkflow.default_schedule_version(),
+        );
+        section::check(spec)
+    })
+    .map_err(|e| WorkflowError(Box::new(e)))?;
     if sha256_hex(&spec.bytes) != lock.spec_sha256 {
         return Err(WorkflowError(
             format!(

@@ -39,7 +39,7 @@ pub enum LoadSpecError {
 }
 
 /// The whole `load:` section.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoadSection {
     /// Seed of every random draw (Poisson gaps, prompt words, length draws).
@@ -97,7 +97,7 @@ fn default_sustain_fraction() -> f64 {
 }
 
 /// One load setting, as written in `steps:`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "model", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LoadModel {
     /// Closed loop: `concurrency` users, each sending its next request when the last one ends.
@@ -118,7 +118,7 @@ pub enum LoadModel {
 }
 
 /// How each step's time is split.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Phases {
     /// Seconds of load before the measured window (its requests are not measured).
@@ -130,7 +130,7 @@ pub struct Phases {
 }
 
 /// Length of the measured window.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Measure {
     /// A fixed number of seconds.
@@ -140,7 +140,7 @@ pub enum Measure {
 }
 
 /// Open-loop arrival process of a saturation search.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Arrivals {
     /// Even gaps.
@@ -151,7 +151,7 @@ pub enum Arrivals {
 
 /// A saturation search: open-loop steps at rising rates until one is not sustained, then a few
 /// bisections between the last sustained rate and the first that was not.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SaturationSearch {
     /// Arrival process of every step.
@@ -177,7 +177,7 @@ fn default_refine_steps() -> u32 {
 }
 
 /// Where prompts come from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum WorkloadSpec {
     /// Generated prompts of exact o200k lengths.
@@ -205,7 +205,7 @@ pub enum WorkloadSpec {
 }
 
 /// The shape of each line of a prompt file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum JsonlFormat {
     /// `{"messages": [{"role": "system"|"user", "content": …}]}`.
@@ -215,7 +215,7 @@ pub enum JsonlFormat {
 }
 
 /// N prefixes × M suffixes: every prompt is one of N shared prefixes followed by its own suffix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SharedPrefix {
     /// Distinct prefixes (N).
@@ -227,7 +227,7 @@ pub struct SharedPrefix {
 }
 
 /// A distribution of lengths in o200k tokens.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LengthDist {
     /// Always this length.
