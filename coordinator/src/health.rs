@@ -1,5 +1,6 @@
-//! Region health: one monitor task per region pings its probe (`Link.Ping`, on the channel that
-//! carries `Execute`) and says whether the region can be reached. Lane tasks watch the region's
+//! Region health: one monitor task per region pings its probe (`Link.Ping`, on the port that
+//! serves `Execute`, over a connection of its own driven by the link's runtime thread, so
+//! streams in flight never delay a ping) and says whether the region can be reached. Lane tasks watch the region's
 //! state (a `watch` channel) to fail at once, with a `region_unreachable` harness record, instead
 //! of waiting deadline + grace; the coordinator actor receives every sample and state change as
 //! a [`LinkEvent`] (RTT, clock offset, outages, the down policy).
