@@ -35,7 +35,7 @@ fn a_load_sitting_resumed_after_sigkill_measures_its_users() {
     let probe = start_probe(tmp.path(), &spec_s, "far");
     write_spec(&format!("http://{}", probe.addr));
 
-    let o = run_bin(tmp.path(), &["init", "--spec", &spec_s], &[]);
+    let o = run_bin(tmp.path(), &["init", "--workflow", "load", "--spec", &spec_s], &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let dir = coordinator_support::printed_run_dir(&o.stdout);
     let dir_s = dir.to_str().unwrap().to_string();
@@ -92,7 +92,7 @@ fn a_load_sitting_resumed_after_sigkill_measures_its_users() {
         *by_outcome.entry(key).or_default() += 1;
     }
     eprintln!(
-        "resumed {:?} after the kill: exit {:?}, {} upstream connections, records {by_outcome:?}",
+        "resume took {:?}: exit {:?}, {} upstream connections, records {by_outcome:?}",
         killed_at.elapsed(),
         o.status,
         accepted.load(Ordering::SeqCst)
