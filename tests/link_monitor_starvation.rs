@@ -24,9 +24,10 @@ async fn monitors_keep_sampling_the_link_while_every_main_worker_is_blocked() {
         listener,
         ProbeConfig {
             region: "eu".into(),
-            credentials: CredentialSource::Given(Credentials::from_pairs(
-                std::iter::empty::<(&str, &str)>(),
-            )),
+            credentials: CredentialSource::Given(Credentials::from_pairs(std::iter::empty::<(
+                &str,
+                &str,
+            )>())),
             endpoints: EndpointRules::default(),
             code_digest: "code".into(),
         },

@@ -35,7 +35,11 @@ fn a_load_sitting_resumed_after_sigkill_measures_its_users() {
     let probe = start_probe(tmp.path(), &spec_s, "far");
     write_spec(&format!("http://{}", probe.addr));
 
-    let o = run_bin(tmp.path(), &["init", "--workflow", "load", "--spec", &spec_s], &[]);
+    let o = run_bin(
+        tmp.path(),
+        &["init", "--workflow", "load", "--spec", &spec_s],
+        &[],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let dir = coordinator_support::printed_run_dir(&o.stdout);
     let dir_s = dir.to_str().unwrap().to_string();

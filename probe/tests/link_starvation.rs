@@ -68,7 +68,10 @@ async fn pings_are_answered_while_every_worker_of_the_work_runtime_is_blocked() 
     eprintln!("10 pings in {pinged_for:?} while the work runtime was blocked; worst {worst:?}");
     // Ten pings 100 ms apart all fit inside the block: each was answered by the server's own
     // thread, not after the block (which would take up to 3 s).
-    assert!(pinged_for < BLOCKED, "the pings outlasted the block: {pinged_for:?}");
+    assert!(
+        pinged_for < BLOCKED,
+        "the pings outlasted the block: {pinged_for:?}"
+    );
     assert!(worst < Duration::from_secs(1), "worst ping {worst:?}");
     handle.shutdown().await.unwrap();
 }
