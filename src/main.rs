@@ -111,7 +111,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // Errors quote specs and upstreams: each line is shown, its escapes never obeyed.
-            let text = format!("{e:#}");
+            let text = error_text(&e);
             let lines: Vec<_> = text
                 .lines()
                 .map(openbench_common::untrusted_text::terminal)
@@ -120,4 +120,18 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// An error and its causes joined by `: `, leaving out a cause whose text the line already holds
+/// (an error that prints its source would otherwise say everything twice).
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
 }

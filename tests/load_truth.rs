@@ -1,7 +1,8 @@
 //! Load figures against the server's own truth (METHODOLOGY §9). An oracle upstream on loopback
 //! serves 2 slots first come first served with a fixed service time and logs the instant each
 //! response ends; the test recomputes the headline figures from the raw records with code of its
-//! own and checks them against the report's and against the server's log:
+//! own (achieved rate, TTFA p50/p99, E2E p99, goodput and throughput: each equal to the
+//! report's exactly) and checks them against the report's and against the server's log:
 //! - request and output token throughput are completions inside the measured window ÷ the
 //!   window, within 1% of the oracle's completion rate, for a closed loop at 8 users (4× the
 //!   slots) and an open loop at about 2× capacity;
@@ -31,6 +32,14 @@ enum Answer {
     Held,
     /// Five tokens in one chunk whatever was asked: a server that ignores `ignore_eos`.
     FiveInOneChunk,
+    /// The asked tokens paced at one token per `interval`: events of `per_event[k]` tokens
+    /// (cycled), `events_per_write` events flushed in one write, each write logged with its
+    /// tokens (the server's truth of every token's interval).
+    Paced {
+        per_event: &'static [u64],
+        events_per_write: usize,
+        interval: Duration,
+    },
 }
 
 /// The oracle: `slots` concurrent responses (a fair semaphore: first come first served), each
@@ -41,6 +50,40 @@ struct Oracle {
     slots: Arc<Semaphore>,
     answer: Answer,
     ends_us: Arc<Mutex<Vec<u64>>>,
+    /// Per paced response, its writes.
+    writes: Arc<Mutex<Vec<Vec<Write>>>>,
+}
+
+/// One write of a paced response: (unix µs, tokens it carried).
+type Write = (u64, u64);
+
+/// The events of a paced answer of `asked` tokens, grouped into writes: each write's text and
+/// its tokens.
+fn paced_writes(asked: u64, per_event: &[u64], events_per_write: usize) -> Vec<(String, u64)> {
+    let mut events: Vec<(String, u64)> = Vec::new();
+    let mut sent = 0;
+    for &k in per_event.iter().cycle() {
+        if sent == asked {
+            break;
+        }
+        let k = k.min(asked - sent);
+        let text: String = (0..k)
+            .map(|i| if sent + i == 0 { "ok" } else { " ok" })
+            .collect();
+        sent += k;
+        let last = sent == asked;
+        let body = chunk(&text, last.then_some("length"), last.then_some(asked));
+        events.push((body, k));
+    }
+    events
+        .chunks(events_per_write)
+        .map(|w| {
+            (
+                w.iter().map(|e| e.0.as_str()).collect(),
+                w.iter().map(|e| e.1).sum(),
+            )
+        })
+        .collect()
 }
 
 const TTFA: Duration = Duration::from_millis(4);
@@ -92,6 +135,22 @@ async fn complete(State(oracle): State<Oracle>, body: String) -> Response {
                     .send(Ok(chunk("ok ok ok ok ok", Some("stop"), Some(5))))
                     .await;
             }
+            Answer::Paced {
+                per_event,
+                events_per_write,
+                interval,
+            } => {
+                let mut log = Vec::new();
+                let writes = paced_writes(asked, per_event, events_per_write);
+                for (k, (text, tokens)) in writes.into_iter().enumerate() {
+                    if k > 0 {
+                        tokio::time::sleep(interval * tokens as u32).await;
+                    }
+                    log.push((unix_us(), tokens));
+                    let _ = tx.send(Ok(text)).await;
+                }
+                oracle.writes.lock().unwrap().push(log);
+            }
         }
         let _ = tx.send(Ok("data: [DONE]\n\n".to_string())).await;
         oracle.ends_us.lock().unwrap().push(unix_us());
@@ -104,13 +163,15 @@ async fn complete(State(oracle): State<Oracle>, body: String) -> Response {
         .unwrap()
 }
 
-fn start_oracle(answer: Answer) -> (String, Arc<Mutex<Vec<u64>>>) {
+/// Starts an oracle answering `answer`; its endpoint and the oracle (its logs).
+fn start_oracle(answer: Answer) -> (String, Oracle) {
     let oracle = Oracle {
         slots: Arc::new(Semaphore::new(2)),
         answer,
         ends_us: Arc::new(Mutex::new(Vec::new())),
+        writes: Arc::new(Mutex::new(Vec::new())),
     };
-    let ends = oracle.ends_us.clone();
+    let logs = oracle.clone();
     let app = axum::Router::new()
         .route("/v1/chat/completions", axum::routing::post(complete))
         .with_state(oracle);
@@ -129,18 +190,29 @@ fn start_oracle(answer: Answer) -> (String, Arc<Mutex<Vec<u64>>>) {
             axum::serve(listener, app).await
         })
     });
-    (format!("http://{addr}/v1/chat/completions"), ends)
+    (format!("http://{addr}/v1/chat/completions"), logs)
 }
 
-fn write_spec(dir: &Path, endpoint: &str, steps: &str) -> PathBuf {
+/// A spec of `providers` (key, endpoint), every one held to `asked` tokens, running `steps`.
+fn write_spec(dir: &Path, providers: &[(&str, &str)], steps: &str, asked: u64) -> PathBuf {
+    let keys: Vec<&str> = providers.iter().map(|(k, _)| *k).collect();
+    let providers: String = providers
+        .iter()
+        .map(|(key, endpoint)| {
+            format!(
+                "  - {{key: {key}, endpoint: '{endpoint}', model: m, auth: {{scheme: none}}, \
+                 max_tokens_field: max_tokens}}\n"
+            )
+        })
+        .collect();
+    let keys = keys.join(", ");
     let spec = format!(
         "benchmark: {{slug: load-truth, workflow: load, schedule_version: load-truth-v1}}
 request: {{temperature: 0, top_p: 1, presence_penalty: 0, frequency_penalty: 0,
   max_output_tokens: 64, response_format: json_object, timeout_ms: 20000,
   harness_grace_ms: 60000}}
 providers:
-  - {{key: p, endpoint: '{endpoint}', model: m, auth: {{scheme: none}}, max_tokens_field: max_tokens}}
-dataset: {{source: ., manifest: none}}
+{providers}dataset: {{source: ., manifest: none}}
 run_root: runs
 load:
   seed: 11
@@ -149,8 +221,9 @@ load:
   workload:
     kind: synthetic
     input_tokens: {{dist: fixed, tokens: 20}}
-    output_tokens: {{dist: fixed, tokens: {ASKED}}}
-  ignore_eos: [p]
+    output_tokens: {{dist: fixed, tokens: {asked}}}
+  ignore_eos: [{keys}]
+  slo: {{e2e_sched_ms: 1000}}
 "
     );
     let path = dir.join("spec.yaml");
@@ -207,6 +280,45 @@ fn recomputed(records: &[TerminalRecord]) -> (usize, f64, f64) {
     )
 }
 
+/// The summary's other headline figures recomputed from the raw records: achieved rate
+/// (measured requests sent before the window's end ÷ the window), TTFA p50 and p99 and E2E p99
+/// (nearest rank over the completed measured requests) and the goodput fraction under the spec's
+/// SLO `e2e_sched_ms ≤ 1000` (E2E plus the send lag; a closed loop has none).
+fn recomputed_headline(
+    records: &[TerminalRecord],
+) -> (f64, Option<f64>, Option<f64>, Option<f64>, f64) {
+    let inside = |ms: f64| ms >= WINDOW_MS.0 && ms < WINDOW_MS.1;
+    let measured: Vec<&TerminalRecord> = records
+        .iter()
+        .filter(|r| r.outcome != Outcome::HarnessError)
+        .filter(|r| inside(r.scheduled_offset_ms.or(r.sent_offset_ms).unwrap()))
+        .collect();
+    let sent = measured
+        .iter()
+        .filter(|r| r.sent_offset_ms.unwrap() < WINDOW_MS.1)
+        .count();
+    let done: Vec<&&TerminalRecord> = measured
+        .iter()
+        .filter(|r| r.outcome == Outcome::Completed)
+        .collect();
+    let ttfa: Vec<f64> = done.iter().map(|r| r.ttfa_ms.unwrap()).collect();
+    let e2e: Vec<f64> = done.iter().map(|r| r.e2e_ms.unwrap()).collect();
+    let good = done
+        .iter()
+        .filter(|r| {
+            let lag = r.send_lag_ms.unwrap_or(0.0);
+            r.e2e_ms.unwrap() + lag <= 1000.0
+        })
+        .count();
+    (
+        sent as f64 / WINDOW_S,
+        Some(percentile(&ttfa, 0.5)),
+        Some(percentile(&ttfa, 0.99)),
+        Some(percentile(&e2e, 0.99)),
+        good as f64 / measured.len() as f64,
+    )
+}
+
 /// The oracle's own completions inside the step's window, per second.
 fn server_truth(ends_us: &[u64], start_us: f64) -> f64 {
     let (lo, hi) = (
@@ -223,14 +335,14 @@ fn server_truth(ends_us: &[u64], start_us: f64) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn throughput_equals_the_servers_completion_rate_closed_and_open_past_capacity() {
     let _serial = SERIAL.lock().await;
-    let (endpoint, ends) = start_oracle(Answer::Held);
+    let (endpoint, oracle) = start_oracle(Answer::Held);
     let tmp = tempfile::tempdir().unwrap();
     // Capacity: 2 slots ÷ (4 + 5 × 2 ms = 14 ms, ≈ 20 ms with timer rounding) ≈ 100/s; 200/s
     // is about twice that.
     let steps = "{model: closed, concurrency: 8}, {model: constant, rate_per_s: 200}";
-    let spec = write_spec(tmp.path(), &endpoint, steps);
+    let spec = write_spec(tmp.path(), &[("p", &endpoint)], steps, ASKED);
     let (dir, results) = run_load(&spec, "T-truth").await;
-    let ends = ends.lock().unwrap().clone();
+    let ends = oracle.ends_us.lock().unwrap().clone();
     for (phase, step) in results.steps.iter().enumerate() {
         assert_eq!(
             (step.window.start_ms(), step.window.end_ms()),
@@ -248,6 +360,18 @@ async fn throughput_equals_the_servers_completion_rate_closed_and_open_past_capa
             lane.request_throughput_per_s, lane.drain_requests_per_s
         );
         // The report's figures are the recomputation's, exactly (same inputs, one definition).
+        let headline = recomputed_headline(&records);
+        assert_eq!(
+            (
+                lane.rate.achieved_per_s,
+                lane.ttfa_ms.p50,
+                lane.ttfa_ms.p99,
+                lane.e2e_ms.p99,
+                lane.goodput.fraction
+            ),
+            headline,
+            "step {phase}"
+        );
         assert_eq!(lane.completed_in_window, n, "step {phase}");
         assert_eq!(lane.request_throughput_per_s, Some(requests_per_s));
         assert_eq!(lane.output_tokens_per_s, Some(tokens_per_s));
@@ -272,16 +396,21 @@ async fn throughput_equals_the_servers_completion_rate_closed_and_open_past_capa
         );
         assert_eq!(lane.held_length.as_ref().map(|h| h.short), Some(0));
     }
-    // The open loop at twice capacity is not sustained: it sent on time, but the server
-    // completed about half of the target.
+    // The open loop at twice capacity: the client sent on time and the queueing server
+    // completed every request, late (its rate verdict is on target), but the throughput in the
+    // window is about half the target and the queue pushes E2E from the schedule past the
+    // SLO's 1 s: goodput falls and the step is not sustained.
     let metrics = openbench_load::report::compute::compute(&results);
     let open = &metrics.steps[1].lanes[0].metrics;
     assert_eq!(
         open.rate.verdict,
-        openbench_load::metrics::RateVerdict::ServerBehind,
+        openbench_load::metrics::RateVerdict::OnTarget,
         "{:?}",
         open.rate
     );
+    let target = open.rate.target_per_s.unwrap();
+    assert!(open.request_throughput_per_s.unwrap() < 0.75 * target);
+    assert!(open.goodput.fraction < 0.9, "{:?}", open.goodput);
     assert!(!open.sustained);
 }
 
@@ -290,7 +419,12 @@ async fn an_upstream_that_ignores_ignore_eos_is_flagged_and_never_sustained() {
     let _serial = SERIAL.lock().await;
     let (endpoint, _) = start_oracle(Answer::FiveInOneChunk);
     let tmp = tempfile::tempdir().unwrap();
-    let spec = write_spec(tmp.path(), &endpoint, "{model: closed, concurrency: 2}");
+    let spec = write_spec(
+        tmp.path(),
+        &[("p", &endpoint)],
+        "{model: closed, concurrency: 2}",
+        ASKED,
+    );
     let (dir, results) = run_load(&spec, "T-eos").await;
     let metrics = openbench_load::report::compute::compute(&results);
     let row = &metrics.steps[0].lanes[0];
@@ -324,4 +458,99 @@ async fn an_upstream_that_ignores_ignore_eos_is_flagged_and_never_sustained() {
     assert!(!md.contains("| yes |"), "{md}");
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("fell short of the held output length"));
+}
+
+/// Nearest-rank percentile `p` of `values` (ascending copy), as METHODOLOGY §6 defines it.
+fn percentile(values: &[f64], p: f64) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let rank = ((p * v.len() as f64).ceil() as usize).max(1);
+    v[rank - 1]
+}
+
+/// Per-token ITL against the server's own write log, for four ways of streaming one token
+/// every 4 ms: one token an event, four an event, a varying number (1, 3, 2, 5) an event, and
+/// one token an event flushed three events a write. The server's truth per token is each
+/// write's gap from the write before ÷ the tokens it carried; the report's ITL p50 and p99 equal
+/// its p50 and p99 (tolerance below), while the per-event gaps are off as predicted: 4× for four
+/// tokens an event, 0 ms within a write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "issue 39: with 4 tokens an event the client's per-token ITL p50 read 3.60 ms against the server log's 4.30 ms (one token an event: 5.16 vs 5.21); run with --ignored"]
+async fn itl_per_token_equals_the_servers_token_interval_however_it_frames_tokens() {
+    let _serial = SERIAL.lock().await;
+    let interval = Duration::from_millis(4);
+    let paced = |per_event: &'static [u64], events_per_write: usize| Answer::Paced {
+        per_event,
+        events_per_write,
+        interval,
+    };
+    let lanes = [
+        ("one", paced(&[1], 1)),
+        ("four", paced(&[4], 1)),
+        ("varied", paced(&[1, 3, 2, 5], 1)),
+        ("batched", paced(&[1], 3)),
+    ];
+    let started: Vec<(&str, String, Oracle)> = lanes
+        .iter()
+        .map(|(key, answer)| {
+            let (endpoint, oracle) = start_oracle(*answer);
+            (*key, endpoint, oracle)
+        })
+        .collect();
+    let providers: Vec<(&str, &str)> = started.iter().map(|(k, e, _)| (*k, e.as_str())).collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = write_spec(
+        tmp.path(),
+        &providers,
+        "{model: closed, concurrency: 1}",
+        24,
+    );
+    let (_, results) = run_load(&spec, "T-itl").await;
+    let metrics = openbench_load::report::compute::compute(&results);
+    let step = &metrics.steps[0];
+    for (key, _, oracle) in &started {
+        let truth: Vec<f64> = oracle
+            .writes
+            .lock()
+            .unwrap()
+            .iter()
+            .flat_map(|writes| {
+                writes.windows(2).flat_map(|w| {
+                    let gap = (w[1].0 - w[0].0) as f64 / 1000.0;
+                    std::iter::repeat_n(gap / w[1].1 as f64, w[1].1 as usize)
+                })
+            })
+            .collect();
+        let row = step.lanes.iter().find(|r| r.name == *key).unwrap();
+        let (itl, gaps) = (&row.metrics.itl_ms, &row.metrics.event_gap_ms);
+        let (t50, t99) = (percentile(&truth, 0.5), percentile(&truth, 0.99));
+        eprintln!(
+            "{key}: ITL p50 {:.3} p99 {:.3} ms (server {t50:.3} / {t99:.3}, {} and {} values); \
+             event gaps p50 {:.3} p99 {:.3}",
+            itl.p50.unwrap(),
+            itl.p99.unwrap(),
+            itl.count,
+            truth.len(),
+            gaps.p50.unwrap(),
+            gaps.p99.unwrap()
+        );
+        // The client's read times differ from the server's write times by the loopback's
+        // delivery, which cancels in a gap: 0.1 ms on a quiet machine (CI); the median holds it
+        // whatever the load, the p99 gets 0.5 ms for a busy one.
+        assert!((itl.p50.unwrap() - t50).abs() <= 0.1, "{key}: p50");
+        assert!((itl.p99.unwrap() - t99).abs() <= 0.5, "{key}: p99");
+        // Each completed measured request gives 23 per-token values (24 tokens; the first
+        // read's give none); the server's log holds every request, warm-up ones too.
+        assert_eq!(itl.count % 23, 0, "{key}");
+        assert!(truth.len() >= itl.count, "{key}");
+        let per_event = gaps.p50.unwrap();
+        match *key {
+            // Four tokens an event: the event gap is four tokens' interval.
+            "four" => assert!((per_event - 4.0 * itl.p50.unwrap()).abs() <= 0.4, "{key}"),
+            // Three events a write: two of every three event gaps are 0 ms.
+            "batched" => assert!(per_event < 0.05, "{key}: {per_event}"),
+            "one" => assert!((per_event - itl.p50.unwrap()).abs() <= 0.1, "{key}"),
+            _ => {}
+        }
+    }
 }

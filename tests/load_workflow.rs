@@ -240,7 +240,7 @@ async fn a_closed_loop_sweep_rises_as_the_capacity_model_predicts() {
             e2e >= 0.97 * model_e2e && e2e <= 1.25 * model_e2e + 40.0,
             "{users} users: E2E mean {e2e:.1} ms, model {model_e2e:.1}"
         );
-        // Throughput can never beat the model. Its floor is counted in requests sent in the
+        // Throughput never beats the model by more than a wave. Its floor is counted in requests sent in the
         // window (throughput × D is that count; D itself runs on to the last one's end, up to
         // an E2E past the window, which is not the server's pace). With more users than slots
         // the server is the bottleneck and keeps both slots busy while a queue waits, whatever
@@ -249,11 +249,15 @@ async fn a_closed_loop_sweep_rises_as_the_capacity_model_predicts() {
         // next send, N × window ÷ cycle. Both floors are 85% of that: the slots end in waves of
         // S, so the window's edges cut a wave more or less (2 of 31), and each service runs a
         // few ms over T. Machine load moves neither floor.
+        // Throughput is the completions inside the window ÷ its length: they end in waves of
+        // min(N, S), so the window holds the model's count plus at most one wave (32 of the
+        // model's 30.8 in a 3 s window, 10.67/s against 10.26/s).
+        let window_s = step.window.length_s();
+        let one_wave = users.min(2.0) / window_s;
         assert!(
-            throughput <= 1.03 * model_throughput,
+            throughput <= model_throughput + one_wave + 0.01,
             "{users} users: {throughput:.2}/s, model {model_throughput:.2}/s"
         );
-        let window_s = step.window.length_s();
         let floor = if users > 2.0 {
             0.85 * model_throughput * window_s
         } else {

@@ -397,7 +397,8 @@ fn reset_postgres(url: &str) {
     let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
     client
         .batch_execute(
-            "DROP TABLE IF EXISTS metrics, requests, lanes, runs, schema_migrations CASCADE",
+            "DROP TABLE IF EXISTS load_requests, load_saturation, load_steps, metrics, requests, \
+             lanes, runs, schema_migrations CASCADE",
         )
         .unwrap();
 }

@@ -1,11 +1,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! A sentinel key end to end: upstreams that echo the key — split across two
 //! answer events (`echo-key-split`), base64-encoded inside the echoed `Authorization` header and
-//! split too (`echo-key-base64`), quoted in a 401 error (`echo-key-error`) — are driven through
-//! `probe once`, `smoke`, `run`, a smoke through a remote `probe serve`, and an OTLP/gRPC export
-//! of every process to a receiver inside the test. Afterwards nothing written holds any
-//! 8-character piece of the key or a 12-character piece of its base64 form: no file under the
-//! test's folder (run directories, logs), no stdout or stderr of any of our processes, no span.
+//! split too (`echo-key-base64`), quoted in a 401 error (`echo-key-error`), in pieces in every
+//! streamed field, split by whitespace, reversed and in hex (`echo-key-pieces`), in hex and
+//! base64 in a 401 (`echo-key-encoded-error`) — are driven through `probe once`, `smoke`, a
+//! paired `run`, `watch --once`, a smoke through a remote `probe serve`, a `load` run, and an
+//! OTLP/gRPC export of every process to a receiver inside the test. Afterwards nothing written
+//! holds any 6-character piece of the key, nor its reversed, hex or base64 form (issue 36,
+//! class 4): no file under the test's folder (run directories, logs), no stdout or stderr of
+//! any of our processes, no span or metric.
 //!
 //! Then a `probe serve` whose owner's spec names only honest endpoints: a coordinator naming an
 //! attacker's endpoint (on 127.0.0.2) is refused at session open and the attacker sees no
@@ -29,21 +32,47 @@ const KEY: &str = "obk-Q7vXp2LmZ9sR4tYw8NcB3hJ6fD1k";
 /// The variable the specs and `probe once` read the key from.
 const KEY_ENV: &str = "OBT_SENTINEL_KEY";
 /// The echoing quirks of the simulator's catalogue.
-const QUIRKS: [&str; 3] = ["echo-key-split", "echo-key-base64", "echo-key-error"];
+const QUIRKS: [&str; 5] = [
+    "echo-key-split",
+    "echo-key-base64",
+    "echo-key-error",
+    "echo-key-pieces",
+    "echo-key-encoded-error",
+];
+/// The providers of [`echoing_providers`], one per quirk.
+const ECHOING: [&str; 5] = [
+    "echo-split",
+    "echo-base64",
+    "echo-error",
+    "echo-pieces",
+    "echo-encoded-error",
+];
 
-/// Every piece of the key a leak would show: 8-character windows of the key, and 12-character
-/// windows of the part of its base64 forms (both alphabets, the key alone and after `Bearer `)
-/// that only the key's bytes determine.
+/// Every piece of the key a leak would show (the rule of docs/faults.md "Secrets"): its
+/// 6-character windows as written and reversed, their hex in both cases, and the 8-character
+/// windows of its base64 forms (both alphabets, the key behind 0, 1 and 2 bytes and behind
+/// `Bearer `) that only the key's bytes determine.
 fn sentinel_pieces() -> Vec<String> {
-    let mut pieces: Vec<String> = (0..=KEY.len() - 8)
-        .map(|i| KEY[i..i + 8].to_string())
-        .collect();
+    let windows = |text: &str, width: usize| -> Vec<String> {
+        (0..=text.len() - width)
+            .map(|i| text[i..i + width].to_string())
+            .collect()
+    };
+    let reversed: String = KEY.chars().rev().collect();
+    let mut pieces = windows(KEY, 6);
+    pieces.extend(windows(&reversed, 6));
+    for piece in windows(KEY, 6) {
+        let hex: String = piece.bytes().map(|b| format!("{b:02x}")).collect();
+        pieces.push(hex.to_uppercase());
+        pieces.push(hex);
+    }
     for engine in [&STANDARD, &URL_SAFE] {
-        for (prefix, skip) in [("", 0usize), ("Bearer ", 10)] {
+        for prefix in ["", ":", "::", "Bearer "] {
             let encoded = engine.encode(format!("{prefix}{KEY}"));
-            // Characters past `skip` depend on the key's bytes only; the last 4 may mix padding.
-            let inner = &encoded[skip..encoded.len() - 4];
-            pieces.extend((0..=inner.len() - 12).map(|i| inner[i..i + 12].to_string()));
+            // Past the groups the prefix touches, characters depend on the key's bytes only;
+            // the last 4 may mix padding.
+            let skip = prefix.len().div_ceil(3) * 4;
+            pieces.extend(windows(&encoded[skip..encoded.len() - 4], 8));
         }
     }
     pieces
@@ -146,7 +175,15 @@ fn a_sentinel_key_echoed_by_hostile_upstreams_is_written_nowhere() {
     let run_dir = printed_run_dir(&o.stdout);
     outputs.push(("run".into(), output_text(&o)));
     let recs = records(&run_dir.join(openbench_common::rundir::FULL_RESULTS));
-    assert_eq!(recs.len(), 3 * 3, "one record per lane and family");
+    assert_eq!(recs.len(), 5 * 3, "one record per lane and family");
+    // `watch --once` prints the run's last records, error messages included.
+    let o = run_bin(
+        work,
+        &["watch", "--once", "--run-dir", run_dir.to_str().unwrap()],
+        &env,
+    );
+    assert!(o.status.success(), "{}", output_text(&o));
+    outputs.push(("watch --once".into(), output_text(&o)));
     // 4. A smoke through a remote probe serving the simulator process.
     let remote_dir = work.join("remote");
     std::fs::create_dir_all(&remote_dir).unwrap();
@@ -236,7 +273,7 @@ fn a_sentinel_key_echoed_by_hostile_upstreams_is_written_nowhere() {
                     .contains("[redacted]")
         })
     };
-    for provider in ["echo-split", "echo-base64", "echo-error"] {
+    for provider in ECHOING {
         assert!(
             redacted(provider),
             "{provider}: no redacted echo in {recs:#?}"
@@ -330,7 +367,18 @@ load:
             found.push(format!("{}: {leaked:?}", file.display()));
         }
     }
-    for (what, text) in [("run", text.as_str()), ("spans", &receiver.raw_text())] {
+    let watch = run_bin(
+        work,
+        &["watch", "--once", "--run-dir", run_dir.to_str().unwrap()],
+        &env,
+    );
+    assert!(watch.status.success(), "{}", output_text(&watch));
+    let watch = output_text(&watch);
+    for (what, text) in [
+        ("run", text.as_str()),
+        ("watch --once", watch.as_str()),
+        ("spans and metrics", &receiver.raw_text()),
+    ] {
         let leaked = leaks(text, &pieces);
         if !leaked.is_empty() {
             found.push(format!("{what}: {leaked:?}"));
@@ -340,7 +388,7 @@ load:
     // Both steps ran against every provider, and every provider's echo arrived redacted (the
     // 401s among them): the test exercises the leaks it looks for.
     let recs = records(&run_dir.join(openbench_common::rundir::FULL_RESULTS));
-    for provider in ["echo-split", "echo-base64", "echo-error"] {
+    for provider in ECHOING {
         for phase in [0, 1] {
             let mine: Vec<_> = recs
                 .iter()

@@ -198,6 +198,8 @@ async fn every_catalogue_entry_has_a_test_here() {
         "echo-key-split",
         "echo-key-base64",
         "echo-key-error",
+        "echo-key-pieces",
+        "echo-key-encoded-error",
     ];
     let listed: Vec<&str> = CATALOGUE.iter().map(|(_, name, _)| *name).collect();
     assert_eq!(listed, covered);

@@ -184,3 +184,56 @@ async fn a_key_quoted_in_an_error_body_is_stored_nowhere() {
         assert!(!json.contains(piece), "{piece:?} in {json}");
     }
 }
+
+/// Every 6-character piece of [`KEY`], as written and reversed, found in `json`.
+fn key_pieces_in(json: &str) -> Vec<String> {
+    let reversed: String = KEY.chars().rev().collect();
+    [KEY, reversed.as_str()]
+        .iter()
+        .flat_map(|k| (0..=k.len() - 6).map(move |i| k[i..i + 6].to_string()))
+        .filter(|p| json.contains(p.as_str()))
+        .collect()
+}
+
+#[tokio::test]
+async fn pieces_of_a_key_in_every_streamed_field_are_stored_nowhere() {
+    let e = run("echo-key-pieces").await;
+    let r = &e.record;
+    assert_eq!(r.outcome, Outcome::Completed, "{r:?}");
+    assert_eq!(r.finish_reason.as_deref(), Some("[redacted]"));
+    assert_eq!(r.provider_request_id.as_deref(), Some("[redacted]"));
+    assert_eq!(
+        r.rate_limit_headers
+            .get("x-ratelimit-remaining-requests")
+            .map(String::as_str),
+        Some("[redacted]")
+    );
+    assert_eq!(r.response_model.as_deref(), Some("m-[redacted]"));
+    assert_eq!(r.reasoning_text, "the key is [redacted]");
+    assert_eq!(
+        r.answer_text,
+        "[redacted]\nspelled [redacted]; backwards [redacted]; hex [redacted]"
+    );
+    let json = serde_json::to_string(&e).unwrap();
+    let hex: String = KEY.bytes().map(|b| format!("{b:02x}")).collect();
+    assert!(!json.contains(&hex[..12]), "{json}");
+    assert_eq!(key_pieces_in(&json), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_key_in_hex_and_base64_in_an_error_body_is_stored_nowhere() {
+    use base64::Engine;
+    let e = run("echo-key-encoded-error").await;
+    let r = &e.record;
+    assert_eq!(r.http_status, Some(401));
+    // `:` before the key: the first base64 group mixes it in and is all that is kept.
+    let lead = &base64::engine::general_purpose::URL_SAFE.encode(format!(":{KEY}"))[..4];
+    let message = r.error_message.as_deref().unwrap();
+    assert!(
+        message.contains(&format!(
+            "key [redacted] (upper [redacted]) or, encoded, :{lead}[redacted]"
+        )),
+        "{message}"
+    );
+    assert_eq!(key_pieces_in(message), Vec::<String>::new());
+}

@@ -19,11 +19,6 @@ pub fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {
     hex(&Sha256::digest(bytes.as_ref()))
 }
 
-/// Lower-case hex sha256 and size of a file, streamed (files may be gigabytes).
-pub fn sha256_file(path: &std::path::Path) -> std::io::Result<(String, u64)> {
-    sha256_reader(std::fs::File::open(path)?)
-}
-
 /// Lower-case hex sha256 and size of everything `reader` yields, streamed.
 pub fn sha256_reader(mut file: impl std::io::Read) -> std::io::Result<(String, u64)> {
     let mut hasher = Sha256::new();

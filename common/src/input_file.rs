@@ -20,8 +20,21 @@ pub const SPEC_BYTES: u64 = 4 * MIB;
 /// Largest `.env` file read (a few lines of keys).
 pub const DOTENV_BYTES: u64 = MIB;
 
-/// Largest dataset file read (a release's largest family file is well under 10 MiB).
-pub const DATASET_FILE_BYTES: u64 = 256 * MIB;
+/// Largest dataset file read (a release's largest family file is well under 10 MiB; a file is
+/// held whole while parsed, so the bound also keeps a command's memory under 300 MB).
+pub const DATASET_FILE_BYTES: u64 = 32 * MIB;
+
+/// Largest prompt file (`load.workload.path`, any workflow input file the lock hashes) read: it
+/// is held whole while parsed (about 2.5 times its size at the peak), so 64 MiB keeps a command
+/// under 300 MB.
+pub const PROMPT_FILE_BYTES: u64 = 64 * MIB;
+
+/// Largest single prompt (one line of a prompt file): far above any context window a provider
+/// serves (1 MiB is about 250,000 tokens).
+pub const PROMPT_BYTES: u64 = MIB;
+
+/// Largest certificate, key or token file read (PEM files are a few KiB).
+pub const CREDENTIAL_FILE_BYTES: u64 = MIB;
 
 /// Largest answers file `score` reads (a million answers of a few KiB each).
 pub const ANSWERS_BYTES: u64 = 16 * 1024 * MIB;
@@ -77,6 +90,16 @@ pub fn read_regular(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Lower-case hex sha256 and size of a regular file of at most `limit` bytes, streamed: the hash
+/// stops one byte past the bound, so a file that grows while it is hashed is refused too.
+pub fn sha256_regular(path: &Path, limit: u64) -> std::io::Result<(String, u64)> {
+    let (hash, size) = crate::hash::sha256_reader(open_regular(path, limit)?)?;
+    if size > limit {
+        return Err(over_limit(limit));
+    }
+    Ok((hash, size))
+}
+
 /// [`read_regular`] as UTF-8 text.
 pub fn read_regular_string(path: &Path, limit: u64) -> std::io::Result<String> {
     String::from_utf8(read_regular(path, limit)?)
@@ -109,5 +132,17 @@ mod tests {
             .unwrap_or_default();
         assert!(message.contains("10-byte limit"), "{message}");
         assert_eq!(read_regular(&big, 11).ok(), Some(vec![b'x'; 11]));
+        // Hashing takes the same road: no device, no FIFO, nothing past the bound.
+        let message = sha256_regular(Path::new("/dev/zero"), MIB)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert_eq!(message, "a device, not a regular file; refusing to read it");
+        assert!(sha256_regular(&fifo, MIB).is_err());
+        assert!(sha256_regular(&big, 10).is_err());
+        assert_eq!(
+            sha256_regular(&big, 11).ok(),
+            Some((crate::hash::sha256_hex([b'x'; 11]), 11))
+        );
     }
 }

@@ -10,6 +10,7 @@ pub mod error_text;
 pub mod hash;
 pub mod input_file;
 pub mod limits;
+pub mod load_figures;
 pub mod probe_session;
 pub mod record;
 pub mod request;

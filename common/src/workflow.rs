@@ -162,14 +162,17 @@ pub struct BenchFixtureRequest<'a> {
 pub const UNREADABLE_FILE: &str = "unreadable";
 
 /// sha256 of each of `files` ([`Workflow::input_files`]) by name, [`UNREADABLE_FILE`] for one
-/// that cannot be read.
+/// that cannot be read: not a regular file, or over [`crate::input_file::PROMPT_FILE_BYTES`]
+/// (hashed streamed through [`crate::input_file::sha256_regular`], so a FIFO or `/dev/zero`
+/// named as an input file never hangs a command).
 pub fn input_files_sha256(files: &[(String, PathBuf)]) -> BTreeMap<String, String> {
     files
         .iter()
         .map(|(name, path)| {
-            let hash = crate::hash::sha256_file(path)
-                .map(|(hash, _)| hash)
-                .unwrap_or_else(|_| UNREADABLE_FILE.to_string());
+            let hash =
+                crate::input_file::sha256_regular(path, crate::input_file::PROMPT_FILE_BYTES)
+                    .map(|(hash, _)| hash)
+                    .unwrap_or_else(|_| UNREADABLE_FILE.to_string());
             (name.clone(), hash)
         })
         .collect()
@@ -271,6 +274,16 @@ pub trait Workflow: Send + Sync {
         run_dir: &Path,
         options: &ReportOptions,
     ) -> Result<ReportOutcome, WorkflowError>;
+    /// For a workflow that measures steps of load: its run directory read back and computed
+    /// exactly as its report does, as the rows the results store keeps (`publish`). `None` (the
+    /// default) means the run is stored as a paired run.
+    fn load_figures(
+        &self,
+        run_dir: &Path,
+    ) -> Result<Option<crate::load_figures::LoadFigures>, WorkflowError> {
+        let _ = run_dir;
+        Ok(None)
+    }
     /// Compares run B against run A (two runs of this workflow) and writes the comparison's
     /// files into `out_dir`, returning their paths. A workflow without a comparison refuses.
     fn compare(

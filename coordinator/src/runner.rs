@@ -19,9 +19,10 @@ use crate::schedule_files::{
 };
 use crate::writer_thread::DurableWriter;
 use openbench_common::record::TerminalRecord;
+use openbench_common::rundir::chain::{self, ChainHead};
 use openbench_common::rundir::{
-    RunFiles, RunManifest, RunMode, RunStatus, RunWriter, SessionProbes, SmokeAttempt,
-    counting_records, repair, repair_jsonl,
+    PlanFileNames, RunFiles, RunManifest, RunMode, RunStatus, RunWriter, SessionProbes,
+    SmokeAttempt, counting_records, repair, repair_jsonl,
 };
 use openbench_common::schedule::{Phase, Schedule};
 use ractor::Actor;
@@ -281,6 +282,7 @@ async fn execute_plan(
         let report = SittingReport::empty(progress);
         manifest.rounds_done = rounds_done;
         manifest.count(records.values());
+        manifest.records_chain = chain_head(files, plan.attempt)?;
         return Ok((report, records));
     }
     // Probes are checked and sessions opened before the manifest says `running`: a probe that
@@ -291,6 +293,8 @@ async fn execute_plan(
     };
     let infra = Infra::start(inputs, run, plan.attempt, plan.lane_in_flight(), host).await?;
     manifest.status = RunStatus::Running;
+    // Recorded again when the sitting ends: a manifest killed mid-sitting carries none.
+    manifest.records_chain = None;
     manifest.sessions += 1;
     if manifest.period_start.is_none() {
         manifest.period_start = Some(openbench_common::clock::now_rfc3339());
@@ -401,7 +405,14 @@ async fn execute_plan(
     manifest.planned_requests = plan.request_count();
     manifest.rounds_total = crate::load::rounds_total(plan);
     manifest.count(records.values());
+    manifest.records_chain = chain_head(files, plan.attempt)?;
     Ok((sitting, records))
+}
+
+/// The head of the plan's records chain as the sitting left it (every writer closed).
+fn chain_head(files: &RunFiles, attempt: u32) -> Result<Option<ChainHead>, CoordinatorError> {
+    let name = PlanFileNames::of_attempt(attempt).results;
+    Ok(chain::head(&files.results, &name)?)
 }
 
 /// What a sitting still has to execute of one phase.

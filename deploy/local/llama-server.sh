@@ -9,7 +9,8 @@
 #
 # Usage:
 #   deploy/local/llama-server.sh install
-#   deploy/local/llama-server.sh start --port 8091 [--threads 1] [--alias gemma-3-270m] [--name a]
+#   deploy/local/llama-server.sh start --port 8091 [--threads 1] [--parallel 1] [--alias gemma-3-270m] [--name a]
+#     (--parallel N: llama-server's slots, -np N, each with a 2,048-token context)
 #   deploy/local/llama-server.sh stop [--name a]      (stops every instance without --name)
 #   deploy/local/llama-server.sh status
 #   deploy/local/llama-server.sh paths                (prints the binary and model paths)
@@ -103,11 +104,12 @@ model_path() {
 }
 
 start_server() {
-  local port=8091 threads=1 alias=gemma-3-270m name=""
+  local port=8091 threads=1 parallel=1 alias=gemma-3-270m name=""
   while [ $# -gt 0 ]; do
     case "$1" in
       --port) port="$2"; shift 2 ;;
       --threads) threads="$2"; shift 2 ;;
+      --parallel) parallel="$2"; shift 2 ;;
       --alias) alias="$2"; shift 2 ;;
       --name) name="$2"; shift 2 ;;
       *) log "unknown option $1"; exit 2 ;;
@@ -122,9 +124,13 @@ start_server() {
     log "instance $name already running (pid $(cat "$STATE/$name.pid"))"
     return 0
   fi
-  log "starting instance $name on 127.0.0.1:$port ($threads threads, alias $alias)"
+  case "$parallel" in ''|*[!0-9]*|0) log "--parallel must be a positive integer, got '$parallel'"; exit 2 ;; esac
+  # Each slot keeps a 2,048-token context (prompt + answer of the bundled tasks fit in it); one
+  # slot keeps the 4,096 it always had.
+  local ctx=$((parallel > 1 ? 2048 * parallel : 4096))
+  log "starting instance $name on 127.0.0.1:$port ($threads threads, $parallel slots, alias $alias)"
   LD_LIBRARY_PATH="$BIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" nohup "$SERVER" -m "$model" \
-    --host 127.0.0.1 --port "$port" -t "$threads" --jinja --alias "$alias" -c 4096 -np 1 \
+    --host 127.0.0.1 --port "$port" -t "$threads" --jinja --alias "$alias" -c "$ctx" -np "$parallel" \
     >"$STATE/$name.log" 2>&1 &
   echo $! >"$STATE/$name.pid"
   local waited=0

@@ -135,6 +135,7 @@ impl Executor {
         } else {
             None
         };
+        let redactor = Redactor::new(credentials).map_err(|e| bad(e.to_string()))?;
         openbench_common::tokenizer::warm_up();
         Ok(Executor {
             inner: Arc::new(Inner {
@@ -143,7 +144,7 @@ impl Executor {
                 client,
                 url,
                 headers,
-                redactor: Redactor::new(credentials),
+                redactor,
                 fresh,
                 active: AtomicU32::new(0),
                 last_end: std::sync::Mutex::new(None),

@@ -26,6 +26,7 @@ pub mod limits;
 pub mod link;
 pub mod record;
 pub mod redact;
+pub mod redact_forms;
 pub mod release;
 pub use openbench_common::semconv;
 pub mod server;

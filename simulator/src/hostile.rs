@@ -8,7 +8,7 @@ use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE};
 use bytes::Bytes;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -97,8 +97,82 @@ pub fn respond(quirk: Quirk, bearer: &str, until: Instant, cancel: CancellationT
             );
             response
         }
+        Quirk::EchoKeyPieces => echo_key_pieces(bearer),
+        Quirk::EchoKeyEncodedError => {
+            let hex: String = bearer.bytes().map(|b| format!("{b:02x}")).collect();
+            let message = format!(
+                "key {hex} (upper {}) or, encoded, :{} is not valid",
+                hex.to_uppercase(),
+                URL_SAFE.encode(format!(":{bearer}"))
+            );
+            json_response(StatusCode::UNAUTHORIZED, &message)
+        }
         _ => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
+}
+
+/// The `echo-key-pieces` stream: the token's first 11 characters as the request id and the
+/// finish reason, a reversed piece in a rate-limit header and one in the model, its halves split
+/// by whitespace between reasoning and answer, then the token in 5-character groups, reversed
+/// and in hex in the answer.
+fn echo_key_pieces(bearer: &str) -> Response {
+    let piece = |from: usize, to: usize| bearer.get(from..to.min(bearer.len())).unwrap_or("");
+    let half = bearer.len() / 2;
+    let reversed: String = bearer.chars().rev().collect();
+    let groups: Vec<&str> = (0..bearer.len())
+        .step_by(5)
+        .map(|at| piece(at, at + 5))
+        .collect();
+    let hex: String = bearer.bytes().map(|b| format!("{b:02x}")).collect();
+    let chunk = |delta: serde_json::Value, finish: Option<&str>| {
+        let chunk = serde_json::json!({
+            "model": format!("m-{}", piece(2, 13)),
+            "choices": [{"delta": delta, "finish_reason": finish}],
+        });
+        format!("data: {chunk}\n\n")
+    };
+    let answer = format!(
+        " {}\nspelled {}; backwards {reversed}; hex {hex}",
+        piece(half, bearer.len()),
+        groups.join(" ")
+    );
+    let body = [
+        chunk(
+            serde_json::json!({"reasoning_content": format!("the key is {} ", piece(0, half))}),
+            None,
+        ),
+        chunk(serde_json::json!({"content": answer}), None),
+        chunk(serde_json::json!({}), Some(piece(0, 11))),
+        "data: [DONE]\n\n".to_string(),
+    ]
+    .concat();
+    let mut response = stream_response(StatusCode::OK, Body::from(body));
+    for (name, value) in [
+        ("x-request-id", piece(0, 11).to_string()),
+        (
+            "x-ratelimit-remaining-requests",
+            reversed
+                .get(..reversed.len().min(9))
+                .unwrap_or("")
+                .to_string(),
+        ),
+    ] {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            response.headers_mut().insert(name, value);
+        }
+    }
+    response
+}
+
+/// A JSON error response whose message is `message`.
+fn json_response(status: StatusCode, message: &str) -> Response {
+    let body = serde_json::json!({"error": {"message": message, "type": "invalid_request_error"}});
+    let mut response = (status, Body::from(body.to_string())).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// A finish chunk and `[DONE]`.

@@ -84,6 +84,13 @@ pub enum Quirk {
     EchoKeyBase64,
     /// Hostile: HTTP 401 whose error message quotes the bearer token.
     EchoKeyError,
+    /// Hostile: pieces of the bearer token in every field a stream carries (request id,
+    /// rate-limit header, model, finish reason), its halves split by whitespace across
+    /// reasoning and answer, spelled in 5-character groups, reversed and in hex.
+    EchoKeyPieces,
+    /// Hostile: HTTP 401 whose error message holds the bearer token in hex (both cases) and in
+    /// URL-safe base64.
+    EchoKeyEncodedError,
 }
 
 /// Every quirk with its stable name and a one-line description, in listing order.
@@ -265,6 +272,17 @@ pub const CATALOGUE: &[(Quirk, &str, &str)] = &[
         "echo-key-error",
         "hostile: HTTP 401 whose error message quotes the bearer token",
     ),
+    (
+        Quirk::EchoKeyPieces,
+        "echo-key-pieces",
+        "hostile: pieces of the bearer token in the request id, a rate-limit header, the model, \
+         the finish reason, split by whitespace across reasoning and answer, reversed and in hex",
+    ),
+    (
+        Quirk::EchoKeyEncodedError,
+        "echo-key-encoded-error",
+        "hostile: HTTP 401 whose error message holds the bearer token in hex and base64",
+    ),
 ];
 
 impl Quirk {
@@ -298,6 +316,8 @@ impl Quirk {
                 | Quirk::EchoKeySplit
                 | Quirk::EchoKeyBase64
                 | Quirk::EchoKeyError
+                | Quirk::EchoKeyPieces
+                | Quirk::EchoKeyEncodedError
         )
     }
 
@@ -351,7 +371,7 @@ mod tests {
             assert_eq!(Quirk::from_name(name), Some(*quirk));
             assert_eq!(quirk.name(), *name);
         }
-        assert_eq!(CATALOGUE.len(), 37);
+        assert_eq!(CATALOGUE.len(), 39);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! `report`: recompute every derived artifact and `report.md` of a run from its raw records.
 
-use openbench_common::rundir::{self, RunLock, WriterLock, read_json};
+use openbench_common::rundir;
 use openbench_common::workflow::ReportOptions;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,13 +21,13 @@ pub struct ReportArgs {
     accept_duplicates: bool,
 }
 
-/// Runs `report`: takes the run directory's writer lock (refused at once while a `run`, `smoke`
-/// or another `report` holds it), reads the run's workflow from its lock, recomputes, prints the
-/// summary table.
+/// Runs `report`: opens the run directory as `publish` does ([`rundir::open_run`]: the writer
+/// lock, refused at once while a `run`, `smoke` or another `report` holds it; the artifacts'
+/// hashes; the records chain), reads the run's workflow from its lock, recomputes, prints the
+/// summary table and how the records stand against their chain.
 pub async fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let lock: RunLock = read_json(&rundir::path(&args.run_dir, rundir::RUN_LOCK))?;
-    let _writer = WriterLock::acquire(&args.run_dir, "report")?;
-    let workflow = crate::registry::find(&lock.workflow)?;
+    let opened = rundir::open_run(&args.run_dir, "report")?;
+    let workflow = crate::registry::find(&opened.lock.workflow)?;
     let run_dir = args.run_dir.clone();
     let options = ReportOptions {
         accept_unplanned: args.accept_unplanned,
@@ -36,6 +36,9 @@ pub async fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let outcome =
         tokio::task::spawn_blocking(move || workflow.report(&run_dir, &options)).await??;
     print!("{}", outcome.summary_table);
+    if let Some(integrity) = &opened.integrity {
+        println!("{integrity}");
+    }
     for path in &outcome.written {
         println!("wrote {}", path.display());
     }

@@ -44,7 +44,12 @@ fn read_ca(export: &Export) -> anyhow::Result<Option<Vec<u8>>> {
     let Some(path) = &export.ca_certificate else {
         return Ok(None);
     };
-    std::fs::read(path).map(Some).with_context(|| {
+    openbench_common::input_file::read_regular(
+        path,
+        openbench_common::input_file::CREDENTIAL_FILE_BYTES,
+    )
+    .map(Some)
+    .with_context(|| {
         format!(
             "cannot read the collector CA {} (OTEL_EXPORTER_OTLP_CERTIFICATE)",
             path.display()

@@ -74,7 +74,7 @@ pub fn runs(store: &mut Store) -> Result<Vec<RunRow>, StoreError> {
 }
 
 /// Column index of `name` in `table` (the `SELECT` of [`schema::select`] keeps table order).
-fn at(table: &schema::Table, name: &str) -> usize {
+pub(crate) fn at(table: &schema::Table, name: &str) -> usize {
     table
         .columns
         .iter()

@@ -161,8 +161,105 @@ pub const METRICS: Table = Table {
     key: &["run_id", "lane", "family", "metric"],
 };
 
+/// A load run's figures per step and row (lane, provider over its regions, or `pooled`), as
+/// the load report computes them.
+pub const LOAD_STEPS: Table = Table {
+    name: "load_steps",
+    columns: &[
+        col("run_id", Text),
+        col("step", Int),
+        col("row_name", Text),
+        col("row_kind", Text),
+        col("label", Text),
+        col("model", Text),
+        col("load", Real),
+        col("achieved_per_s", Real),
+        col("measured", Int),
+        col("completed", Int),
+        opt("request_throughput_per_s", Real),
+        opt("output_tokens_per_s", Real),
+        opt("ttfa_p50_ms", Real),
+        opt("ttfa_p90_ms", Real),
+        opt("ttfa_p99_ms", Real),
+        opt("itl_p50_ms", Real),
+        opt("itl_p90_ms", Real),
+        opt("itl_p99_ms", Real),
+        opt("e2e_p50_ms", Real),
+        opt("e2e_p90_ms", Real),
+        opt("e2e_p99_ms", Real),
+        opt("tpot_p50_ms", Real),
+        opt("tokens_per_s_p50", Real),
+        col("goodput_fraction", Real),
+        opt("goodput_per_s", Real),
+        col("failed_rate_limited", Int),
+        col("failed_http_4xx", Int),
+        col("failed_http_5xx", Int),
+        col("failed_timeout", Int),
+        col("failed_transport_error", Int),
+        col("failed_stream_limit_exceeded", Int),
+        col("failed_stream_error", Int),
+        col("harness_failures", Int),
+        col("sustained", Int),
+        opt("held_requests", Int),
+        opt("held_short", Int),
+    ],
+    key: &["run_id", "step", "row_name"],
+};
+
+/// A load run's saturation points: per lane (and provider with several lanes) and kind of load
+/// that ran; the point's columns are NULL when no step of that kind was sustained.
+pub const LOAD_SATURATION: Table = Table {
+    name: "load_saturation",
+    columns: &[
+        col("run_id", Text),
+        col("row_name", Text),
+        col("kind", Text),
+        opt("step", Int),
+        opt("label", Text),
+        opt("load", Real),
+        opt("achieved_per_s", Real),
+    ],
+    key: &["run_id", "row_name", "kind"],
+};
+
+/// One row per request of a load run's counted steps.
+pub const LOAD_REQUESTS: Table = Table {
+    name: "load_requests",
+    columns: &[
+        col("run_id", Text),
+        col("request_id", Text),
+        col("step", Int),
+        col("lane", Text),
+        col("started_at", Text),
+        opt("scheduled_ms", Real),
+        opt("sent_ms", Real),
+        opt("ttfo_ms", Real),
+        opt("ttfa_ms", Real),
+        opt("e2e_ms", Real),
+        col("outcome", Text),
+        opt("error_type", Text),
+        opt("http_status", Int),
+        col("measured", Int),
+        col("input_tokens", Int),
+        opt("answer_tokens", Int),
+        opt("usage_prompt_tokens", Int),
+        opt("usage_completion_tokens", Int),
+        opt("correct", Int),
+        opt("held_tokens", Int),
+    ],
+    key: &["run_id", "request_id"],
+};
+
 /// Every data table, parents first (publish inserts in this order, deletes in reverse).
-pub const TABLES: [Table; 4] = [RUNS, LANES, REQUESTS, METRICS];
+pub const TABLES: [Table; 7] = [
+    RUNS,
+    LANES,
+    REQUESTS,
+    METRICS,
+    LOAD_STEPS,
+    LOAD_SATURATION,
+    LOAD_REQUESTS,
+];
 
 /// One schema version.
 pub struct Migration {
@@ -175,11 +272,18 @@ pub struct Migration {
 }
 
 /// Every migration, oldest first.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "runs, lanes, requests, metrics",
-    ddl: initial_schema,
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "runs, lanes, requests, metrics",
+        ddl: initial_schema,
+    },
+    Migration {
+        version: 2,
+        name: "load_steps, load_saturation, load_requests",
+        ddl: load_schema,
+    },
+];
 
 fn sql_type(kind: Kind) -> &'static str {
     match kind {
@@ -211,10 +315,18 @@ pub fn create_table(table: &Table) -> String {
 }
 
 fn initial_schema() -> String {
-    let mut ddl: Vec<String> = TABLES.iter().map(create_table).collect();
+    let mut ddl: Vec<String> = TABLES[..4].iter().map(create_table).collect();
     ddl.push("CREATE INDEX requests_by_lane ON requests (run_id, lane_index, round_index)".into());
     ddl.push("CREATE INDEX runs_by_start ON runs (started_at, run_id)".into());
     ddl.join(";\n")
+}
+
+fn load_schema() -> String {
+    TABLES[4..]
+        .iter()
+        .map(create_table)
+        .collect::<Vec<_>>()
+        .join(";\n")
 }
 
 /// `INSERT` of every column of `table`, with `$n` placeholders.
@@ -300,7 +412,7 @@ mod tests {
         let path = dir.path().join("s.sqlite");
         let location = path.to_string_lossy().into_owned();
         let mut store = Store::open(&location).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(applied_version(&mut store).ok(), Some(1));
+        assert_eq!(applied_version(&mut store).ok(), Some(2));
         let tables = store
             .query(
                 "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
@@ -310,21 +422,33 @@ mod tests {
         let names: Vec<&str> = tables.iter().filter_map(|r| r[0].text()).collect();
         assert_eq!(
             names,
-            ["lanes", "metrics", "requests", "runs", "schema_migrations"]
+            [
+                "lanes",
+                "load_requests",
+                "load_saturation",
+                "load_steps",
+                "metrics",
+                "requests",
+                "runs",
+                "schema_migrations"
+            ]
         );
         drop(store);
         // Opening again applies nothing (one row per version).
         let mut store = Store::open(&location).unwrap_or_else(|e| panic!("{e}"));
         let rows = store
-            .query("SELECT version FROM schema_migrations", &[])
+            .query(
+                "SELECT version FROM schema_migrations ORDER BY version",
+                &[],
+            )
             .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(rows, vec![vec![Value::Int(1)]]);
+        assert_eq!(rows, vec![vec![Value::Int(1)], vec![Value::Int(2)]]);
         store
-            .execute_batch("INSERT INTO schema_migrations (version, name) VALUES (2, 'future')")
+            .execute_batch("INSERT INTO schema_migrations (version, name) VALUES (3, 'future')")
             .unwrap_or_else(|e| panic!("{e}"));
         drop(store);
         match Store::open(&location) {
-            Err(StoreError::NewerSchema { found, known, .. }) => assert_eq!((found, known), (2, 1)),
+            Err(StoreError::NewerSchema { found, known, .. }) => assert_eq!((found, known), (3, 2)),
             Err(e) => panic!("{e}"),
             Ok(_) => panic!("a store newer than the build was opened"),
         }

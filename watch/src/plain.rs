@@ -18,8 +18,12 @@ pub fn title(v: &View) -> String {
         RunMode::Smoke => "smoke".to_string(),
         RunMode::Full => "full".to_string(),
     };
+    let simulated = v
+        .simulator_time_scale
+        .map(|s| format!("  simulated: times ×{s} of the profiles'"))
+        .unwrap_or_default();
     format!(
-        "run {}  [{what}, {}]",
+        "run {}  [{what}, {}]{simulated}",
         terminal(&v.run_id),
         v.status.map_or("unknown", RunStatus::as_str)
     )
@@ -115,9 +119,23 @@ pub fn lane_progress(l: &LaneView) -> String {
     format!("{}/{} {pct:.0}%", l.submitted, l.planned)
 }
 
-/// The current load step's heading: `load step 2: step-2 poisson 8/s`.
+/// The current load step's heading: `load step 2: step-2 poisson 8/s`, flagged when the step
+/// was interrupted and resumed mid-way.
 pub fn load_title(load: &LoadView) -> String {
-    format!("load step {}: {}", load.phase, terminal(&load.name))
+    let resumed = if load.sittings.len() > 1 {
+        let list: Vec<String> = load.sittings.iter().map(u32::to_string).collect();
+        format!(
+            "  RESUMED MID-STEP (sittings {}): rates span the pause",
+            list.join(", ")
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "load step {}: {}{resumed}",
+        load.phase,
+        terminal(&load.name)
+    )
 }
 
 /// A lane's target: `8.00/s` (open loop), `4 users` (closed loop) or `-`.

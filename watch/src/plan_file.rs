@@ -6,13 +6,17 @@
 //! their rounds as units; a phases plan shows one column and one unit per phase, so a closed and
 //! an open loop are told apart and "2/3" means two phases of three are done. A load phase also
 //! says what it asks of each lane ([`PhaseLoad`]), for the live load row.
+//!
+//! A schedule chosen as it runs (the load workflow's saturation search) writes each phase it adds
+//! as its own file beside the plan (`full-plan-phase-N.json`, [`phase_file_path`]); [`read`]
+//! takes those too, so progress counts every phase written so far.
 
 use openbench_common::rundir::{Lane, Plan, RunDirError, read_json};
 #[cfg(doc)]
 use openbench_common::schedule::PlanFile;
 use openbench_common::schedule::{Pacing, load_request_id, positions};
 use serde::Deserialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What `watch` takes from a plan file; see the module docs.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -25,6 +29,9 @@ pub struct Outline {
     pub units: Vec<Unit>,
     /// The columns are phases: a record counts under its phase, not its task family.
     pub by_phase: bool,
+    /// A phases plan's schedule version and attempt (the request ids' inputs); `None` for
+    /// paired rounds.
+    pub schedule: Option<(String, u32)>,
 }
 
 /// One unit of progress: a paired round, or a whole phase.
@@ -101,7 +108,7 @@ struct PhasesPlan {
     phases: Vec<PhaseEntry>,
 }
 
-/// One phase of a phases plan.
+/// One phase of a phases plan, or a phase file written beside it.
 #[derive(Debug, Deserialize)]
 struct PhaseEntry {
     phase: u32,
@@ -119,14 +126,32 @@ struct Version {
     plan_version: u32,
 }
 
-/// Reads the plan file at `path`, of either kind.
+/// Reads the plan file at `path`, of either kind, with the phase files written beside a phases
+/// plan so far (in order, up to the first index that has none).
 pub fn read(path: &Path) -> Result<Outline, RunDirError> {
     let Version { plan_version } = read_json(path)?;
-    if plan_version == 2 {
-        Ok(phases_outline(&read_json(path)?))
-    } else {
-        Ok(of_rounds(&read_json(path)?))
+    if plan_version != 2 {
+        return Ok(of_rounds(&read_json(path)?));
     }
+    let mut outline = phases_outline(&read_json(path)?);
+    loop {
+        let next = phase_file_path(path, outline.units.len());
+        if !next.exists() {
+            return Ok(outline);
+        }
+        let entry: PhaseEntry = read_json(&next)?;
+        push_phase(&mut outline, &entry);
+    }
+}
+
+/// Where the coordinator writes phase `index` of a schedule that grows as it runs: beside the
+/// plan at `plan`, named after it (`full-plan.json` → `full-plan-phase-3.json`).
+pub fn phase_file_path(plan: &Path, index: usize) -> PathBuf {
+    let stem = plan
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default();
+    plan.with_file_name(format!("{stem}-phase-{index}.json"))
 }
 
 /// A paired-rounds plan: its families as columns, its rounds as units.
@@ -156,6 +181,7 @@ pub fn of_rounds(plan: &Plan) -> Outline {
             })
             .collect(),
         by_phase: false,
+        schedule: None,
     }
 }
 
@@ -164,44 +190,51 @@ pub fn of_rounds(plan: &Plan) -> Outline {
 fn phases_outline(file: &PhasesPlan) -> Outline {
     let mut outline = Outline {
         by_phase: true,
+        schedule: Some((file.schedule_version.clone(), file.attempt)),
         ..Outline::default()
     };
     for phase in &file.phases {
-        for lane in &phase.lanes {
-            if !outline.lanes.iter().any(|l| l.label == lane.label) {
-                outline.lanes.push(lane.clone());
-            }
-        }
-        let requests = match (&phase.pacing, &phase.plan) {
-            (Some(pacing), _) => positions(&phase.lanes, pacing, phase.phase)
-                .map(|p| {
-                    let id = load_request_id(&file.schedule_version, &p, file.attempt);
-                    (id, phase.lanes[p.lane_index].clone())
-                })
-                .collect(),
-            (None, Some(plan)) => of_rounds(plan)
-                .units
-                .into_iter()
-                .flat_map(|u| u.requests)
-                .collect(),
-            (None, None) => Vec::new(),
-        };
-        let open_ended = match &phase.pacing {
-            Some(Pacing::Users { .. }) => phase.lanes.clone(),
-            _ => Vec::new(),
-        };
-        outline.columns.push(phase.name.clone());
-        outline.units.push(Unit {
-            column: phase.name.clone(),
-            requests,
-            open_ended,
-            load: phase
-                .pacing
-                .as_ref()
-                .map(|pacing| PhaseLoad::of(&phase.name, &phase.lanes, pacing)),
-        });
+        push_phase(&mut outline, phase);
     }
     outline
+}
+
+/// Adds one phase to a phases outline: its new lanes, its column and its unit.
+fn push_phase(outline: &mut Outline, phase: &PhaseEntry) {
+    let (version, attempt) = outline.schedule.clone().unwrap_or_default();
+    for lane in &phase.lanes {
+        if !outline.lanes.iter().any(|l| l.label == lane.label) {
+            outline.lanes.push(lane.clone());
+        }
+    }
+    let requests = match (&phase.pacing, &phase.plan) {
+        (Some(pacing), _) => positions(&phase.lanes, pacing, phase.phase)
+            .filter_map(|p| {
+                let lane = phase.lanes.get(p.lane_index)?.clone();
+                Some((load_request_id(&version, &p, attempt), lane))
+            })
+            .collect(),
+        (None, Some(plan)) => of_rounds(plan)
+            .units
+            .into_iter()
+            .flat_map(|u| u.requests)
+            .collect(),
+        (None, None) => Vec::new(),
+    };
+    let open_ended = match &phase.pacing {
+        Some(Pacing::Users { .. }) => phase.lanes.clone(),
+        _ => Vec::new(),
+    };
+    outline.columns.push(phase.name.clone());
+    outline.units.push(Unit {
+        column: phase.name.clone(),
+        requests,
+        open_ended,
+        load: phase
+            .pacing
+            .as_ref()
+            .map(|pacing| PhaseLoad::of(&phase.name, &phase.lanes, pacing)),
+    });
 }
 
 #[cfg(test)]

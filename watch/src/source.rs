@@ -21,6 +21,8 @@ pub struct Header {
     pub status: Option<RunStatus>,
     /// Smoke attempt shown (0 for a full run).
     pub attempt: u32,
+    /// The simulator's time scale, from the lock, when the run targets the embedded simulator.
+    pub simulator_time_scale: Option<f64>,
 }
 
 /// A followed run directory; see the module docs.
@@ -31,6 +33,9 @@ pub struct RunSource {
     header: Header,
     /// The plan feeding `state`, once it exists.
     has_plan: bool,
+    /// Units (rounds or phases) of that plan, phase files beside it included: a phase file
+    /// past them means the schedule grew.
+    plan_units: usize,
     results: LineFollower,
     rounds: LineFollower,
     /// The stream events, followed only for a plan of phases (the live load row's ITL).
@@ -64,6 +69,7 @@ impl RunSource {
             lock,
             header,
             has_plan: false,
+            plan_units: 0,
             results: LineFollower::new(files.results),
             rounds: LineFollower::new(files.rounds),
             events: None,
@@ -91,18 +97,22 @@ impl RunSource {
             changed = true;
         }
         self.header = header;
-        if !self.has_plan {
-            let files = RunFiles::new(&self.dir, self.header.attempt);
-            if files.plan.exists() {
-                let plan = crate::plan_file::read(&files.plan)?;
-                let lanes = lock_lanes(&self.lock);
-                self.state = RunState::new(Some(&plan), &lanes, &self.lock.families);
-                self.results = LineFollower::new(files.results);
-                self.rounds = LineFollower::new(files.rounds);
-                self.events = plan.by_phase.then(|| LineFollower::new(files.events));
-                self.has_plan = true;
-                changed = true;
-            }
+        let files = RunFiles::new(&self.dir, self.header.attempt);
+        // The plan once it exists; again (every line re-read) when the schedule grew a phase,
+        // so its requests count in the totals and its records under it.
+        let grew = self.has_plan
+            && self.state.by_phase
+            && crate::plan_file::phase_file_path(&files.plan, self.plan_units).exists();
+        if (!self.has_plan && files.plan.exists()) || grew {
+            let plan = crate::plan_file::read(&files.plan)?;
+            let lanes = lock_lanes(&self.lock);
+            self.state = RunState::new(Some(&plan), &lanes, &self.lock.families);
+            self.results = LineFollower::new(files.results);
+            self.rounds = LineFollower::new(files.rounds);
+            self.events = plan.by_phase.then(|| LineFollower::new(files.events));
+            self.has_plan = true;
+            self.plan_units = plan.units.len();
+            changed = true;
         }
         let state = &mut self.state;
         // Events before results: a record's events are written before it, so every record read
@@ -144,6 +154,7 @@ fn read_header(dir: &Path, lock: &RunLock) -> Header {
         mode,
         status: manifest.map(|m| m.status),
         attempt,
+        simulator_time_scale: lock.simulator_time_scale,
     }
 }
 

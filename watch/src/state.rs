@@ -17,7 +17,7 @@ use openbench_common::rundir::Lane;
 use openbench_common::rundir::RoundLine;
 use openbench_load::metrics::RequestSample;
 use openbench_load::run::run_data::{AnswerChunks, sample_of};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 /// How many of a lane's most recent E2E values its sparkline shows.
 pub const RECENT: usize = 16;
@@ -143,6 +143,9 @@ pub struct RunState {
     pub load_samples: HashMap<String, (u32, RequestSample)>,
     /// Answer-bearing chunk offsets per request id, from the events file.
     pub chunks: AnswerChunks,
+    /// Per load phase, the sittings whose records it holds: more than one when the step was
+    /// interrupted and resumed mid-way (its figures then mix two timelines).
+    pub phase_sittings: BTreeMap<u32, BTreeSet<u32>>,
     lane_index: HashMap<String, usize>,
     family_index: HashMap<String, usize>,
     request_round: HashMap<String, usize>,
@@ -202,6 +205,7 @@ impl RunState {
         }
         self.kept.clear();
         self.load_samples.clear();
+        self.phase_sittings.clear();
         self.seq = 0;
         self.unreadable_lines = 0;
         self.round_open.clear();
@@ -317,6 +321,12 @@ impl RunState {
         self.add(&new);
         self.kept.insert(r.request_id.clone(), new);
         if let Some(phase) = r.phase.filter(|_| self.by_phase) {
+            if let Some(sitting) = r.sitting {
+                self.phase_sittings
+                    .entry(phase)
+                    .or_default()
+                    .insert(sitting);
+            }
             let sample = sample_of(r, Some(Vec::new()), 0, None);
             self.load_samples
                 .insert(r.request_id.clone(), (phase, sample));

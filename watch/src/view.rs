@@ -201,6 +201,9 @@ pub struct LoadView {
     pub name: String,
     /// Its lanes shown (the region filter applies), in base order.
     pub lanes: Vec<LoadLaneView>,
+    /// The sittings that sent its requests so far; more than one when it was interrupted and
+    /// resumed mid-step (its achieved rate then spans the pause).
+    pub sittings: Vec<u32>,
 }
 
 /// One lane of the current load step, over its records written so far (warm-up and cool-down
@@ -274,6 +277,10 @@ pub struct View {
     pub e2e_histogram: Vec<Bin>,
     /// The round timeline.
     pub rounds: RoundsView,
+    /// The simulator's time scale when the run targets the embedded simulator: its times are
+    /// that fraction of the profiles' (absent for real providers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub simulator_time_scale: Option<f64>,
     /// The current load step (runs of load phases only; absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load: Option<LoadView>,
@@ -362,6 +369,7 @@ impl View {
             e2e_histogram: histogram(&mut all_e2e, HISTOGRAM_BINS),
             rounds: rounds_view(&rounds),
             load: load_view(state, options),
+            simulator_time_scale: header.simulator_time_scale,
             notice: None,
         }
     }
@@ -441,6 +449,11 @@ fn load_view(state: &RunState, options: &ViewOptions) -> Option<LoadView> {
         phase,
         name: plan.name.clone(),
         lanes,
+        sittings: state
+            .phase_sittings
+            .get(&phase)
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default(),
     })
 }
 
@@ -455,6 +468,7 @@ fn load_lane(state: &RunState, phase: u32, label: &str, target: Target) -> LoadL
         sent.push(sample.sent_ms);
         let mut sample = sample.clone();
         sample.answer_chunks_ms = state.chunks.of(request_id);
+        sample.read_groups = state.chunks.groups(request_id);
         gaps.extend(RequestTimings::of(&sample).itl_ms);
     }
     sort(&mut sent);

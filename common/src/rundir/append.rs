@@ -2,9 +2,11 @@
 //! events and answer are appended first, then the record is appended and fsynced — on its own
 //! ([`RunWriter::open`]) or with the rest of its round, in one group commit
 //! ([`RunWriter::open_grouped`] and [`RunWriter::commit`], before the round's line and
-//! checkpoint). Resume repairs torn lines and drops events of uncommitted requests ([`repair`]).
+//! checkpoint); each record's line is chained ([`chain`]) once it is durable. Resume repairs
+//! torn lines, drops events of uncommitted requests and extends the chain ([`repair`]).
 
 use super::RunDirError;
+use super::chain::{self, ChainWriter};
 use super::layout::RunFiles;
 use super::schema::{Checkpoint, Reconstructed, RoundLine};
 use super::write::{JsonlWriter, keep_committed_lines, push_line, repair_jsonl, write_json_atomic};
@@ -18,6 +20,10 @@ pub struct RunWriter {
     events: JsonlWriter,
     reconstructed: JsonlWriter,
     rounds: JsonlWriter,
+    /// The records chain ([`chain`]): pushed with each record, written once it is durable.
+    chain: ChainWriter,
+    /// True when every record is fsynced as it is written (so is its chain line).
+    fsync_each_record: bool,
 }
 
 /// Bytes of event lines gathered before each append.
@@ -49,6 +55,8 @@ impl RunWriter {
             events: JsonlWriter::open(&files.events, false)?,
             reconstructed: JsonlWriter::open(&files.reconstructed, false)?,
             rounds: JsonlWriter::open(&files.rounds, true)?,
+            chain: ChainWriter::open(&files.results)?,
+            fsync_each_record,
             files,
         })
     }
@@ -75,16 +83,25 @@ impl RunWriter {
             }
             self.reconstructed.append(&reconstructed(record))?;
         }
-        self.results.append(record)
+        let mut line = Vec::new();
+        push_line(&mut line, &self.files.results, record)?;
+        self.results.append_raw(&line)?;
+        self.chain.push(&line);
+        if self.fsync_each_record {
+            self.chain.commit()?;
+        }
+        Ok(())
     }
 
     /// The group commit: fsyncs the events and answers appended so far, then the records, so a
-    /// record on disk has its events on disk too. Every record appended before this call is
-    /// committed when it returns.
+    /// record on disk has its events on disk too, and last the records' chain lines, so the
+    /// chain never covers a record that is not on disk. Every record appended before this call
+    /// is committed when it returns.
     pub fn commit(&mut self) -> Result<(), RunDirError> {
         self.events.sync()?;
         self.reconstructed.sync()?;
-        self.results.sync()
+        self.results.sync()?;
+        self.chain.commit()
     }
 
     /// Appends a round line (fsynced).
@@ -113,7 +130,9 @@ fn reconstructed(record: &TerminalRecord) -> Reconstructed {
 
 /// Crash repair before a resume: drop half-written last lines of every raw file, then keep in the
 /// events and answers files only lines of requests in `committed` (at most one answer per
-/// request), so a request interrupted between its events and its record leaves nothing behind.
+/// request), so a request interrupted between its events and its record leaves nothing behind;
+/// last, verifies the records chain and extends it over the committed lines past its end
+/// ([`chain::extend`]): a records file changed since it was written is refused, naming the line.
 pub fn repair(files: &RunFiles, committed: &BTreeSet<String>) -> Result<(), RunDirError> {
     for path in [
         &files.results,
@@ -125,5 +144,5 @@ pub fn repair(files: &RunFiles, committed: &BTreeSet<String>) -> Result<(), RunD
     }
     keep_committed_lines(&files.events, committed, false)?;
     keep_committed_lines(&files.reconstructed, committed, true)?;
-    Ok(())
+    chain::extend(&files.results)
 }

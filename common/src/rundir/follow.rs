@@ -11,6 +11,7 @@
 //! with [`Followed::Reset`] first, so the caller can drop what it built from the old content.
 
 use super::RunDirError;
+use super::lines::RECORD_LINE_BYTES;
 use super::open::open_read;
 use super::write::{io, not_found};
 use std::fs::File;
@@ -120,9 +121,18 @@ impl LineFollower {
         let mut reader = BufReader::with_capacity(1 << 16, file.take(len - self.offset));
         let mut line = std::mem::take(&mut self.pending);
         loop {
-            let n = reader
+            // A line is read no further than one byte past the bound of one line.
+            let room = (RECORD_LINE_BYTES + 1).saturating_sub(line.len() as u64);
+            let n = (&mut reader)
+                .take(room)
                 .read_until(b'\n', &mut line)
                 .map_err(io(&self.path))?;
+            if line.len() as u64 > RECORD_LINE_BYTES {
+                return Err(RunDirError::TooLarge {
+                    path: self.path.clone(),
+                    limit: RECORD_LINE_BYTES,
+                });
+            }
             if n == 0 {
                 break;
             }

@@ -5,7 +5,7 @@
 
 use super::RunDirError;
 use super::layout::{self, FULL_PLAN, MANIFEST_RESERVE, RUN_LOCK, RUN_MANIFEST, SELECTION};
-use super::open::{open_read, options};
+use super::open::{open_json, options};
 use super::schema::{MANIFEST_VERSION, RunManifest, RunMode, RunStatus};
 use super::write::{io, not_found, read_json, write_json_atomic};
 use crate::hash::sha256_reader;
@@ -37,6 +37,7 @@ impl RunManifest {
             links: BTreeMap::new(),
             outages: Vec::new(),
             finished_phases: BTreeMap::new(),
+            records_chain: None,
             updated_at: crate::clock::now_rfc3339(),
         }
     }
@@ -126,7 +127,7 @@ fn artifact_hashes(run_dir: &Path) -> Result<Vec<(String, String)>, RunDirError>
     let mut hashes = Vec::with_capacity(names.len());
     for name in names {
         let path = layout::path(run_dir, &name);
-        match open_read(&path).and_then(|f| sha256_reader(f).map_err(io(&path))) {
+        match open_json(&path).and_then(|f| sha256_reader(f).map_err(io(&path))) {
             Ok((sha256, _)) => hashes.push((name, sha256)),
             Err(e) if not_found(&e) => {}
             Err(e) => return Err(e),

@@ -6,10 +6,13 @@
 //! types. The on-disk format is the reference runner's; nothing here may change it.
 
 pub mod append;
+pub mod chain;
 pub mod follow;
 pub mod layout;
+pub mod lines;
 pub mod manifest;
 pub mod open;
+pub mod reading;
 pub mod records;
 pub mod round_requests;
 pub mod schema;
@@ -19,7 +22,8 @@ pub mod writer_lock;
 pub use append::{RunWriter, repair};
 pub use follow::{Followed, LineFollower};
 pub use layout::*;
-pub use open::{open_read, read_bytes, refuse_links};
+pub use open::{open_json, open_read, read_bytes, refuse_links};
+pub use reading::{OpenedRun, open_run};
 pub use records::{
     CountingRecords, ReadStats, counting_records, lines_of, read_counting, refuse_strays,
 };
@@ -119,6 +123,35 @@ pub enum RunDirError {
         count: usize,
         /// The first few, each with its line, request and reason.
         first: String,
+    },
+    /// A run-directory file no longer holds what was committed (see [`chain`]).
+    #[error("{}: {detail}; a run directory is never edited after it is written", path.display())]
+    Tampered {
+        /// The file.
+        path: PathBuf,
+        /// What differs, naming the line.
+        detail: String,
+    },
+    /// A JSON-lines line longer than [`lines::RECORD_LINE_BYTES`].
+    #[error(
+        "{}:{line}: longer than the {limit}-byte limit for one line; refusing to read it",
+        path.display()
+    )]
+    LineTooLong {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: u64,
+        /// The bound.
+        limit: u64,
+    },
+    /// A run-directory file larger than the bound for its kind.
+    #[error("{}: larger than the {limit}-byte limit for this file; refusing to read it", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The bound.
+        limit: u64,
     },
     /// Another process holds the run directory's writer lock.
     #[error(

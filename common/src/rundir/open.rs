@@ -10,6 +10,7 @@
 
 use super::RunDirError;
 use super::layout::{self, CHECKPOINTS};
+use super::lines::JSON_FILE_BYTES;
 use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -52,15 +53,39 @@ pub fn open_read(path: &Path) -> Result<File, RunDirError> {
     open_with(&options, path)
 }
 
-/// Reads a whole run-directory file ([`open_with`]'s rules).
+/// Opens a run-directory JSON artifact for reading ([`open_with`]'s rules), refusing one over
+/// [`JSON_FILE_BYTES`]; the reader stops one byte past the bound (so a file that grows after the
+/// check fails to parse rather than filling memory).
+pub fn open_json(path: &Path) -> Result<std::io::Take<File>, RunDirError> {
+    let file = open_read(path)?;
+    let len = file.metadata().map_err(|source| RunDirError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if len.len() > JSON_FILE_BYTES {
+        return Err(RunDirError::TooLarge {
+            path: path.to_path_buf(),
+            limit: JSON_FILE_BYTES,
+        });
+    }
+    Ok(file.take(JSON_FILE_BYTES + 1))
+}
+
+/// Reads a whole run-directory JSON artifact ([`open_json`]'s rules and bound).
 pub fn read_bytes(path: &Path) -> Result<Vec<u8>, RunDirError> {
     let mut bytes = Vec::new();
-    open_read(path)?
+    open_json(path)?
         .read_to_end(&mut bytes)
         .map_err(|source| RunDirError::Io {
             path: path.to_path_buf(),
             source,
         })?;
+    if bytes.len() as u64 > JSON_FILE_BYTES {
+        return Err(RunDirError::TooLarge {
+            path: path.to_path_buf(),
+            limit: JSON_FILE_BYTES,
+        });
+    }
     Ok(bytes)
 }
 

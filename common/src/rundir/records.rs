@@ -7,6 +7,7 @@
 //! and line.
 
 use super::RunDirError;
+use super::lines::read_line;
 use super::open::open_read;
 use super::write::{io, not_found};
 use crate::record::TerminalRecord;
@@ -153,25 +154,25 @@ fn parse_lines(
     sender: SyncSender<Result<Vec<Parsed>, RunDirError>>,
 ) {
     let mut batch = Vec::with_capacity(PARSED_BATCH);
-    let mut line = String::new();
+    let mut line = Vec::new();
     let mut line_no = 0u64;
     let failure = loop {
         line.clear();
-        match reader.read_line(&mut line) {
+        match read_line(&mut reader, &mut line, path, line_no + 1) {
             Ok(0) => break None,
             Ok(_) => {}
-            Err(e) => break Some(io(path)(e)),
+            Err(e) => break Some(e),
         }
         line_no += 1;
-        if !line.ends_with('\n') {
+        if line.last() != Some(&b'\n') {
             batch.push(Parsed::Torn(line_no));
             break None;
         }
-        if line.trim().is_empty() {
+        if line.trim_ascii().is_empty() {
             batch.push(Parsed::Blank(line_no));
             continue;
         }
-        match serde_json::from_str(&line) {
+        match serde_json::from_slice(&line) {
             Ok(record) => batch.push(Parsed::Record(Box::new(record))),
             Err(source) => {
                 break Some(RunDirError::Json {
@@ -242,19 +243,20 @@ pub fn refuse_strays(
     let mut count = 0usize;
     let mut named = Vec::new();
     let mut reader = BufReader::with_capacity(1 << 20, file);
-    let mut line = String::new();
+    let mut line = Vec::new();
     let mut line_no = 0u64;
     loop {
         line.clear();
-        if reader.read_line(&mut line).map_err(io(path))? == 0 || !line.ends_with('\n') {
+        if read_line(&mut reader, &mut line, path, line_no + 1)? == 0 || line.last() != Some(&b'\n')
+        {
             break;
         }
         line_no += 1;
-        if line.trim().is_empty() {
+        if line.trim_ascii().is_empty() {
             continue;
         }
         let record: TerminalRecord =
-            serde_json::from_str(&line).map_err(|source| RunDirError::Json {
+            serde_json::from_slice(&line).map_err(|source| RunDirError::Json {
                 path: path.to_path_buf(),
                 line: Some(line_no),
                 source,
@@ -287,13 +289,19 @@ pub fn lines_of(
         request_id: String,
     }
     let mut found: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    let reader = BufReader::with_capacity(1 << 20, open_read(path)?);
-    for (n, line) in reader.split(b'\n').enumerate() {
-        let line = line.map_err(io(path))?;
+    let mut reader = BufReader::with_capacity(1 << 20, open_read(path)?);
+    let mut line = Vec::new();
+    let mut line_no = 0u64;
+    loop {
+        line.clear();
+        if read_line(&mut reader, &mut line, path, line_no + 1)? == 0 {
+            break;
+        }
+        line_no += 1;
         if let Ok(id) = serde_json::from_slice::<IdOnly>(&line)
             && ids.contains(id.request_id.as_str())
         {
-            found.entry(id.request_id).or_default().push(n as u64 + 1);
+            found.entry(id.request_id).or_default().push(line_no);
         }
     }
     Ok(found)

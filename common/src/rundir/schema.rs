@@ -249,6 +249,10 @@ pub struct RunManifest {
     /// loop plans no request list, so only this says it is finished; absent when there are none).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub finished_phases: BTreeMap<u32, std::collections::BTreeSet<u32>>,
+    /// The head of the records chain ([`super::chain`]) as the last sitting left it, recorded
+    /// when the sitting ended (absent while one runs, and in runs written before chains).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub records_chain: Option<super::chain::ChainHead>,
     /// Last update, RFC 3339 UTC.
     pub updated_at: String,
 }

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, HashSet};
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 pub(super) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunDirError + '_ {
@@ -54,7 +54,9 @@ pub fn write_json_once<T: Serialize>(path: &Path, value: &T) -> Result<(), RunDi
         serde_json::to_writer_pretty(&mut *w, value).map_err(std::io::Error::other)?;
         w.write_all(b"\n")
     };
-    match open_read(path).and_then(|file| crate::hash::sha256_reader(file).map_err(io(path))) {
+    match super::open::open_json(path)
+        .and_then(|file| crate::hash::sha256_reader(file).map_err(io(path)))
+    {
         Ok((existing, _)) => {
             let mut hashed = HashingWriter(Sha256::new());
             write(&mut hashed).map_err(io(path))?;
@@ -158,8 +160,9 @@ pub fn sync_dir(dir: &Path) -> Result<(), RunDirError> {
 }
 
 /// Reads and parses a JSON file; errors name the file.
+/// Only a regular file of at most [`super::lines::JSON_FILE_BYTES`] is read.
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, RunDirError> {
-    let file = open_read(path)?;
+    let file = super::open::open_json(path)?;
     serde_json::from_reader(BufReader::new(file)).map_err(|e| json_error(path, e))
 }
 
@@ -282,16 +285,26 @@ pub fn keep_committed_lines(
     let mut seen: HashSet<(String, Option<u32>)> = HashSet::new();
     let mut kept: Vec<u8> = Vec::new();
     let mut dropped = 0usize;
-    for line in BufReader::new(file).lines() {
-        let line = line.map_err(io(path))?;
-        let keep = match serde_json::from_str::<IdOnly>(&line) {
+    let mut reader = BufReader::new(file);
+    let mut line = Vec::new();
+    let mut line_no = 0u64;
+    loop {
+        line.clear();
+        if super::lines::read_line(&mut reader, &mut line, path, line_no + 1)? == 0 {
+            break;
+        }
+        line_no += 1;
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        let keep = match serde_json::from_slice::<IdOnly>(&line) {
             Ok(id) if committed.contains(&id.request_id) => {
                 seen.insert((id.request_id, if unique { None } else { id.index }))
             }
             _ => false,
         };
         if keep {
-            kept.extend_from_slice(line.as_bytes());
+            kept.extend_from_slice(&line);
             kept.push(b'\n');
         } else {
             dropped += 1;

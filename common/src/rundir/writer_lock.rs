@@ -15,6 +15,7 @@ use super::open::{open_with, options, refuse_links};
 use super::write::io;
 use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// The held writer lock; dropping it releases the directory.
@@ -28,7 +29,13 @@ impl WriterLock {
     /// or fails at once with [`RunDirError::Busy`] naming the current holder, or with
     /// [`RunDirError::Links`] when the directory holds symbolic links.
     pub fn acquire(run_dir: &Path, command: &str) -> Result<WriterLock, RunDirError> {
-        let dir = File::open(run_dir).map_err(io(run_dir))?;
+        // Opened without waiting: a FIFO named as the run directory is refused below, not
+        // waited on.
+        let dir = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+            .open(run_dir)
+            .map_err(io(run_dir))?;
         if !dir.metadata().map_err(io(run_dir))?.is_dir() {
             return Err(RunDirError::NotRegular {
                 path: run_dir.to_path_buf(),

@@ -40,7 +40,11 @@ pub fn read_pem(path: &Path, role: &str) -> Result<Vec<u8>, LinkError> {
         path: path.display().to_string(),
         message,
     };
-    let bytes = std::fs::read(path).map_err(|e| error(format!("cannot read: {e}")))?;
+    let bytes = openbench_common::input_file::read_regular(
+        path,
+        openbench_common::input_file::CREDENTIAL_FILE_BYTES,
+    )
+    .map_err(|e| error(format!("cannot read: {e}")))?;
     if !bytes.windows(11).any(|w| w == b"-----BEGIN ") {
         return Err(error("holds no PEM block".into()));
     }

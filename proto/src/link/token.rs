@@ -43,7 +43,11 @@ impl ProbeToken {
     /// `None` when neither is set. A file that cannot be read is an error naming the file.
     pub fn load(file: Option<&Path>, env_var: &str) -> Result<Option<ProbeToken>, LinkError> {
         if let Some(path) = file {
-            let text = std::fs::read_to_string(path).map_err(|e| LinkError::Token {
+            let text = openbench_common::input_file::read_regular_string(
+                path,
+                openbench_common::input_file::CREDENTIAL_FILE_BYTES,
+            )
+            .map_err(|e| LinkError::Token {
                 source_name: path.display().to_string(),
                 message: format!("cannot read the token file: {e}"),
             })?;

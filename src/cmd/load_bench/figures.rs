@@ -207,6 +207,7 @@ mod tests {
             sent_ms: sent,
             ttfo_ms: None,
             answer_chunks_ms: Vec::new(),
+            read_groups: Vec::new(),
             finished_ms: finished,
             input_tokens: 0,
             answer_tokens: 0,

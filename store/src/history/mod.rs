@@ -9,7 +9,11 @@
 //! the worse side and whose size reaches the spec's rule (`results.regression`): a relative
 //! change of at least `min_relative_change_pct` of the earlier value for latencies and tokens/s,
 //! at least `min_rate_change_points` percentage points for task success and failure rate.
+//!
+//! Load runs have their own history ([`load_history`]): saturation points and goodput per step.
 
+pub mod load_history;
+pub mod load_render;
 pub mod render;
 
 use crate::StoreError;

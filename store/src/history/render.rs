@@ -10,8 +10,8 @@ use openbench_micro_single_task::html::{escape, page_end, page_start};
 use openbench_micro_single_task::report::format::{MISSING, grouped, pct, usd};
 use openbench_micro_single_task::report::markdown::table;
 
-/// One piece of the page.
-enum Block {
+/// One piece of the page (shared with the load history's page, `load_render`).
+pub(super) enum Block {
     Heading(u8, String),
     Para(String),
     List(Vec<String>),
@@ -21,7 +21,7 @@ enum Block {
 /// Metrics shown in the trend tables (every compared metric).
 const TREND: [Metric; 10] = Metric::ALL;
 
-fn short(hash: &str) -> String {
+pub(super) fn short(hash: &str) -> String {
     hash.chars().take(12).collect()
 }
 
@@ -247,8 +247,13 @@ fn cost_row(c: &CostRow) -> Vec<String> {
 
 /// `history.md`.
 pub fn markdown(h: &History) -> String {
+    blocks_markdown(blocks(h))
+}
+
+/// `history.md` of `blocks`.
+pub(super) fn blocks_markdown(blocks: Vec<Block>) -> String {
     let mut out = String::from("# Results history\n\n");
-    for block in blocks(h) {
+    for block in blocks {
         match block {
             // Headings, paragraphs and list items are one line each: a stored name cannot end
             // one early (its newlines and terminal escapes are shown, not obeyed).
@@ -274,14 +279,17 @@ pub fn markdown(h: &History) -> String {
 
 /// `history.html`: the same blocks as a self-contained page in the report's style.
 pub fn html(h: &History) -> String {
-    let mut out = String::new();
-    page_start(
-        &mut out,
-        "Results history",
+    blocks_html(
         &format!("{} · {} run(s)", h.workflow, h.runs.len()),
-        "",
-    );
-    for block in blocks(h) {
+        blocks(h),
+    )
+}
+
+/// `history.html` of `blocks`, under `subtitle`.
+pub(super) fn blocks_html(subtitle: &str, blocks: Vec<Block>) -> String {
+    let mut out = String::new();
+    page_start(&mut out, "Results history", subtitle, "");
+    for block in blocks {
         match block {
             Block::Heading(level, text) => {
                 out.push_str(&format!("<h{level}>{}</h{level}>\n", escape(&text)));

@@ -182,6 +182,7 @@ fn a_timed_closed_loop_leaves_its_lanes_without_a_total() {
         mode: RunMode::Full,
         status: Some(RunStatus::Running),
         attempt: 0,
+        simulator_time_scale: None,
     };
     let view = View::build(&header, &state, &ViewOptions::default());
     let progress: Vec<(String, String)> = view

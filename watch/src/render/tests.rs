@@ -13,6 +13,7 @@ fn screen(options: &ViewOptions, status: RunStatus) -> Vec<String> {
         mode: RunMode::Full,
         status: Some(status),
         attempt: 0,
+        simulator_time_scale: None,
     };
     let view = View::build(&header, &worked_state(), options);
     let mut terminal = Terminal::new(TestBackend::new(160, 40)).unwrap_or_else(|e| panic!("{e}"));
@@ -106,6 +107,7 @@ fn a_load_step_is_drawn_under_the_lanes() {
         mode: RunMode::Full,
         status: Some(RunStatus::Running),
         attempt: 0,
+        simulator_time_scale: None,
     };
     let mut view = View::build(&header, &worked_state(), &ViewOptions::default());
     let draw_it = |view: &View| {
@@ -137,6 +139,7 @@ fn a_load_step_is_drawn_under_the_lanes() {
             itl_p50_ms: Some(4.25),
             itl_p99_ms: Some(12.0),
         }],
+        sittings: vec![1],
     });
     let s = draw_it(&view);
     let title = row_of(&s, "load step 2: step-2 poisson 8/s");

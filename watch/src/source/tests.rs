@@ -466,3 +466,141 @@ fn a_load_run_shows_its_current_step_target_achieved_rate_and_live_itl() {
     let fresh = RunSource::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(view(&fresh), v);
 }
+
+/// A saturation search's schedule after `phases` steps: open loops asking a@eu for 4/s (5
+/// releases over 1 s) and b@us for 2/s (3 over 1 s), 8 requests a step.
+fn search_schedule(phases: usize) -> openbench_common::schedule::Schedule {
+    use openbench_common::schedule::{LoadPhase, Pacing, Phase, Schedule};
+    let step = |i: usize| {
+        Phase::OpenLoop(LoadPhase {
+            name: format!("step-{i} constant 4/s"),
+            load: "constant 4/s".into(),
+            lanes: load_lanes(),
+            pacing: Pacing::Releases {
+                offsets_ms: vec![
+                    vec![0.0, 250.0, 500.0, 750.0, 1000.0],
+                    vec![0.0, 500.0, 1000.0],
+                ],
+                max_in_flight: 8,
+            },
+            source: std::sync::Arc::new(Same),
+        })
+    };
+    Schedule {
+        version: "v".into(),
+        attempt: 0,
+        phases: (0..phases).map(step).collect(),
+    }
+}
+
+/// The planned (request id, lane label) of phase `index` of `schedule`, in plan order.
+fn planned_ids(
+    schedule: &openbench_common::schedule::Schedule,
+    index: usize,
+) -> Vec<(String, String)> {
+    let ids = schedule.load_request_ids(index);
+    let lanes = load_lanes();
+    let openbench_common::schedule::Phase::OpenLoop(phase) = &schedule.phases[index] else {
+        panic!("an open loop")
+    };
+    ids.into_iter()
+        .zip(openbench_common::schedule::positions(
+            &lanes,
+            &phase.pacing,
+            index as u32,
+        ))
+        .map(|(id, p)| (id, p.lane))
+        .collect()
+}
+
+/// The load demo's saturation search writes each step it chooses as a phase file beside the
+/// plan; `watch` counts them all (before, it read `full-plan.json` alone and showed
+/// `requests 13/8`), flags a step resumed mid-way and says the run's times are the simulator's,
+/// scaled. Checked on the plain text and on the TUI drawn on ratatui's TestBackend.
+#[test]
+fn a_growing_schedule_counts_every_phase_file_and_flags_a_resumed_step() {
+    use openbench_common::rundir::{RunFiles, RunWriter, write_json_once};
+    let dir = run_dir();
+    let at = |name: &str| layout::path(dir.path(), name);
+    let mut lock: RunLock = read_json(&at(layout::RUN_LOCK)).unwrap_or_else(|e| panic!("{e}"));
+    lock.simulator_time_scale = Some(0.03);
+    write_json_atomic(&at(layout::RUN_LOCK), &lock).unwrap_or_else(|e| panic!("{e}"));
+    write_json_atomic(&at(layout::FULL_PLAN), &search_schedule(1).plan_file())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut writer =
+        RunWriter::open(RunFiles::new(dir.path(), 0)).unwrap_or_else(|e| panic!("{e}"));
+    let mut write = |phase: u32, sitting: u32, ids: &[(String, String)]| {
+        for (k, (id, lane)) in ids.iter().enumerate() {
+            let mut e = load_execution(
+                id,
+                lane,
+                phase,
+                k as f64 * 100.0,
+                Outcome::Completed,
+                &[10.0, 20.0],
+            );
+            e.record.sitting = Some(sitting);
+            writer
+                .append_execution(&e)
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+    };
+    // Step 0 runs to its end in sitting 1.
+    write(0, 1, &planned_ids(&search_schedule(1), 0));
+    let mut source = RunSource::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    let v = view(&source);
+    assert_eq!((v.requests_done, v.requests_total), (8, 8));
+    assert_eq!((v.rounds_done, v.rounds_total), (1, 1));
+
+    // The search chooses step 1: its phase file appears beside the plan. Sitting 1 sends 3 of
+    // its requests and is interrupted; sitting 2 sends 2 more.
+    let grown = search_schedule(2);
+    let phase_file = crate::plan_file::phase_file_path(&at(layout::FULL_PLAN), 1);
+    write_json_once(&phase_file, &grown.phase_file(1)).unwrap_or_else(|e| panic!("{e}"));
+    let step1 = planned_ids(&grown, 1);
+    write(1, 1, &step1[..3]);
+    write(1, 2, &step1[3..5]);
+    assert!(source.refresh().is_ok_and(|r| r.changed));
+    let v = view(&source);
+    // 8 + 8 planned; 8 + 5 sent; one phase of two done.
+    assert_eq!((v.requests_done, v.requests_total), (13, 16));
+    assert_eq!((v.rounds_done, v.rounds_total), (1, 2));
+    let load = v.load.clone().unwrap_or_else(|| panic!("a load row"));
+    assert_eq!((load.phase, load.sittings.clone()), (1, vec![1, 2]));
+    let text = crate::plain::render(&v);
+    assert!(text.contains("phases 1/2  requests 13/16"), "{text}");
+    assert!(
+        text.contains(
+            "load step 1: step-1 constant 4/s  RESUMED MID-STEP (sittings 1, 2): rates span the pause"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("run run-t  [full, running]  simulated: times ×0.03 of the profiles'"),
+        "{text}"
+    );
+    // The TUI shows the same, drawn on a test terminal.
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 48))
+        .unwrap_or_else(|e| panic!("{e}"));
+    terminal
+        .draw(|frame| crate::render::draw(frame, &v))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let buffer = terminal.backend().buffer();
+    let screen: String = (0..buffer.area.height)
+        .map(|y| {
+            (0..buffer.area.width)
+                .map(|x| buffer[(x, y)].symbol())
+                .collect::<String>()
+                + "\n"
+        })
+        .collect();
+    assert!(screen.contains("requests 13/16"), "{screen}");
+    assert!(
+        screen.contains("RESUMED MID-STEP (sittings 1, 2)"),
+        "{screen}"
+    );
+    assert!(screen.contains("simulated: times ×0.03"), "{screen}");
+    // Following by offset equals a fresh read of every file.
+    let fresh = RunSource::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(view(&fresh), v);
+}

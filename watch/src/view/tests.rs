@@ -7,6 +7,7 @@ fn header() -> Header {
         mode: RunMode::Full,
         status: Some(RunStatus::Running),
         attempt: 0,
+        simulator_time_scale: None,
     }
 }
 

@@ -53,8 +53,11 @@ impl Workflow for ExampleEcho {
     }
     fn load_dataset(&self, dir: &Path, manifest: &str) -> Result<DatasetRelease, WorkflowError> {
         let path = dir.join(manifest);
-        let bytes = std::fs::read(&path)
-            .map_err(|e| WorkflowError(format!("prompts {}: {e}", path.display()).into()))?;
+        let bytes = openbench_common::input_file::read_regular(
+            &path,
+            openbench_common::input_file::DATASET_FILE_BYTES,
+        )
+        .map_err(|e| WorkflowError(format!("prompts {}: {e}", path.display()).into()))?;
         let text = String::from_utf8(bytes.clone())
             .map_err(|e| WorkflowError(format!("prompts {}: {e}", path.display()).into()))?;
         let items: Vec<WorkItem> = text

@@ -39,6 +39,10 @@ pub struct RequestSample {
     /// Arrival offsets of every answer-bearing chunk, ascending (METHODOLOGY §3 events with
     /// non-empty visible answer text).
     pub answer_chunks_ms: Vec<f64>,
+    /// The same chunks as read groups (METHODOLOGY §9): the answer-bearing events of one network
+    /// read share one timestamp and form one group, with the o200k tokens of their text. Empty
+    /// when the events were not read (the runner's replay), which gives no per-token ITL.
+    pub read_groups: Vec<ReadGroup>,
     /// When the request ended, whatever its outcome (stream end, failure, deadline), ms after
     /// its send (`sent_ms`).
     pub finished_ms: f64,
@@ -74,6 +78,29 @@ impl RequestSample {
         self.outcome == Outcome::Completed
             && self.usage_completion_tokens.unwrap_or(self.answer_tokens) < asked
     }
+}
+
+/// Answer-bearing events of one network read (METHODOLOGY §9, "Read group").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReadGroup {
+    /// The read's time, ms from the send (every event of the group has it).
+    pub at_ms: f64,
+    /// o200k tokens of the group's visible text (at least 1).
+    pub tokens: u64,
+}
+
+/// Per-token inter-token latency (METHODOLOGY §9): for each read group `j ≥ 2`, its gap from the
+/// group before shared by its `m_j` tokens, `m_j` values of `(T_j − T_(j−1)) / m_j`. Groups at
+/// 100, 130, 190 ms carrying 1, 1, 3 tokens give 30, 20, 20, 20 ms.
+pub fn itl_per_token(groups: &[ReadGroup]) -> Vec<f64> {
+    groups
+        .windows(2)
+        .flat_map(|w| {
+            let m = w[1].tokens.max(1);
+            let share = (w[1].at_ms - w[0].at_ms) / m as f64;
+            std::iter::repeat_n(share, m as usize)
+        })
+        .collect()
 }
 
 /// A nearest-rank summary of one population (METHODOLOGY §6). Percentile fields are `None` for

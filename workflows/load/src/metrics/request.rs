@@ -20,8 +20,11 @@ pub struct RequestTimings {
     pub tpot_ms: Option<f64>,
     /// Visible-answer tokens/s: (N − 1) / (E2E − TTFA) in seconds, when N ≥ 2 and E2E > TTFA.
     pub tokens_per_s: Option<f64>,
-    /// Every gap between consecutive answer-bearing chunks.
+    /// Inter-token latency per token ([`super::itl_per_token`] of the read groups).
     pub itl_ms: Vec<f64>,
+    /// Every gap between consecutive answer-bearing events (what peers call ITL): events of one
+    /// read give 0 ms gaps, a server sending k tokens an event k times the per-token gap.
+    pub event_gaps_ms: Vec<f64>,
     /// Actual − scheduled send (open loop only; for any outcome).
     pub send_lag_ms: Option<f64>,
     /// o200k tokens of the answer (0 unless it completed).
@@ -70,7 +73,8 @@ impl RequestTimings {
             e2e_ms: Some(last),
             tpot_ms: timed.then(|| span / (n - 1) as f64),
             tokens_per_s: timed.then(|| (n - 1) as f64 / (span / 1000.0)),
-            itl_ms: sample
+            itl_ms: super::itl_per_token(&sample.read_groups),
+            event_gaps_ms: sample
                 .answer_chunks_ms
                 .windows(2)
                 .map(|w| w[1] - w[0])

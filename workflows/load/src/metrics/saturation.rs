@@ -1,9 +1,9 @@
 //! Which steps a lane sustained, its saturation point, and the next rate of a saturation search.
 //!
 //! A step is **sustained** when it kept its rate (the rate verdict is `on_target`: the client
-//! sent, and the server completed inside the window, at least the sustain fraction (0.95) of the
-//! target), its goodput fraction is at least the spec's threshold (0.9), and its answers did not
-//! mostly fall short of a held output length. A closed-loop step has no target, so only its
+//! sent, and the server completed, at least the sustain fraction (0.95) of the target's measured
+//! requests), its goodput fraction is at least the spec's threshold (0.9), and its answers did
+//! not mostly fall short of a held output length. A closed-loop step has no target, so only its
 //! goodput (and held length) decides. This is the one definition: `StepMetrics::sustained`, the
 //! reports, `compare` and the saturation search all read it. The **saturation point** is the highest step (by
 //! target rate, or by concurrency for closed loops) that was sustained (METHODOLOGY §9).

@@ -70,6 +70,9 @@ pub struct RateCheck {
     pub target_per_s: Option<f64>,
     /// Measured requests sent before the window closed ÷ window length.
     pub achieved_per_s: f64,
+    /// Measured requests that completed (whenever they ended) ÷ window length: the server's
+    /// side of the verdict. Not the throughput ([`StepMetrics::request_throughput_per_s`]).
+    pub completed_per_s: f64,
     /// Whether the rate was kept, and who fell behind.
     pub verdict: RateVerdict,
 }
@@ -80,13 +83,13 @@ pub struct RateCheck {
 pub enum RateVerdict {
     /// A closed loop: its rate is an outcome, not a target.
     NoTarget,
-    /// The achieved rate and the request throughput both at least the sustain fraction of the
-    /// target.
+    /// The client sent, and the server completed, at least the sustain fraction of the target's
+    /// measured requests.
     OnTarget,
     /// The client sent under the sustain fraction of the target in the window (send lag).
     ClientBehind,
-    /// The client kept up but the request throughput (completions in the window) was under the
-    /// sustain fraction of the target: the server refused, failed or queued the rest.
+    /// The client kept up but under the sustain fraction of the target's measured requests
+    /// completed: the server refused or failed the rest.
     ServerBehind,
 }
 
@@ -156,8 +159,11 @@ pub struct StepMetrics {
     pub send_lag_ms: Option<Distribution>,
     /// Time per output token (answers of ≥ 2 tokens with E2E > TTFA).
     pub tpot_ms: Distribution,
-    /// Every gap between answer-bearing chunks, pooled over the step's completed requests.
+    /// Inter-token latency per token (METHODOLOGY §9), pooled over the step's completed
+    /// requests.
     pub itl_ms: Distribution,
+    /// Every gap between answer-bearing events, pooled (the per-event figure peers call ITL).
+    pub event_gap_ms: Distribution,
     /// Visible-answer tokens/s (E2E > TTFA).
     pub tokens_per_s: Distribution,
     /// Requests of the step (any phase) that completed inside the measured window.
@@ -321,11 +327,11 @@ pub fn step_metrics(
         .filter(|s| window.before_end_ms(s.sent_ms))
         .count();
     let achieved_per_s = rate_of(sent);
-    let throughput_per_s = rate_of(done_in_window.len());
+    let completed_per_s = rate_of(completed.len());
     let verdict = match target {
         None => RateVerdict::NoTarget,
         Some(t) if achieved_per_s < settings.sustain_fraction * t => RateVerdict::ClientBehind,
-        Some(t) if throughput_per_s < settings.sustain_fraction * t => RateVerdict::ServerBehind,
+        Some(t) if completed_per_s < settings.sustain_fraction * t => RateVerdict::ServerBehind,
         Some(_) => RateVerdict::OnTarget,
     };
     let goodput_fraction = if measured.is_empty() {
@@ -359,6 +365,12 @@ pub fn step_metrics(
                 .flat_map(|t| t.itl_ms.iter().copied())
                 .collect::<Vec<f64>>(),
         ),
+        event_gap_ms: Distribution::of(
+            &timings
+                .iter()
+                .flat_map(|t| t.event_gaps_ms.iter().copied())
+                .collect::<Vec<f64>>(),
+        ),
         tokens_per_s: Distribution::of(&collect(&|t| t.tokens_per_s)),
         completed_in_window: done_in_window.len(),
         request_throughput_per_s: per_window(done_in_window.len() as f64),
@@ -378,6 +390,7 @@ pub fn step_metrics(
         rate: RateCheck {
             target_per_s: target,
             achieved_per_s,
+            completed_per_s,
             verdict,
         },
         goodput: Goodput {

@@ -23,6 +23,10 @@ fn sample(
         sent_ms: sent,
         ttfo_ms: chunks.first().map(|c| c - 10.0),
         answer_chunks_ms: chunks.to_vec(),
+        read_groups: chunks
+            .iter()
+            .map(|&at_ms| ReadGroup { at_ms, tokens: 1 })
+            .collect(),
         finished_ms: chunks.last().map_or(5.0, |c| c + 10.0),
         input_tokens: 10,
         answer_tokens: tokens,
@@ -174,6 +178,8 @@ fn an_open_step_by_hand() {
     assert_eq!(m.usage.output_discrepancy, Some(1.0 / 3.0));
     // Sent before the window closed: R1, R2, R3 (R4 went at 3100) → 3 / 2 s = 1.5/s < 0.95 × 2.
     assert_eq!(m.rate.achieved_per_s, 1.5);
+    // Measured and completed: R1, R2, R4 → 3 / 2 s.
+    assert_eq!(m.rate.completed_per_s, 1.5);
     assert_eq!(m.rate.verdict, RateVerdict::ClientBehind);
     // Good: R1 (TTFA 100, TPOT 50) and R4 (TTFA 50, one token: no TPOT to exceed); R2's TTFA
     // 300 breaks the SLO, the 429 counts against it: 2 good of 4 measured, 2 over 2 s.
@@ -219,7 +225,7 @@ fn the_verdict_names_who_fell_behind() {
     };
     let all: Vec<RequestSample> = (0..4).map(on_time).collect();
     let s = settings(0, 2000, Some(2.0), &[]);
-    // Their streams end at 20, 520, 1020, 1520: 4 completed in the window, 2/s.
+    // All four sent and completed: 2/s, on target.
     let m = step_report(&all, &s).pooled;
     assert_eq!(m.rate.verdict, RateVerdict::OnTarget);
     assert!(m.sustained);
@@ -472,4 +478,36 @@ fn bootstrap_intervals_are_seeded_and_bracket_the_statistic() {
         Some((5.0, 5.0))
     );
     assert_eq!(percentile_interval(&values[..29], 0.5, 50, 1, "x"), None);
+}
+
+#[test]
+fn itl_per_token_shares_each_reads_gap_among_its_tokens() {
+    // METHODOLOGY §9's worked example: groups at 100, 130, 190 ms carrying 1, 1, 3 tokens give
+    // 30, 20, 20, 20 ms; TPOT for the same 5-token answer is (190 − 100) / 4 = 22.5.
+    let groups =
+        [(100.0, 1), (130.0, 1), (190.0, 3)].map(|(at_ms, tokens)| ReadGroup { at_ms, tokens });
+    assert_eq!(itl_per_token(&groups), [30.0, 20.0, 20.0, 20.0]);
+    let mut s = sample("a", None, 0.0, &[100.0, 130.0, 190.0], 5);
+    s.read_groups = groups.to_vec();
+    let t = RequestTimings::of(&s);
+    assert_eq!(t.itl_ms, [30.0, 20.0, 20.0, 20.0]);
+    assert_eq!(t.tpot_ms, Some(22.5));
+    assert_eq!(t.event_gaps_ms, [30.0, 60.0]);
+    // One token an event every 10 ms, written three events a read: reads at 30, 60, 90 ms of
+    // 3 tokens each. Per token: 10 ms every value; per event the reads' events give 0, 0, 30.
+    let groups = [30.0, 60.0, 90.0].map(|at_ms| ReadGroup { at_ms, tokens: 3 });
+    assert_eq!(itl_per_token(&groups), [10.0; 6]);
+    let mut s = sample(
+        "a",
+        None,
+        0.0,
+        &[30.0, 30.0, 30.0, 60.0, 60.0, 60.0, 90.0, 90.0, 90.0],
+        9,
+    );
+    s.read_groups = groups.to_vec();
+    let t = RequestTimings::of(&s);
+    assert_eq!(t.itl_ms, [10.0; 6]);
+    assert_eq!(t.event_gaps_ms, [0.0, 0.0, 30.0, 0.0, 0.0, 30.0, 0.0, 0.0]);
+    // The first group's tokens give none; a single group gives no ITL.
+    assert!(itl_per_token(&groups[..1]).is_empty());
 }

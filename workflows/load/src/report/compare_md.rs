@@ -1,12 +1,12 @@
 //! `compare.md`: the comparison of two load runs as tables, one per matched step.
 
-use super::compare::{Change, Comparison, Figure, LEVEL};
+use super::compare::{Change, Comparison, Figure, LEVEL, StepComparison};
 use openbench_report_kit::format::{MISSING, grouped};
 use openbench_report_kit::table::markdown_names;
 use std::fmt::Write;
 
 /// A value of `figure`: ms with one decimal, a fraction as a percentage.
-fn value(figure: Figure, x: Option<f64>) -> String {
+pub(super) fn value(figure: Figure, x: Option<f64>) -> String {
     match x {
         None => MISSING.to_string(),
         Some(v) if figure.is_fraction() => format!("{}%", grouped(v * 100.0, 2)),
@@ -15,7 +15,7 @@ fn value(figure: Figure, x: Option<f64>) -> String {
 }
 
 /// A change of `figure`, signed: ms, or percentage points for a fraction.
-fn signed(figure: Figure, x: Option<f64>) -> String {
+pub(super) fn signed(figure: Figure, x: Option<f64>) -> String {
     let Some(v) = x else {
         return MISSING.to_string();
     };
@@ -33,7 +33,7 @@ fn signed(figure: Figure, x: Option<f64>) -> String {
     format!("{sign}{text}{unit}")
 }
 
-fn interval(c: &Change) -> String {
+pub(super) fn interval(c: &Change) -> String {
     match (c.low, c.high) {
         (Some(l), Some(h)) => format!(
             "[{}, {}]",
@@ -86,54 +86,58 @@ pub fn render(c: &Comparison) -> String {
                 step.unmatched_lanes.join(", ")
             );
         }
-        let mut rows = Vec::new();
-        for row in &step.rows {
-            rows.push(vec![
-                row.name.clone(),
-                "measured / achieved/s".to_string(),
-                format!("{} / {}", row.measured.0, grouped(row.achieved_per_s.0, 2)),
-                format!("{} / {}", row.measured.1, grouped(row.achieved_per_s.1, 2)),
-                MISSING.to_string(),
-                MISSING.to_string(),
-                MISSING.to_string(),
-            ]);
-            let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
-            rows.push(vec![
-                row.name.clone(),
-                "sustained".to_string(),
-                yes_no(row.sustained.0),
-                yes_no(row.sustained.1),
-                MISSING.to_string(),
-                MISSING.to_string(),
-                MISSING.to_string(),
-            ]);
-            for ch in &row.changes {
-                rows.push(vec![
-                    row.name.clone(),
-                    ch.figure.label().to_string(),
-                    value(ch.figure, ch.a),
-                    value(ch.figure, ch.b),
-                    signed(ch.figure, ch.delta),
-                    interval(ch),
-                    ch.verdict().to_string(),
-                ]);
-            }
-        }
-        markdown_names(
-            &mut out,
-            &[
-                "Lane",
-                "Figure",
-                "A",
-                "B",
-                "B − A",
-                "95% interval",
-                "Verdict",
-            ],
-            &rows,
-            2,
-        );
+        let rows = step_rows(step);
+        markdown_names(&mut out, &HEADERS, &rows, 2);
     }
     out.push_str("Latencies in ms; shares in percent, their changes in percentage points. Definitions: docs/load.md, \"Reports\".\n");
     out
+}
+
+/// The comparison table's headers (`compare.md` and `compare.html`).
+pub(super) const HEADERS: [&str; 7] = [
+    "Lane",
+    "Figure",
+    "A",
+    "B",
+    "B − A",
+    "95% interval",
+    "Verdict",
+];
+
+/// The comparison table's rows of one matched step: per lane its measured count and achieved
+/// rate, whether it sustained the step, then every figure's change.
+pub(super) fn step_rows(step: &StepComparison) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for row in &step.rows {
+        rows.push(vec![
+            row.name.clone(),
+            "measured / achieved/s".to_string(),
+            format!("{} / {}", row.measured.0, grouped(row.achieved_per_s.0, 2)),
+            format!("{} / {}", row.measured.1, grouped(row.achieved_per_s.1, 2)),
+            MISSING.to_string(),
+            MISSING.to_string(),
+            MISSING.to_string(),
+        ]);
+        rows.push(vec![
+            row.name.clone(),
+            "sustained".to_string(),
+            super::tables::yes_no(row.sustained.0),
+            super::tables::yes_no(row.sustained.1),
+            MISSING.to_string(),
+            MISSING.to_string(),
+            MISSING.to_string(),
+        ]);
+        for ch in &row.changes {
+            rows.push(vec![
+                row.name.clone(),
+                ch.figure.label().to_string(),
+                value(ch.figure, ch.a),
+                value(ch.figure, ch.b),
+                signed(ch.figure, ch.delta),
+                interval(ch),
+                ch.verdict().to_string(),
+            ]);
+        }
+    }
+    rows
 }

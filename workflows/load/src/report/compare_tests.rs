@@ -77,7 +77,7 @@ fn small_rows_get_no_interval_and_steps_match_by_load() {
 }
 
 #[test]
-fn compare_runs_writes_markdown_and_json_deterministically() {
+fn compare_runs_writes_markdown_html_and_json_deterministically() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("cmp");
     let settings = CompareSettings {
@@ -88,13 +88,32 @@ fn compare_runs_writes_markdown_and_json_deterministically() {
     let paths = compare_runs(&a, &b, &out, settings).unwrap();
     assert_eq!(
         paths,
-        vec![out.join("compare.md"), out.join("compare.json")]
+        vec![
+            out.join("compare.md"),
+            out.join("compare.html"),
+            out.join("compare.json")
+        ]
     );
     let md = std::fs::read_to_string(&paths[0]).unwrap();
-    let json = std::fs::read(&paths[1]).unwrap();
+    let html = std::fs::read_to_string(&paths[1]).unwrap();
+    let json = std::fs::read(&paths[2]).unwrap();
     compare_runs(&a, &b, &out, settings).unwrap();
     assert_eq!(std::fs::read_to_string(&paths[0]).unwrap(), md);
-    assert_eq!(std::fs::read(&paths[1]).unwrap(), json);
+    assert_eq!(std::fs::read_to_string(&paths[1]).unwrap(), html);
+    assert_eq!(std::fs::read(&paths[2]).unwrap(), json);
+    // The page: self-contained (no script, no external reference), the same rows as the
+    // markdown, the verdict coloured.
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(!html.contains("<script") && !html.contains("http://") && !html.contains("https://"));
+    assert!(html.contains("<h2>constant 10/s (step 0 in A, 0 in B)</h2>"));
+    assert!(html.contains(
+        "<tr><th scope=\"row\">x</th><td>TTFA p50</td><td>100.0</td><td>300.0</td>\
+         <td>+200.0</td><td>[+200.0, +200.0]</td><td class=\"worse\">worse</td></tr>"
+    ));
+    assert_eq!(
+        html.matches("<table").count(),
+        md.matches("| Lane |").count()
+    );
     assert!(md.starts_with("# Load comparison: B (B) against A (A)\n"));
     assert!(md.contains("100 replicates per run, seed 3"));
     assert!(md.contains("## constant 10/s (step 0 in A, 0 in B)\n"));

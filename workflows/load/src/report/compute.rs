@@ -102,7 +102,7 @@ pub struct Row {
     pub metrics: StepMetrics,
     /// Largest actual − scheduled send of a measured request (open loop).
     pub send_lag_max_ms: Option<f64>,
-    /// ITL gaps per bucket of [`ITL_EDGES_MS`] (one more bucket than edges).
+    /// Per-token ITL values per bucket of [`ITL_EDGES_MS`] (one more bucket than edges).
     pub itl_histogram: Vec<u64>,
     /// `Retry-After` of the measured rate-limited requests.
     pub retry_after: RetryAfter,

@@ -3,7 +3,7 @@
 
 use super::{LaneLoad, LoadResults, ReportSettings, StepResults};
 use crate::arrivals::Window;
-use crate::metrics::{RequestSample, Slo, SloMetric};
+use crate::metrics::{ReadGroup, RequestSample, Slo, SloMetric};
 use crate::spec::{Arrivals, StepModel};
 use openbench_common::record::{ErrorType, Outcome};
 use std::collections::BTreeMap;
@@ -24,6 +24,10 @@ pub fn done(
         sent_ms: sent,
         ttfo_ms: chunks.first().copied(),
         answer_chunks_ms: chunks.to_vec(),
+        read_groups: chunks
+            .iter()
+            .map(|&at_ms| ReadGroup { at_ms, tokens: 1 })
+            .collect(),
         finished_ms: finished,
         input_tokens: 10,
         answer_tokens: tokens,
@@ -43,6 +47,7 @@ pub fn limited(lane: &str, scheduled: f64, sent: f64) -> RequestSample {
         error_type: Some(ErrorType::Http429),
         ttfo_ms: None,
         answer_chunks_ms: Vec::new(),
+        read_groups: Vec::new(),
         finished_ms: 5.0,
         answer_tokens: 0,
         ..done(lane, Some(scheduled), sent, &[], 5.0, 0)

@@ -1,11 +1,16 @@
-//! `report.html`: a self-contained page (the report kit's shell and charts) with latency against
-//! achieved load per lane (TTFA and ITL, p50 solid and p99 dashed, the saturation point ringed),
-//! the ITL distribution per step, goodput per step, and failures by step.
+//! `report.html`: a self-contained page (the report kit's shell and charts) that carries every
+//! table of `report.md` ([`super::tables`], the same cells), with charts beside them: requests/s
+//! and output tokens/s against the offered load, TTFA, ITL and E2E p50 and p99 against the
+//! offered load (saturation points ringed), the ITL of each step and goodput per step.
+//!
+//! The x axis of every curve is the offered load (an open loop's target rate, a closed loop's
+//! users), which the spec sets and no two steps of a sweep share, so a line never turns back on
+//! itself; the achieved rate is in the tables. Where two steps of one lane do share a load, the
+//! page says the line joins them vertically.
 
 use super::compute::{LoadMetrics, Row, StepView};
-use super::markdown::{
-    FAILURE_CLASSES, class_name, itl_bucket_labels, load_text, rate, rows, slo_text,
-};
+use super::markdown::{load_text, rows, slo_text};
+use super::tables::{Table, tables};
 use crate::metrics::Distribution;
 use openbench_report_kit::format::pct;
 use openbench_report_kit::html::charts::{bar_chart, bar_whisker_chart};
@@ -14,11 +19,17 @@ use openbench_report_kit::html::plot::{Rgb, SUCCESS, color};
 use openbench_report_kit::html::{escape, legend, page_end, page_start};
 use std::fmt::Write;
 
+/// Wide tables wrap their headers and tighten their cells, so none is clipped at 1,280 px.
+const EXTRA_CSS: &str = "table.wide { width: 100%; }\n\
+table.wide th, table.wide td { padding: 3px 5px; font-size: 12.5px; }\n\
+table.wide thead th { white-space: normal; text-align: right; }\n\
+table.wide thead th.name, table.wide tbody th { text-align: left; white-space: normal; }\n";
+
 /// Renders `report.html`.
 pub fn render(m: &LoadMetrics) -> String {
     let mut out = String::new();
     let subtitle = format!(
-        "{} step(s); SLO {}; sustained = achieved ≥ {} of target, goodput ≥ {} and held-length answers not mostly short",
+        "{} step(s); SLO {}; sustained = rate kept (achieved and throughput ≥ {} of target), goodput ≥ {} and held-length answers not mostly short",
         m.steps.len(),
         slo_text(m).unwrap_or_else(|| "none".to_string()),
         pct(Some(m.settings.sustain_fraction)),
@@ -28,7 +39,7 @@ pub fn render(m: &LoadMetrics) -> String {
         &mut out,
         &format!("Load report: {}", m.run_id),
         &subtitle,
-        "",
+        EXTRA_CSS,
     );
     if !m.notes.is_empty() {
         out.push_str("<section><h2>Notes</h2><ul>");
@@ -37,12 +48,56 @@ pub fn render(m: &LoadMetrics) -> String {
         }
         out.push_str("</ul></section>\n");
     }
-    curves_section(&mut out, m);
-    itl_section(&mut out, m);
-    goodput_section(&mut out, m);
-    failures_section(&mut out, m);
+    for table in tables(m) {
+        let charts = match table.title.as_str() {
+            "Goodput per step" => goodput_charts(m),
+            t if t.starts_with("Inter-token latency") => itl_charts(m),
+            _ => String::new(),
+        };
+        table_section(&mut out, &table, &charts);
+        if table.title == "Summary" {
+            against_load_sections(&mut out, m);
+        }
+    }
+    out.push_str(
+        "<p class=\"note\">Definitions: docs/load.md, \"Reports\". Percentiles are nearest rank; \
+         latencies in ms.</p>\n",
+    );
     page_end(&mut out);
     out
+}
+
+/// One table of the report as a section: heading, introduction, `charts`, the table (or its
+/// empty text) and the lines after it.
+fn table_section(out: &mut String, t: &Table, charts: &str) {
+    let _ = writeln!(out, "<section><h2>{}</h2>", escape(&t.title));
+    if let Some(intro) = &t.intro {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(intro));
+    }
+    out.push_str(charts);
+    if t.rows.is_empty() {
+        let _ = writeln!(out, "<p class=\"empty\">{}</p>", escape(t.empty));
+    } else {
+        out.push_str("<div class=\"scroll\"><table class=\"compact wide\"><thead><tr>");
+        for (i, h) in t.headers.iter().enumerate() {
+            let class = if i < t.names { " class=\"name\"" } else { "" };
+            let _ = write!(out, "<th{class}>{}</th>", escape(h));
+        }
+        out.push_str("</tr></thead><tbody>\n");
+        for row in &t.rows {
+            out.push_str("<tr>");
+            for (i, cell) in row.iter().enumerate() {
+                let tag = if i < t.names { "th" } else { "td" };
+                let _ = write!(out, "<{tag}>{}</{tag}>", escape(cell));
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody></table></div>\n");
+    }
+    for line in &t.after {
+        let _ = writeln!(out, "<p>{}</p>", escape(line));
+    }
+    out.push_str("</section>\n");
 }
 
 /// Lane names in the order they first appear (each step lists its lanes in base order).
@@ -61,8 +116,8 @@ fn lane_names(m: &LoadMetrics) -> Vec<String> {
 /// (x, y) points of a curve.
 type Points = Vec<(f64, f64)>;
 
-/// A lane's (achieved rate, value) points over its closed-loop (or open-loop) steps, ordered by achieved rate then step, and the points of
-/// its saturation steps.
+/// A lane's (offered load, value) points over its closed-loop (or open-loop) steps, ordered by
+/// load then step, and the points of its saturation steps.
 fn lane_points(
     m: &LoadMetrics,
     lane: &str,
@@ -83,12 +138,7 @@ fn lane_points(
         .filter(|s| (s.model == "closed") == closed)
         .filter_map(|s| {
             let row = s.lanes.iter().find(|r| r.name == lane)?;
-            Some((
-                row.metrics.rate.achieved_per_s,
-                s.index,
-                value(row)?,
-                is_point(s),
-            ))
+            Some((row.load, s.index, value(row)?, is_point(s)))
         })
         .collect();
     points.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
@@ -96,85 +146,177 @@ fn lane_points(
     (points.iter().map(|p| (p.0, p.2)).collect(), marked)
 }
 
+/// A row's value on a curve (`None`: no point for that step).
+type RowValue<'a> = &'a dyn Fn(&Row) -> Option<f64>;
+
+/// Per lane, a solid line of `solid` and, when given, a dashed line of `dashed`.
 fn curves_for(
     m: &LoadMetrics,
     names: &[String],
-    dist: impl Fn(&Row) -> &Distribution,
+    closed: bool,
+    solid: RowValue<'_>,
+    dashed: Option<RowValue<'_>>,
 ) -> Vec<Curve> {
     let mut curves = Vec::new();
-    let kinds = names
-        .iter()
-        .enumerate()
-        .flat_map(|l| [(l, false), (l, true)]);
-    for ((i, lane), closed) in kinds {
-        let (p50, marked) = lane_points(m, lane, closed, |r| dist(r).p50);
-        let (p99, _) = lane_points(m, lane, closed, |r| dist(r).p99);
+    for (i, lane) in names.iter().enumerate() {
+        let (points, marked) = lane_points(m, lane, closed, solid);
         curves.push(Curve {
             color: color(i),
             dashed: false,
-            points: p50,
+            points,
             marked,
         });
-        curves.push(Curve {
-            color: color(i),
-            dashed: true,
-            points: p99,
-            marked: Vec::new(),
-        });
+        if let Some(dashed) = dashed {
+            curves.push(Curve {
+                color: color(i),
+                dashed: true,
+                points: lane_points(m, lane, closed, dashed).0,
+                marked: Vec::new(),
+            });
+        }
     }
     curves
 }
 
-fn curves_section(out: &mut String, m: &LoadMetrics) {
+/// Lanes with two steps of one kind at the same offered load (their line is vertical there).
+fn shared_loads(m: &LoadMetrics, names: &[String], closed: bool) -> Vec<String> {
+    names
+        .iter()
+        .filter_map(|lane| {
+            let (points, _) = lane_points(m, lane, closed, |_| Some(1.0));
+            let repeated = points.windows(2).any(|w| w[0].0 == w[1].0);
+            repeated.then(|| lane.clone())
+        })
+        .collect()
+}
+
+/// A figure drawn against the offered load.
+#[derive(Debug, Clone, Copy)]
+enum Figure {
+    /// Request throughput (solid) and goodput per second (dashed).
+    Requests,
+    /// Output token throughput.
+    OutputTokens,
+    /// TTFA p50 and p99.
+    Ttfa,
+    /// ITL p50 and p99.
+    Itl,
+    /// E2E p50 and p99.
+    E2e,
+}
+
+impl Figure {
+    /// Its name and its y axis.
+    fn label(self) -> (&'static str, &'static str) {
+        match self {
+            Figure::Requests => ("Requests/s", "requests/s (log scale)"),
+            Figure::OutputTokens => ("Output tokens/s", "tokens/s (log scale)"),
+            Figure::Ttfa => ("TTFA", "TTFA, ms (log scale)"),
+            Figure::Itl => ("ITL", "ITL, ms (log scale)"),
+            Figure::E2e => ("E2E", "E2E, ms (log scale)"),
+        }
+    }
+
+    /// Its curves per lane over the steps of one kind.
+    fn curves(self, m: &LoadMetrics, names: &[String], closed: bool) -> Vec<Curve> {
+        let percentiles = |d: fn(&Row) -> &Distribution| {
+            curves_for(m, names, closed, &|r| d(r).p50, Some(&|r| d(r).p99))
+        };
+        match self {
+            Figure::Requests => curves_for(
+                m,
+                names,
+                closed,
+                &|r| r.metrics.request_throughput_per_s,
+                Some(&|r| r.metrics.goodput.per_s),
+            ),
+            Figure::OutputTokens => {
+                curves_for(m, names, closed, &|r| r.metrics.output_tokens_per_s, None)
+            }
+            Figure::Ttfa => percentiles(|r| &r.metrics.ttfa_ms),
+            Figure::Itl => percentiles(|r| &r.metrics.itl_ms),
+            Figure::E2e => percentiles(|r| &r.metrics.e2e_ms),
+        }
+    }
+}
+
+/// The charts against offered load, one group per kind of load that ran: throughput first, then
+/// latency.
+fn against_load_sections(out: &mut String, m: &LoadMetrics) {
     let names = lane_names(m);
-    out.push_str("<section><h2>Latency against achieved load</h2>\n");
-    out.push_str(
-        "<p class=\"note\">One point per step: x is the lane's achieved rate (measured requests \
-         sent in the window ÷ its length), y the step's p50 (solid) and p99 (dashed), log scale. \
-         Open-loop and closed-loop steps are separate lines. A ringed point is a saturation \
-         point: the lane's sustained step with the highest load.</p>\n",
-    );
-    out.push_str(&legend(
-        names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.as_str(), color(i))),
-    ));
-    out.push_str("<div class=\"grid two\">\n");
-    for (title, curves) in [
-        ("TTFA", curves_for(m, &names, |r| &r.metrics.ttfa_ms)),
-        ("ITL", curves_for(m, &names, |r| &r.metrics.itl_ms)),
-    ] {
+    let kinds: Vec<(bool, &str)> = [(false, "target requests/s"), (true, "users")]
+        .into_iter()
+        .filter(|(closed, _)| m.steps.iter().any(|s| (s.model == "closed") == *closed))
+        .collect();
+    let groups: [(&str, &str, &[Figure]); 2] = [
+        (
+            "Throughput against offered load",
+            "Requests/s (solid; goodput/s dashed) and output tokens/s (o200k) of the requests that \
+             completed inside each step's measured window, ÷ its length.",
+            &[Figure::Requests, Figure::OutputTokens],
+        ),
+        (
+            "Latency against offered load",
+            "Each step's p50 (solid) and p99 (dashed), ms on a log scale. A ringed point is a \
+             saturation point: the lane's sustained step with the highest load.",
+            &[Figure::Ttfa, Figure::Itl, Figure::E2e],
+        ),
+    ];
+    for (title, note, figures) in groups {
+        let _ = writeln!(out, "<section><h2>{title}</h2>");
         let _ = writeln!(
             out,
-            "<figure><figcaption>{title} p50 and p99 against achieved load</figcaption>{}</figure>",
-            curve_chart(
-                &format!("{title} against achieved load"),
-                "achieved requests/s",
-                &format!("{title}, ms (log scale)"),
-                &curves
-            )
+            "<p class=\"note\">{note} The x axis is the offered load: an open loop's target \
+             rate, a closed loop's users.</p>"
         );
+        out.push_str(&legend(
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.as_str(), color(i))),
+        ));
+        if kinds.is_empty() {
+            out.push_str("<p class=\"empty\">No steps ran.</p>\n");
+        }
+        for (closed, x_desc) in &kinds {
+            let kind = if *closed { "Closed loop" } else { "Open loop" };
+            let shared = shared_loads(m, &names, *closed);
+            if !shared.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "<p class=\"note\">{kind}: {} ran two steps at one load; the line joins them \
+                     vertically there.</p>",
+                    escape(&shared.join(", "))
+                );
+            }
+            out.push_str("<div class=\"grid two\">\n");
+            for figure in figures {
+                let (what, y_desc) = figure.label();
+                let caption = format!("{kind}: {what} against {x_desc}");
+                let chart =
+                    curve_chart(&caption, x_desc, y_desc, &figure.curves(m, &names, *closed));
+                let _ = writeln!(
+                    out,
+                    "<figure><figcaption>{caption}</figcaption>{chart}</figure>"
+                );
+            }
+            out.push_str("</div>\n");
+        }
+        out.push_str("</section>\n");
     }
-    out.push_str("</div></section>\n");
 }
 
 fn step_title(step: &StepView) -> String {
     escape(&format!("Step {}: {}", step.index, step.label))
 }
 
-fn itl_section(out: &mut String, m: &LoadMetrics) {
-    out.push_str("<section><h2>Inter-token latency by step</h2>\n");
-    out.push_str(
-        "<p class=\"note\">Every gap between consecutive answer-bearing chunks of the step's \
-         completed measured requests: bar to p50, whisker to p99 (ms, log scale); below, the gaps \
-         per bucket.</p>\n",
+/// Per step, the ITL p50 bar and p99 whisker of each lane.
+fn itl_charts(m: &LoadMetrics) -> String {
+    let mut out = String::from(
+        "<p class=\"note\">Per-token ITL of the step's completed measured requests: bar to \
+         p50, whisker to p99 (ms, log scale).</p>\n<div class=\"grid three\">\n",
     );
-    if m.steps.is_empty() {
-        out.push_str("<p class=\"empty\">No steps ran.</p>\n");
-    }
     let names = lane_names(m);
-    out.push_str("<div class=\"grid three\">\n");
     for step in &m.steps {
         let chart_rows: Vec<(String, Rgb, Option<f64>, Option<f64>)> = step
             .lanes
@@ -211,32 +353,13 @@ fn itl_section(out: &mut String, m: &LoadMetrics) {
             step_title(step)
         );
     }
-    out.push_str("</div>\n<div class=\"scroll\"><table class=\"compact\"><thead><tr><th>Step</th><th>Lane</th><th>Gaps</th>");
-    for label in itl_bucket_labels() {
-        let _ = write!(out, "<th>{} ms</th>", escape(&label));
-    }
-    out.push_str("</tr></thead><tbody>\n");
-    for step in &m.steps {
-        for row in rows(step) {
-            let _ = write!(
-                out,
-                "<tr><th>{}</th><th>{}</th><td>{}</td>",
-                step_title(step),
-                escape(&row.name),
-                row.metrics.itl_ms.count
-            );
-            for count in &row.itl_histogram {
-                let _ = write!(out, "<td>{count}</td>");
-            }
-            out.push_str("</tr>\n");
-        }
-    }
-    out.push_str("</tbody></table></div>\n</section>\n");
+    out.push_str("</div>\n");
+    out
 }
 
-fn goodput_section(out: &mut String, m: &LoadMetrics) {
-    out.push_str("<section><h2>Goodput per step</h2>\n");
-    out.push_str(
+/// Per step, the goodput bar of each row against the threshold.
+fn goodput_charts(m: &LoadMetrics) -> String {
+    let mut out = String::from(
         "<p class=\"note\">Share of measured requests that completed within every SLO bound \
          (failures count against it); the dashed line is the goodput threshold of a sustained \
          step.</p>\n<div class=\"grid two\">\n",
@@ -265,48 +388,6 @@ fn goodput_section(out: &mut String, m: &LoadMetrics) {
             )
         );
     }
-    out.push_str("</div></section>\n");
-}
-
-fn failures_section(out: &mut String, m: &LoadMetrics) {
-    out.push_str("<section><h2>Failures by step</h2>\n");
-    out.push_str(
-        "<div class=\"scroll\"><table class=\"compact\"><thead><tr><th>Step</th><th>Lane</th><th>Measured</th>\
-         <th>Achieved/s</th>",
-    );
-    for class in FAILURE_CLASSES {
-        let _ = write!(out, "<th>{}</th>", class_name(class));
-    }
-    out.push_str("<th>Retry-After p50 s</th><th>Goodput</th></tr></thead><tbody>\n");
-    for step in &m.steps {
-        for row in rows(step) {
-            let x = &row.metrics;
-            let _ = write!(
-                out,
-                "<tr><th>{}</th><th>{}</th><td>{}</td><td>{}</td>",
-                step_title(step),
-                escape(&row.name),
-                x.measured,
-                rate(Some(x.rate.achieved_per_s))
-            );
-            for class in FAILURE_CLASSES {
-                let _ = write!(
-                    out,
-                    "<td>{}</td>",
-                    x.failures.get(&class).copied().unwrap_or(0)
-                );
-            }
-            let _ = writeln!(
-                out,
-                "<td>{}</td><td>{}</td></tr>",
-                rate(row.retry_after.p50_s),
-                pct(Some(x.goodput.fraction))
-            );
-        }
-    }
-    out.push_str("</tbody></table></div>\n");
-    if let Some(note) = super::markdown::resumed_note(m) {
-        let _ = writeln!(out, "<p>{}</p>", escape(&note));
-    }
-    out.push_str("</section>\n");
+    out.push_str("</div>\n");
+    out
 }

@@ -9,8 +9,8 @@
 //!   `metrics` module's figures plus send-lag maximum, ITL histogram, Retry-After, intervals,
 //!   task success), and saturation points — what `load-metrics.json` holds;
 //! - [`markdown`] and [`html`]: `report.md` (and the terminal's table) and `report.html`;
-//! - [`compare`] and [`compare_md`]: two runs matched step by step, changes with bootstrap
-//!   intervals over requests, `compare.md` and `compare.json`;
+//! - [`compare`], [`compare_md`] and [`compare_html`]: two runs matched step by step, changes
+//!   with bootstrap intervals over requests, `compare.md`, `compare.html` and `compare.json`;
 //! - [`retry_after_s`]: the wait a 429 asked for, from a record's headers.
 //!
 //! Definitions: docs/load.md, "Reports".
@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 #[cfg(test)]
 mod browser_tests;
 pub mod compare;
+pub mod compare_html;
 pub mod compare_md;
 #[cfg(test)]
 mod compare_tests;
@@ -35,6 +36,7 @@ mod fixture;
 pub mod html;
 pub mod markdown;
 mod retry_after;
+pub mod tables;
 #[cfg(test)]
 mod tests;
 
@@ -148,9 +150,11 @@ pub fn metrics_json(metrics: &compute::LoadMetrics) -> Result<String, WorkflowEr
 pub const COMPARE_MD: &str = "compare.md";
 /// Name of the comparison's figures.
 pub const COMPARE_JSON: &str = "compare.json";
+/// Name of the comparison's page.
+pub const COMPARE_HTML: &str = "compare.html";
 
-/// Compares run B against run A, writing `compare.md` and `compare.json` into `out_dir` (created
-/// if needed); returns their paths.
+/// Compares run B against run A, writing `compare.md`, `compare.html` and `compare.json` into
+/// `out_dir` (created if needed); returns their paths.
 pub fn compare_runs(
     a: &LoadResults,
     b: &LoadResults,
@@ -163,6 +167,7 @@ pub fn compare_runs(
     json.push('\n');
     let files = [
         (COMPARE_MD, compare_md::render(&comparison)),
+        (COMPARE_HTML, compare_html::render(&comparison)),
         (COMPARE_JSON, json),
     ];
     let mut written = Vec::new();

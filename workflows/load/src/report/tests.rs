@@ -91,9 +91,9 @@ fn throughput_goodput_and_achieved_rate_follow_the_definitions() {
     assert_eq!(a.usage.requests, 1);
     assert_eq!(a.usage.output_per_s, Some(2.0));
     assert_eq!(a.usage.output_discrepancy, Some(1.0 / 3.0));
-    // Four sent in a 2 s window at a target of 2/s; a throughput of 1/s < 95% of 2.
+    // Four sent in a 2 s window at a target of 2/s; three of them completed (1.5/s < 95% of 2).
     assert_eq!(a.rate.target_per_s, Some(2.0));
-    assert_eq!(a.rate.achieved_per_s, 2.0);
+    assert_eq!((a.rate.achieved_per_s, a.rate.completed_per_s), (2.0, 1.5));
     assert_eq!(a.rate.verdict, RateVerdict::ServerBehind);
     // TTFA ≤ 250: 100 and 200 → 2 good of 4 measured, 2 over the 2 s window.
     assert_eq!(a.goodput.good, 2);
@@ -101,7 +101,8 @@ fn throughput_goodput_and_achieved_rate_follow_the_definitions() {
     assert_eq!(a.goodput.per_s, Some(1.0));
     assert!(!a.sustained);
     let b = &row(&m, 0, "b").metrics;
-    // b: four ends at 60, 560, 1060, 1560, all inside: 2/s, on target and all good.
+    // b: four ends at 60, 560, 1060, 1560, all inside: 2/s; all four completed: on target, all
+    // good.
     assert_eq!(b.request_throughput_per_s, Some(2.0));
     assert_eq!(b.rate.verdict, RateVerdict::OnTarget);
     assert!(b.sustained);
@@ -180,7 +181,7 @@ fn report_md_has_its_sections_in_order_and_the_summary_rows() {
             "## Goodput per step",
             "## Saturation point",
             "## Failures by step",
-            "## Inter-token latency (ms; gaps per bucket)",
+            "## Inter-token latency (ms; values per bucket)",
             "## Throughput (o200k and provider usage)",
         ]
     );
@@ -267,16 +268,22 @@ fn write_reports_writes_three_files_with_the_same_bytes_twice() {
 fn report_html_is_self_contained_with_curves_and_the_saturation_ring() {
     let html = super::html::render(&metrics());
     for heading in [
-        "<h2>Latency against achieved load</h2>",
-        "<h2>Inter-token latency by step</h2>",
+        "<h2>Summary</h2>",
+        "<h2>Throughput against offered load</h2>",
+        "<h2>Latency against offered load</h2>",
+        "<h2>Inter-token latency (ms; values per bucket)</h2>",
         "<h2>Goodput per step</h2>",
+        "<h2>Saturation point</h2>",
         "<h2>Failures by step</h2>",
     ] {
         assert!(html.contains(heading), "{heading}");
     }
     assert!(!html.contains("http://") && !html.contains("https://") && !html.contains("<script"));
-    // Ringed saturation points: b's open step and a's closed step, on TTFA and on ITL.
-    assert_eq!(html.matches("r=\"8\"").count(), 4);
+    // Ringed saturation points: b's open step in the 5 open-loop charts (requests/s, output
+    // tokens/s, TTFA, ITL, E2E) and a's closed step in the 5 closed-loop ones.
+    assert_eq!(html.matches("r=\"8\"").count(), 10);
+    // The x axis is the offered load: no note of a vertical line, as no lane repeats a load.
+    assert!(!html.contains("joins them vertically"));
 }
 
 #[test]

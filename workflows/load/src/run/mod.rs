@@ -6,6 +6,7 @@
 mod plan;
 pub mod run_data;
 mod section;
+pub mod store_rows;
 mod workload;
 
 pub use plan::LaneLayout;
@@ -181,6 +182,12 @@ impl Workflow for LoadWorkflow {
         let results = load_results(run_dir)?;
         report::write_reports(run_dir, &results)
     }
+    fn load_figures(
+        &self,
+        run_dir: &Path,
+    ) -> Result<Option<openbench_common::load_figures::LoadFigures>, WorkflowError> {
+        store_rows::figures(run_dir).map(Some)
+    }
     fn compare(
         &self,
         run_a: &Path,
@@ -203,7 +210,7 @@ fn read_file(
     format: JsonlFormat,
 ) -> Result<Vec<FilePrompt>, Vec<String>> {
     let full = dataset_dir.join(path);
-    let bytes = std::fs::read(&full)
+    let bytes = crate::workload::jsonl::read_prompt_file(&full)
         .map_err(|e| vec![format!("load.workload.path: {}: {e}", full.display())])?;
     let (prompts, problems) = parse_prompts(&bytes, format);
     if !problems.is_empty() {
@@ -289,6 +296,32 @@ fn gold_of(
 /// A load run directory read back: its lock, spec (refused when it changed since the lock),
 /// dataset, records and events, as the report's input.
 pub fn load_results(run_dir: &Path) -> Result<report::LoadResults, WorkflowError> {
+    let run = read_run(run_dir)?;
+    Ok(run_data::results_of(
+        &run.ctx,
+        &run.lock.run_id,
+        &run.records,
+        &run.chunks,
+        run.notes,
+    ))
+}
+
+/// A load run directory as read for its report (before any figure is computed).
+pub(crate) struct RunRead {
+    /// The lock.
+    pub lock: RunLock,
+    /// The run's section, lanes, workload and gold.
+    pub ctx: RunContext,
+    /// The committed records by request id.
+    pub records: BTreeMap<String, TerminalRecord>,
+    /// Answer-bearing events by request id (offsets and read groups).
+    pub chunks: BTreeMap<String, run_data::AnswerStream>,
+    /// Lines the report states in its header.
+    pub notes: Vec<String>,
+}
+
+/// Reads and verifies a load run directory as [`load_results`] does.
+pub(crate) fn read_run(run_dir: &Path) -> Result<RunRead, WorkflowError> {
     let fail = |e: layout::RunDirError| WorkflowError(Box::new(e));
     let lock: RunLock = read_json(&layout::path(run_dir, layout::RUN_LOCK)).map_err(fail)?;
     let spec_path = Path::new(&lock.spec_path);
@@ -324,11 +357,11 @@ pub fn load_results(run_dir: &Path) -> Result<report::LoadResults, WorkflowError
             unheld.join(", ")
         ));
     }
-    Ok(run_data::results_of(
-        &ctx,
-        &lock.run_id,
-        &records,
-        &chunks,
+    Ok(RunRead {
+        lock,
+        ctx,
+        records,
+        chunks,
         notes,
-    ))
+    })
 }

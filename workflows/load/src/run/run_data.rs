@@ -6,11 +6,12 @@ use super::plan::{LaneLayout, first_steps, lane_targets, next_step, source_of, w
 use super::workload::Workload;
 use crate::arrivals::Window;
 use crate::metrics::step::{StepSettings, step_metrics};
-use crate::metrics::{RequestSample, Slo};
+use crate::metrics::{ReadGroup, RequestSample, Slo};
 use crate::report::{LaneLoad, LoadResults, ReportSettings, StepResults};
 use crate::spec::{LoadSection, Step, StepModel, WorkloadSpec};
 use openbench_common::record::{Outcome, StreamEvent, TerminalRecord};
 use openbench_common::schedule::LoadPosition;
+use openbench_common::tokenizer::count_tokens;
 use openbench_common::workflow::WorkflowError;
 use openbench_micro_single_task::scoring::{GoldRef, score_answer};
 use std::collections::{BTreeMap, BTreeSet};
@@ -177,6 +178,7 @@ pub fn sample_of(
         sent_ms: record.sent_offset_ms.unwrap_or(0.0),
         ttfo_ms: record.ttfo_ms,
         answer_chunks_ms,
+        read_groups: Vec::new(),
         finished_ms,
         input_tokens,
         answer_tokens: record.answer_tokens.unwrap_or(0),
@@ -226,33 +228,56 @@ pub fn steps_run<'a>(
     out
 }
 
-/// Answer-bearing chunk offsets of every request in the events file (ascending by event index;
-/// a request executed twice keeps its last execution's events). Unreadable lines (a torn tail)
+/// One request's answer-bearing events as the metrics read them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AnswerStream {
+    /// Each answer-bearing event's offset, ascending by event index.
+    pub chunks_ms: Vec<f64>,
+    /// The same events as read groups, with their tokens.
+    pub groups: Vec<ReadGroup>,
+}
+
+/// Answer-bearing events of every request in the events file (ascending by event index; a
+/// request executed twice keeps its last execution's events). Unreadable lines (a torn tail)
 /// are skipped: the records, not the events, say what ran.
-pub fn answer_chunks(path: &Path) -> Result<BTreeMap<String, Vec<f64>>, WorkflowError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => {
-            return Err(WorkflowError(
-                format!("events {}: {e}", path.display()).into(),
-            ));
+pub fn answer_chunks(path: &Path) -> Result<BTreeMap<String, AnswerStream>, WorkflowError> {
+    let fail =
+        |e: openbench_common::rundir::RunDirError| WorkflowError(format!("events {e}").into());
+    let file = match openbench_common::rundir::open_read(path) {
+        Ok(file) => file,
+        Err(openbench_common::rundir::RunDirError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            return Ok(BTreeMap::new());
         }
+        Err(e) => return Err(fail(e)),
     };
+    // Streamed one bounded line at a time: the events file is the run's largest.
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
     let mut chunks = AnswerChunks::default();
-    for line in text.lines() {
-        chunks.line(line);
+    let mut line = Vec::new();
+    let mut line_no = 0u64;
+    loop {
+        line.clear();
+        let n =
+            openbench_common::rundir::lines::read_line(&mut reader, &mut line, path, line_no + 1)
+                .map_err(fail)?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        chunks.line(String::from_utf8_lossy(line.trim_ascii_end()).as_ref());
     }
     Ok(chunks.into_map())
 }
 
-/// Answer-bearing chunk offsets per request, taken one events line at a time: the report reads
-/// the whole file through it ([`answer_chunks`]), `watch` the lines as they are appended, so
-/// both see the same chunks (and so the same ITL gaps).
+/// Answer-bearing events per request, taken one events line at a time: the report reads the
+/// whole file through it ([`answer_chunks`]), `watch` the lines as they are appended, so both
+/// see the same events (and so the same ITL).
 #[derive(Debug, Clone, Default)]
 pub struct AnswerChunks {
-    /// Request id → event index → the event's offset when it carried answer text.
-    by: BTreeMap<String, BTreeMap<u32, Option<f64>>>,
+    /// Request id → event index → the event's offset and answer text when it carried some.
+    by: BTreeMap<String, BTreeMap<u32, Option<(f64, String)>>>,
 }
 
 impl AnswerChunks {
@@ -262,27 +287,55 @@ impl AnswerChunks {
         let Ok(event) = serde_json::from_str::<StreamEvent>(line) else {
             return;
         };
-        let offset = (!event.answer.is_empty()).then_some(event.offset_ms);
+        let answer = (!event.answer.is_empty()).then_some((event.offset_ms, event.answer));
         let events = self.by.entry(event.request_id).or_default();
         if event.index == 0 {
             events.clear();
         }
-        events.insert(event.index, offset);
+        events.insert(event.index, answer);
     }
 
     /// The answer-bearing chunk offsets of `request_id` so far, ascending by event index.
     pub fn of(&self, request_id: &str) -> Vec<f64> {
         self.by
             .get(request_id)
-            .map(|events| events.values().flatten().copied().collect())
+            .map(|events| events.values().flatten().map(|(at, _)| *at).collect())
             .unwrap_or_default()
     }
 
-    /// Every request's offsets.
-    pub fn into_map(self) -> BTreeMap<String, Vec<f64>> {
-        self.by
+    /// The read groups of `request_id` so far: consecutive answer-bearing events that share
+    /// one read's timestamp, each with the o200k tokens of their joined text.
+    pub fn groups(&self, request_id: &str) -> Vec<ReadGroup> {
+        let Some(events) = self.by.get(request_id) else {
+            return Vec::new();
+        };
+        let mut groups: Vec<(f64, String)> = Vec::new();
+        for (at, text) in events.values().flatten() {
+            match groups.last_mut() {
+                Some((last, joined)) if *last == *at => joined.push_str(text),
+                _ => groups.push((*at, text.clone())),
+            }
+        }
+        groups
             .into_iter()
-            .map(|(id, events)| (id, events.into_values().flatten().collect()))
+            .map(|(at_ms, text)| ReadGroup {
+                at_ms,
+                tokens: count_tokens(&text).max(1),
+            })
+            .collect()
+    }
+
+    /// Every request's events.
+    pub fn into_map(self) -> BTreeMap<String, AnswerStream> {
+        self.by
+            .keys()
+            .map(|id| {
+                let stream = AnswerStream {
+                    chunks_ms: self.of(id),
+                    groups: self.groups(id),
+                };
+                (id.clone(), stream)
+            })
             .collect()
     }
 }
@@ -292,7 +345,7 @@ pub fn results_of(
     ctx: &RunContext,
     run_id: &str,
     records: &BTreeMap<String, TerminalRecord>,
-    chunks: &BTreeMap<String, Vec<f64>>,
+    chunks: &BTreeMap<String, AnswerStream>,
     ceiling_notes: Vec<String>,
 ) -> LoadResults {
     let steps = steps_run(ctx, records)
@@ -312,12 +365,14 @@ pub fn results_of(
             let samples = kept
                 .iter()
                 .map(|r| {
+                    let stream = chunks.get(&r.request_id).cloned().unwrap_or_default();
                     let mut sample = sample_of(
                         r,
-                        Some(chunks.get(&r.request_id).cloned().unwrap_or_default()),
+                        Some(stream.chunks_ms),
                         ctx.input_tokens(&step, r),
                         ctx.correct(r),
                     );
+                    sample.read_groups = stream.groups;
                     sample.held_tokens = ctx.held_tokens(&step, r);
                     sample
                 })
@@ -354,5 +409,49 @@ pub fn results_of(
         },
         scored: matches!(ctx.section.workload, WorkloadSpec::Tasks),
         notes: ceiling_notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(id: &str, index: u32, at: f64, reasoning: &str, answer: &str) -> String {
+        format!(
+            "{{\"request_id\":\"{id}\",\"index\":{index},\"offset_ms\":{at},\
+             \"classification\":\"answer\",\"reasoning\":\"{reasoning}\",\"answer\":\"{answer}\"}}"
+        )
+    }
+
+    #[test]
+    fn events_of_one_read_form_one_group_with_the_tokens_of_their_text() {
+        let mut chunks = AnswerChunks::default();
+        for l in [
+            line("r", 0, 10.0, "", "Hello"),
+            // One read at 25 ms: two answer events around a reasoning-only one.
+            line("r", 1, 25.0, "", " world"),
+            line("r", 2, 25.0, "hm", ""),
+            line("r", 3, 25.0, "", " again"),
+            line("r", 4, 40.0, "", "!"),
+        ] {
+            chunks.line(&l);
+        }
+        assert_eq!(chunks.of("r"), [10.0, 25.0, 25.0, 40.0]);
+        // o200k: "Hello" 1 token, " world again" 2, "!" 1.
+        assert_eq!(
+            chunks.groups("r"),
+            [(10.0, 1), (25.0, 2), (40.0, 1)].map(|(at_ms, tokens)| ReadGroup { at_ms, tokens })
+        );
+        // Event 0 again: a re-execution replaces the earlier events.
+        chunks.line(&line("r", 0, 7.0, "", "Hi"));
+        assert_eq!(chunks.of("r"), [7.0]);
+        let map = chunks.into_map();
+        assert_eq!(
+            map["r"].groups,
+            [ReadGroup {
+                at_ms: 7.0,
+                tokens: 1
+            }]
+        );
     }
 }

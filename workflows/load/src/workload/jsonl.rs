@@ -13,6 +13,7 @@
 
 use super::Prompt;
 use crate::spec::JsonlFormat;
+use openbench_common::input_file;
 use openbench_common::tokenizer::count_tokens;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -72,9 +73,15 @@ pub enum PromptFileError {
     },
 }
 
+/// The bytes of a prompt file: only a regular file of at most
+/// [`input_file::PROMPT_FILE_BYTES`] (a FIFO, a device or a larger file is refused at once).
+pub fn read_prompt_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    input_file::read_regular(path, input_file::PROMPT_FILE_BYTES)
+}
+
 /// Reads every prompt of `path` in `format`, refusing the file if any line is broken.
 pub fn read_prompts(path: &Path, format: JsonlFormat) -> Result<Vec<FilePrompt>, PromptFileError> {
-    let bytes = std::fs::read(path).map_err(|source| PromptFileError::Read {
+    let bytes = read_prompt_file(path).map_err(|source| PromptFileError::Read {
         path: path.to_path_buf(),
         source,
     })?;
@@ -99,6 +106,14 @@ pub fn parse_prompts(bytes: &[u8], format: JsonlFormat) -> (Vec<FilePrompt>, Vec
     let mut problems = Vec::new();
     for (i, raw) in bytes.split(|b| *b == b'\n').enumerate() {
         let line = i + 1;
+        if raw.len() as u64 > input_file::PROMPT_BYTES {
+            problems.push(format!(
+                "line {line}: {} bytes, over the {}-byte limit for one prompt",
+                raw.len(),
+                input_file::PROMPT_BYTES
+            ));
+            continue;
+        }
         let text = match std::str::from_utf8(raw) {
             Ok(t) => t.strip_prefix('\u{feff}').unwrap_or(t).trim(),
             Err(e) => {

@@ -22,8 +22,11 @@ const REFERENCE_MANIFEST: &str = "manifest.json";
 /// True when the release folder holds a reference-format manifest, whose hash keys are not paths
 /// inside the folder (`data/README.md`), so its rows are re-read by loading it again.
 fn is_reference(dataset: &DatasetRelease) -> bool {
-    std::fs::read_to_string(dataset.dir.join(REFERENCE_MANIFEST))
-        .is_ok_and(|text| ReleaseFormat::detect(&text) == ReleaseFormat::Reference)
+    openbench_common::input_file::read_regular_string(
+        &dataset.dir.join(REFERENCE_MANIFEST),
+        openbench_common::input_file::DATASET_FILE_BYTES,
+    )
+    .is_ok_and(|text| ReleaseFormat::detect(&text) == ReleaseFormat::Reference)
 }
 
 /// The rows of a reference-format release, loaded again and checked to be the same release.

@@ -91,7 +91,10 @@ impl ReferenceLayout {
     /// The layout of the release in `dir`: [`LAYOUT_FILE`] when present, else the defaults.
     pub fn read(dir: &Path, problems: &mut Vec<Problem>) -> Option<ReferenceLayout> {
         let path = dir.join(LAYOUT_FILE);
-        let text = match std::fs::read_to_string(&path) {
+        let text = match openbench_common::input_file::read_regular_string(
+            &path,
+            openbench_common::input_file::DATASET_FILE_BYTES,
+        ) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Some(ReferenceLayout::default());

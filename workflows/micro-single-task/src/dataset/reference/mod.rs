@@ -86,7 +86,10 @@ pub(super) fn load(
             continue;
         };
         let template_file = format!("{}/{}", layout.template_dir, spec.prompt_template);
-        let template = match std::fs::read(dir.join(&template_file)) {
+        let template = match openbench_common::input_file::read_regular(
+            &dir.join(&template_file),
+            openbench_common::input_file::DATASET_FILE_BYTES,
+        ) {
             Ok(bytes) => {
                 hashes.insert(
                     ReferenceLayout::key(&layout.template_key_prefix, &spec.prompt_template),
@@ -109,7 +112,10 @@ pub(super) fn load(
             }
         };
         let file = family.file_name();
-        let bytes = match std::fs::read(dir.join(&file)) {
+        let bytes = match openbench_common::input_file::read_regular(
+            &dir.join(&file),
+            openbench_common::input_file::DATASET_FILE_BYTES,
+        ) {
             Ok(b) => b,
             Err(e) => {
                 problems.push(whole(&file, format!("cannot read: {e}")));

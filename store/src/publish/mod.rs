@@ -9,17 +9,27 @@
 //! publishing the same content again changes nothing. A run stored as failed, interrupted or
 //! incomplete is replaced when its content changed (it was resumed); a run stored as complete
 //! with other content is refused.
+//!
+//! A load run (its workflow answers [`Workflow::load_figures`]) is verified by the load
+//! workflow's own reading of its directory (as its `report` reads it) and stored as its report's
+//! figures per step and row, its saturation points and one row per request ([`load`]); the store
+//! reaches the workflow only through that trait method.
+
+mod load;
 
 use crate::backend::{Store, Value};
 use crate::schema::{self, LANES, METRICS, REQUESTS, RUNS, TABLES};
 use crate::{StoreError, labels};
 use openbench_common::hash;
+use openbench_common::load_figures::LoadFigures;
 use openbench_common::record::TerminalRecord;
-use openbench_common::rundir::{self, RunLock, RunManifest, RunStatus, WriterLock};
-use openbench_micro_single_task::metrics::{LaneTable, Observation, RunMetrics};
+use openbench_common::rundir::{self, OpenedRun, RunLock, RunManifest, RunStatus};
+use openbench_common::workflow::Workflow;
+use openbench_micro_single_task::metrics::{Observation, RunMetrics};
 use openbench_micro_single_task::report::{self, Computed};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::Path;
 
 /// What publishing did.
@@ -44,6 +54,8 @@ pub struct PublishOutcome {
     pub published: Published,
     /// Request rows of the run.
     pub requests: usize,
+    /// How the records stood against their chain ([`rundir::chain::Integrity`]), one line.
+    pub integrity: String,
 }
 
 /// A verified, scored run, ready to store.
@@ -51,9 +63,37 @@ struct Verified {
     lock: RunLock,
     lock_bytes: Vec<u8>,
     manifest: RunManifest,
-    computed: Computed,
-    records: BTreeMap<String, TerminalRecord>,
+    body: Body,
     content_sha256: String,
+    integrity: String,
+}
+
+/// What is stored besides the run's row and lanes.
+enum Body {
+    /// A paired run: its scored observations and the records they came from.
+    Paired {
+        computed: Box<Computed>,
+        records: BTreeMap<String, TerminalRecord>,
+    },
+    /// A load run: its report's figures and its requests.
+    Load(Box<LoadFigures>),
+}
+
+impl Body {
+    /// Rounds (paired) or steps (load) stored.
+    fn rounds(&self) -> u64 {
+        match self {
+            Body::Paired { computed, .. } => computed.metrics.rounds,
+            Body::Load(f) => f.steps.iter().map(|s| s.step + 1).max().unwrap_or(0),
+        }
+    }
+    /// Request rows stored.
+    fn requests(&self) -> usize {
+        match self {
+            Body::Paired { computed, .. } => computed.observations.len(),
+            Body::Load(f) => f.requests.len(),
+        }
+    }
 }
 
 fn unverified(run_dir: &Path, detail: impl std::fmt::Display) -> StoreError {
@@ -63,13 +103,54 @@ fn unverified(run_dir: &Path, detail: impl std::fmt::Display) -> StoreError {
     }
 }
 
-fn verify(run_dir: &Path) -> Result<Verified, StoreError> {
+/// Verifies and scores the run `opened` (already checked as `report` checks it: artifacts'
+/// hashes, the records chain), a run of `workflow` (the registry's, by the lock's name).
+fn verify(
+    run_dir: &Path,
+    opened: &OpenedRun,
+    workflow: &dyn Workflow,
+) -> Result<Verified, StoreError> {
     let fail = |e: &dyn std::fmt::Display| unverified(run_dir, e);
-    let lock_path = rundir::path(run_dir, rundir::RUN_LOCK);
-    let lock_bytes = std::fs::read(&lock_path)
-        .map_err(|e| unverified(run_dir, format!("{}: {e}", lock_path.display())))?;
-    let lock = report::read_lock(run_dir).map_err(|e| fail(&e))?;
-    let manifest = RunManifest::load(run_dir).map_err(|e| fail(&e))?;
+    if let Some(figures) = workflow.load_figures(run_dir).map_err(|e| fail(&e))? {
+        let records_file = figures.records_file.clone();
+        return finish(
+            run_dir,
+            opened,
+            &records_file,
+            Body::Load(Box::new(figures)),
+        );
+    }
+    let lock = &opened.lock;
+    let gold = openbench_micro_single_task::gold_table(lock).map_err(|e| fail(&e))?;
+    let computed = report::compute(run_dir, lock, &gold).map_err(|e| fail(&e))?;
+    let names = report::reported_files(run_dir).map_err(|e| fail(&e))?;
+    let records_path = rundir::path(run_dir, &names.results);
+    let records = rundir::counting_records(&records_path).map_err(|e| fail(&e))?;
+    let body = Body::Paired {
+        computed: Box::new(computed),
+        records,
+    };
+    finish(run_dir, opened, &records_path, body)
+}
+
+/// The checks every run passes (manifest and records of this run) and its content hash, the
+/// records streamed into it through the run-directory reader.
+fn finish(
+    run_dir: &Path,
+    opened: &OpenedRun,
+    records_path: &Path,
+    body: Body,
+) -> Result<Verified, StoreError> {
+    let fail = |e: &dyn std::fmt::Display| unverified(run_dir, e);
+    let lock = opened.lock.clone();
+    let lock_bytes = opened.lock_bytes.clone();
+    let integrity = opened.integrity.clone();
+    let manifest = opened.manifest.clone().ok_or_else(|| {
+        unverified(
+            run_dir,
+            format!("{}: no run manifest", rundir::RUN_MANIFEST),
+        )
+    })?;
     if manifest.run_id != lock.run_id {
         return Err(unverified(
             run_dir,
@@ -79,11 +160,14 @@ fn verify(run_dir: &Path) -> Result<Verified, StoreError> {
             ),
         ));
     }
-    let gold = openbench_micro_single_task::gold_table(&lock).map_err(|e| fail(&e))?;
-    let computed = report::compute(run_dir, &lock, &gold).map_err(|e| fail(&e))?;
-    let names = report::reported_files(run_dir).map_err(|e| fail(&e))?;
-    let records_path = rundir::path(run_dir, &names.results);
-    let records = rundir::counting_records(&records_path).map_err(|e| fail(&e))?;
+    let counted;
+    let records = match &body {
+        Body::Paired { records, .. } => records,
+        Body::Load(_) => {
+            counted = rundir::counting_records(records_path).map_err(|e| fail(&e))?;
+            &counted
+        }
+    };
     if let Some(r) = records.values().find(|r| r.run_id != lock.run_id) {
         return Err(unverified(
             run_dir,
@@ -96,25 +180,49 @@ fn verify(run_dir: &Path) -> Result<Verified, StoreError> {
             ),
         ));
     }
-    let records_bytes = std::fs::read(&records_path)
-        .map_err(|e| unverified(run_dir, format!("{}: {e}", records_path.display())))?;
     let mut hash = Sha256::new();
-    for part in [
-        &lock_bytes[..],
-        stored_status(&manifest).as_bytes(),
-        &records_bytes[..],
-    ] {
+    for part in [&lock_bytes[..], stored_status(&manifest).as_bytes()] {
         hash.update((part.len() as u64).to_le_bytes());
         hash.update(part);
+    }
+    // The records, streamed (length first, as above), through the run-directory reader.
+    let records_file = rundir::open_read(records_path).map_err(|e| fail(&e))?;
+    let records_len = records_file
+        .metadata()
+        .map_err(|e| unverified(run_dir, format!("{}: {e}", records_path.display())))?
+        .len();
+    hash.update(records_len.to_le_bytes());
+    let mut hashing = HashingWriter(&mut hash);
+    let copied = std::io::copy(&mut records_file.take(records_len), &mut hashing)
+        .map_err(|e| unverified(run_dir, format!("{}: {e}", records_path.display())))?;
+    if copied != records_len {
+        return Err(unverified(
+            run_dir,
+            format!("{}: changed while it was read", records_path.display()),
+        ));
     }
     Ok(Verified {
         lock,
         lock_bytes,
         manifest,
-        computed,
-        records,
+        body,
         content_sha256: hash::hex(&hash.finalize()),
+        integrity: integrity.map(|i| i.to_string()).unwrap_or_default(),
     })
+}
+
+/// A `Write` feeding a hasher (streams a file into the content hash).
+struct HashingWriter<'a>(&'a mut Sha256);
+
+impl std::io::Write for HashingWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The status a run is stored with: the manifest's, except that a run no process is writing any
@@ -128,14 +236,21 @@ fn stored_status(manifest: &RunManifest) -> &'static str {
     }
 }
 
-/// Verifies the run in `run_dir` and stores it (see the module docs). Takes the run directory's
-/// writer lock while reading, so a run still being written is refused, naming its process.
-pub fn publish(store: &mut Store, run_dir: &Path) -> Result<PublishOutcome, StoreError> {
-    let _writer = WriterLock::acquire(run_dir, "publish").map_err(|e| unverified(run_dir, e))?;
-    let run = verify(run_dir)?;
+/// Verifies the run in `run_dir`, a run of `workflow` (the registry's, by the lock's name), and
+/// stores it (see the module docs). Opens the run directory exactly as `report` does
+/// ([`rundir::open_run`]: the writer lock first, so a run still being written is refused, naming
+/// its process; nothing read through a plain `std::fs::read`).
+pub fn publish(
+    store: &mut Store,
+    run_dir: &Path,
+    workflow: &dyn Workflow,
+) -> Result<PublishOutcome, StoreError> {
+    let opened = rundir::open_run(run_dir, "publish").map_err(|e| unverified(run_dir, e))?;
+    // `opened` holds the writer lock until the run is stored.
+    let run = verify(run_dir, &opened, workflow)?;
     let run_id = run.lock.run_id.clone();
     let status = stored_status(&run.manifest).to_string();
-    let requests = run.computed.observations.len();
+    let requests = run.body.requests();
     let published = store.transaction(|s| {
         let stored = s.query(
             "SELECT content_sha256, status FROM runs WHERE run_id = $1",
@@ -170,6 +285,7 @@ pub fn publish(store: &mut Store, run_dir: &Path) -> Result<PublishOutcome, Stor
         status,
         published,
         requests,
+        integrity: run.integrity.clone(),
     })
 }
 
@@ -211,25 +327,37 @@ fn insert_run(s: &mut Store, run: &Verified, status: &str) -> Result<(), StoreEr
         Value::from(lock.created_at.as_str()),
         Value::from(run.manifest.period_start.clone()),
         Value::from(run.manifest.period_end.clone()),
-        Value::from(run.computed.metrics.rounds),
-        Value::from(run.computed.observations.len() as u64),
+        Value::from(run.body.rounds()),
+        Value::from(run.body.requests() as u64),
         Value::from(lock_json),
     ];
     s.execute_many(&schema::insert(&RUNS), &[row])?;
-    s.execute_many(
-        &schema::insert(&LANES),
-        &lane_rows(lock, &run.computed.lanes),
-    )?;
-    let requests: Vec<Vec<Value>> = run
-        .computed
+    let (computed, records) = match &run.body {
+        Body::Load(figures) => {
+            let lanes = figures
+                .lanes
+                .iter()
+                .map(|(l, p, r)| (l.as_str(), p.as_str(), r.as_str()));
+            s.execute_many(&schema::insert(&LANES), &lane_rows(lock, lanes))?;
+            return load::insert(s, &lock.run_id, figures);
+        }
+        Body::Paired { computed, records } => (computed, records),
+    };
+    let lanes = computed
+        .lanes
+        .lanes
+        .iter()
+        .map(|l| (l.lane.as_str(), l.provider.as_str(), l.region.as_str()));
+    s.execute_many(&schema::insert(&LANES), &lane_rows(lock, lanes))?;
+    let requests: Vec<Vec<Value>> = computed
         .observations
         .iter()
-        .map(|o| request_row(&lock.run_id, o, run.records.get(&o.request_id)))
+        .map(|o| request_row(&lock.run_id, o, records.get(&o.request_id)))
         .collect();
     s.execute_many(&schema::insert(&REQUESTS), &requests)?;
     s.execute_many(
         &schema::insert(&METRICS),
-        &metric_rows(&lock.run_id, &run.computed.metrics),
+        &metric_rows(&lock.run_id, &computed.metrics),
     )
 }
 
@@ -238,26 +366,30 @@ fn json(value: &impl serde::Serialize) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
-fn lane_rows(lock: &RunLock, lanes: &LaneTable) -> Vec<Vec<Value>> {
-    let several_regions = lanes.lanes.iter().any(|l| l.lane != l.provider);
+/// The `lanes` rows of `lanes`, each (lane label, provider key, region), in index order.
+fn lane_rows<'a>(
+    lock: &RunLock,
+    lanes: impl Iterator<Item = (&'a str, &'a str, &'a str)>,
+) -> Vec<Vec<Value>> {
+    let lanes: Vec<(&str, &str, &str)> = lanes.collect();
+    let several_regions = lanes.iter().any(|(lane, provider, _)| lane != provider);
     lanes
-        .lanes
         .iter()
         .enumerate()
-        .map(|(i, l)| {
-            let locked = lock.providers.iter().find(|p| p.key == l.provider);
-            let name = locked.map_or(l.provider.clone(), |p| p.display_name.clone());
+        .map(|(i, &(lane, provider, region))| {
+            let locked = lock.providers.iter().find(|p| p.key == provider);
+            let name = locked.map_or(provider.to_string(), |p| p.display_name.clone());
             let display = if several_regions {
-                format!("{name} ({})", l.region)
+                format!("{name} ({region})")
             } else {
                 name
             };
             vec![
                 Value::from(lock.run_id.as_str()),
                 Value::from(i as u64),
-                Value::from(l.lane.as_str()),
-                Value::from(l.provider.as_str()),
-                Value::from(l.region.as_str()),
+                Value::from(lane),
+                Value::from(provider),
+                Value::from(region),
                 Value::from(display),
                 Value::from(locked.map(|p| p.model.clone()).unwrap_or_default()),
                 Value::from(locked.and_then(|p| p.input_price_per_mtok)),
