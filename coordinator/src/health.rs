@@ -1,5 +1,6 @@
-//! Region health: one monitor task per region pings its probe (`Link.Ping`, on the channel that
-//! carries `Execute`) and says whether the region can be reached. Lane tasks watch the region's
+//! Region health: one monitor task per region pings its probe (`Link.Ping`, on the port that
+//! serves `Execute`, over a connection of its own driven by the link's runtime thread, so
+//! streams in flight never delay a ping) and says whether the region can be reached. Lane tasks watch the region's
 //! state (a `watch` channel) to fail at once, with a `region_unreachable` harness record, instead
 //! of waiting deadline + grace; the coordinator actor receives every sample and state change as
 //! a [`LinkEvent`] (RTT, clock offset, outages, the down policy).
@@ -15,7 +16,7 @@
 use crate::session_open::{ProbeSession, SessionOpener};
 use openbench_common::clock::{now_rfc3339, unix_micros};
 use openbench_common::rundir::RegionLink;
-use openbench_proto::link::ProbeChannel;
+use openbench_proto::link::{LinkRuntime, ProbeChannel};
 use openbench_proto::v1::PingRequest;
 use openbench_proto::v1::link_client::LinkClient;
 use std::collections::BTreeMap;
@@ -210,6 +211,8 @@ pub struct Monitors {
     /// Every region's events, tagged with the region.
     pub events: mpsc::UnboundedReceiver<(String, LinkEvent)>,
     tasks: Vec<JoinHandle<()>>,
+    /// The runtime the monitors run on, kept alive while they do.
+    _runtime: LinkRuntime,
 }
 
 impl Drop for Monitors {
@@ -224,11 +227,13 @@ impl Monitors {
     /// Starts one monitor per region (`links`: region → its `Link` client; `sessions`: region →
     /// its open session, re-opened on recovery), after [`INITIAL_PINGS`] back-to-back pings per
     /// region whose samples are queued first, so the clock offsets are known before round 1's
-    /// records arrive.
+    /// records arrive. The monitors run on `runtime` (the link's own thread), so that streams in
+    /// flight on the main runtime never delay a ping past its timeout.
     pub async fn start(
         links: &BTreeMap<String, LinkClient<ProbeChannel>>,
         mut sessions: BTreeMap<String, RegionSession>,
         settings: LinkSettings,
+        runtime: &LinkRuntime,
     ) -> Monitors {
         let (events_tx, events) = mpsc::unbounded_channel();
         let mut states = BTreeMap::new();
@@ -258,7 +263,7 @@ impl Monitors {
                 }
             });
             let (region, client, events_tx) = (region.clone(), client.clone(), events_tx.clone());
-            tasks.push(tokio::spawn(monitor(
+            tasks.push(runtime.handle().spawn(monitor(
                 region, client, reopen, settings, state_tx, events_tx,
             )));
         }
@@ -268,6 +273,7 @@ impl Monitors {
             sessions_lost,
             events,
             tasks,
+            _runtime: runtime.clone(),
         }
     }
 }

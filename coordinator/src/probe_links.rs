@@ -8,7 +8,7 @@ use crate::error::CoordinatorError;
 use crate::run_dir::{RunDir, RunInputs};
 use crate::session_open::{ProbeSession, SessionOpener};
 use openbench_common::spec::ProbeLocation;
-use openbench_proto::link::{self, ClientSecurity, ProbeChannel};
+use openbench_proto::link::{self, ClientSecurity, LinkRuntime, ProbeChannel};
 use openbench_proto::v1::link_client::LinkClient;
 use openbench_proto::v1::probe_client::ProbeClient;
 use std::collections::BTreeMap;
@@ -71,8 +71,12 @@ pub struct Infra {
     pub clients: BTreeMap<String, ProbeClient<ProbeChannel>>,
     /// Region label → the session open on that region's probe.
     pub sessions: BTreeMap<String, ProbeSession>,
-    /// Region label → `Link` client (health pings) on the same channel as its `Probe` client.
+    /// Region label → `Link` client (health pings) on a connection of its own to the same
+    /// probe, whose connection task runs on [`Infra::link_runtime`]: streams in flight on the
+    /// `Execute` connection never queue a ping behind them.
     pub links: BTreeMap<String, LinkClient<ProbeChannel>>,
+    /// The runtime thread of the pings, their connections and the session re-opens.
+    pub link_runtime: LinkRuntime,
     /// Region label → how to open the session again (after the probe restarted).
     pub openers: BTreeMap<String, SessionOpener>,
     stop: Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send>,
@@ -94,6 +98,11 @@ impl Infra {
             what: "probe client settings".into(),
             source: e.into(),
         })?;
+        let link_runtime =
+            LinkRuntime::start("openbench-link").map_err(|e| CoordinatorError::Setup {
+                what: "the link's runtime thread".into(),
+                source: e.into(),
+            })?;
         let targets = host.start(inputs, attempt).await?;
         let mut clients = BTreeMap::new();
         let mut sessions = BTreeMap::new();
@@ -102,11 +111,13 @@ impl Infra {
         for (region, url) in &targets.probes {
             let opened = async {
                 let channel = connect(region, url, &security).await?;
-                let client = link::probe_client(channel.clone());
-                let mut opener = SessionOpener::new(region, client.clone(), inputs, run)
-                    .in_flight(lane_in_flight);
+                let control = connect_on(&link_runtime, region, url, &security).await?;
+                let client = link::probe_client(channel);
+                let mut opener =
+                    SessionOpener::new(region, link::probe_client(control.clone()), inputs, run)
+                        .in_flight(lane_in_flight);
                 let session = opener.open().await?;
-                Ok::<_, CoordinatorError>((client, link::link_client(channel), session, opener))
+                Ok::<_, CoordinatorError>((client, link::link_client(control), session, opener))
             };
             match opened.await {
                 Ok((client, link_client, session, opener)) => {
@@ -125,6 +136,7 @@ impl Infra {
             clients,
             sessions,
             links,
+            link_runtime,
             openers,
             stop: targets.stop,
         })
@@ -136,8 +148,25 @@ impl Infra {
     }
 }
 
-/// Opens the one channel to a region's probe (keepalive, TLS, token) that its `Probe` and `Link`
-/// clients share.
+/// Opens the control channel to a region's probe (pings, session opens) on `runtime`, so that
+/// its connection task runs there, away from the streams.
+async fn connect_on(
+    runtime: &LinkRuntime,
+    region: &str,
+    url: &str,
+    security: &ClientSecurity,
+) -> Result<ProbeChannel, CoordinatorError> {
+    let (region_owned, url, security) = (region.to_string(), url.to_string(), security.clone());
+    runtime
+        .run(async move { connect(&region_owned, &url, &security).await })
+        .await
+        .map_err(|e| CoordinatorError::Setup {
+            what: format!("region {region}"),
+            source: format!("the link's runtime stopped: {e}").into(),
+        })?
+}
+
+/// Opens a channel to a region's probe (keepalive, TLS, token).
 async fn connect(
     region: &str,
     url: &str,

@@ -492,7 +492,13 @@ pub(crate) async fn start_monitors(infra: &Infra, options: &RunOptions) -> Monit
             Some((region.clone(), RegionSession { opened, opener }))
         })
         .collect();
-    Monitors::start(&infra.links, sessions, options.faults.link).await
+    Monitors::start(
+        &infra.links,
+        sessions,
+        options.faults.link,
+        &infra.link_runtime,
+    )
+    .await
 }
 
 /// Waits for the next stop request; never resolves without a stop channel.

@@ -31,6 +31,8 @@ pub mod release;
 pub use openbench_common::semconv;
 pub mod server;
 mod service;
+/// The most requests one probe holds in flight at once (a larger session is refused).
+pub use service::MAX_PROBE_IN_FLIGHT;
 pub mod session_open;
 pub mod sse;
 pub mod tls;

@@ -1,6 +1,7 @@
 //! The probe's side of the link health check (`Link.Ping`, `link.proto`): answers at once with
-//! its wall clock. The coordinator calls it on the channel that carries `Execute`, so a ping that
-//! goes unanswered means exactly what matters: this probe cannot be reached for work. It touches
+//! its wall clock. The coordinator calls it on the port that serves `Execute` (same TLS, same
+//! token), so a ping that goes unanswered means what matters: this probe cannot be reached for
+//! work. It runs on the server's own thread, never behind the requests' work. It touches
 //! no provider actor, so a busy lane never delays it.
 
 use openbench_proto::v1::link_server::Link;

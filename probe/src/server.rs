@@ -5,13 +5,17 @@
 //! A probe starts knowing only its region, where its credentials come from and which endpoints
 //! they may go to ([`ProbeConfig`]); the adapters and the request contract arrive with the
 //! coordinator's session (`OpenSession`). `Link.Ping`
-//! ([`crate::link`]) answers the coordinator's health checks on the same connection.
+//! ([`crate::link`]) answers the coordinator's health checks on the same port.
+//!
+//! The server runs on a runtime thread of its own ([`LinkRuntime`]); the requests' work runs on
+//! the caller's runtime, so streams in flight never starve a ping (docs/faults.md).
 
 use crate::auth::{ProbeToken, RequireToken};
 use crate::connections::{ConnectionLimits, Gate, guarded_incoming};
 use crate::error::ProbeError;
 use crate::service::{Actors, ProbeService};
 use crate::session_open::{CredentialSource, EndpointRules};
+use openbench_proto::link::LinkRuntime;
 use openbench_proto::v1::link_server::LinkServer;
 use openbench_proto::v1::probe_server::ProbeServer;
 use std::net::SocketAddr;
@@ -57,6 +61,8 @@ pub struct ProbeServerHandle {
     task: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
     actors: Actors,
     gate: Arc<Gate>,
+    /// The thread the server's connections and calls run on, kept while the server runs.
+    _runtime: LinkRuntime,
 }
 
 impl ProbeServerHandle {
@@ -104,8 +110,13 @@ pub async fn serve_secured(
     let addr = listener.local_addr().map_err(|e| ProbeError::Server {
         message: format!("listener has no local address: {e}"),
     })?;
+    // The requests' work (upstream connections, timing, records) runs on the caller's runtime;
+    // the server itself (connections, HTTP/2, every call's framing, `Link.Ping`) on a thread of
+    // its own, so thousands of streams in flight never starve a health ping.
+    let work = tokio::runtime::Handle::current();
+    let runtime = server_runtime("openbench-probe-link")?;
     let actors = Actors::default();
-    let service = ProbeService::new(config, actors.clone()).await?;
+    let service = ProbeService::new(config, actors.clone(), work).await?;
     let mut builder = tonic::transport::Server::builder();
     if let Some(tls) = security.tls {
         builder = builder.tls_config(tls).map_err(|e| ProbeError::Server {
@@ -123,8 +134,9 @@ pub async fn serve_secured(
     );
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let gate = Gate::new(security.connections);
+    let listener = move_listener(listener, &runtime)?;
     let incoming = guarded_incoming(listener, gate.clone());
-    let task = tokio::spawn(
+    let task = runtime.handle().spawn(
         builder
             .add_service(service)
             .add_service(link)
@@ -138,6 +150,7 @@ pub async fn serve_secured(
         task,
         actors,
         gate,
+        _runtime: runtime,
     })
 }
 
@@ -154,11 +167,13 @@ pub fn serve_health(
     let addr = listener.local_addr().map_err(|e| ProbeError::Server {
         message: format!("health listener has no local address: {e}"),
     })?;
+    let runtime = server_runtime("openbench-probe-health")?;
     let (_reporter, service) = tonic_health::server::health_reporter();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let gate = Gate::new(limits);
+    let listener = move_listener(listener, &runtime)?;
     let incoming = guarded_incoming(listener, gate.clone());
-    let task = tokio::spawn(
+    let task = runtime.handle().spawn(
         tonic::transport::Server::builder()
             .add_service(service)
             .serve_with_incoming_shutdown(incoming, async {
@@ -171,5 +186,27 @@ pub fn serve_health(
         task,
         actors: Actors::default(),
         gate,
+        _runtime: runtime,
     })
+}
+
+/// The runtime thread a server runs on.
+fn server_runtime(name: &str) -> Result<LinkRuntime, ProbeError> {
+    LinkRuntime::start(name).map_err(|e| ProbeError::Server {
+        message: format!("cannot start the server's runtime thread: {e}"),
+    })
+}
+
+/// `listener`, registered with `runtime`'s reactor instead of the caller's: its accepts then
+/// wake the server's own thread, whatever load the caller's runtime carries.
+fn move_listener(
+    listener: tokio::net::TcpListener,
+    runtime: &LinkRuntime,
+) -> Result<tokio::net::TcpListener, ProbeError> {
+    let error = |e: std::io::Error| ProbeError::Server {
+        message: format!("cannot move the listener to the server's thread: {e}"),
+    };
+    let listener = listener.into_std().map_err(error)?;
+    let _entered = runtime.handle().enter();
+    tokio::net::TcpListener::from_std(listener).map_err(error)
 }

@@ -109,8 +109,8 @@ struct OpenSession {
     cancel: CancellationToken,
 }
 
-/// The service behind the guards.
-pub(crate) struct ProbeService {
+/// What the service knows and does; shared with the requests' tasks on the work runtime.
+struct Service {
     region: String,
     identity: ProbeIdentity,
     credentials: CredentialSource,
@@ -125,17 +125,25 @@ pub(crate) struct ProbeService {
     span_policy: SpanPolicy,
     /// The request metrics (no-ops without a meter provider).
     metrics: RequestMetrics,
+    /// Where the requests' work runs (the provider actors, their requests, encoding the
+    /// records): not the server's own thread, which must stay free for pings.
+    work: tokio::runtime::Handle,
 }
 
-impl ProbeService {
-    /// The service of `config`; hashes the tokenizer ranks once for `Describe`.
-    pub(crate) async fn new(config: ProbeConfig, actors: Actors) -> Result<Self, ProbeError> {
+impl Service {
+    /// The service of `config`, whose requests run on `work`; hashes the tokenizer ranks once
+    /// for `Describe`.
+    pub(crate) async fn new(
+        config: ProbeConfig,
+        actors: Actors,
+        work: tokio::runtime::Handle,
+    ) -> Result<Self, ProbeError> {
         let tokenizer = tokio::task::spawn_blocking(openbench_common::tokenizer::ranks_sha256)
             .await
             .map_err(|e| ProbeError::Server {
                 message: format!("cannot hash the tokenizer ranks: {e}"),
             })?;
-        Ok(ProbeService {
+        Ok(Service {
             identity: crate::identity::describe(&config.region, &config.code_digest, &tokenizer),
             region: config.region,
             credentials: config.credentials,
@@ -145,6 +153,7 @@ impl ProbeService {
             opened: AtomicU64::new(0),
             span_policy: SpanPolicy::from_env(),
             metrics: RequestMetrics::global(),
+            work,
         })
     }
 
@@ -161,11 +170,17 @@ impl ProbeService {
                 .map_err(|e| Status::internal(format!("provider {key}: its actor stopped: {e}")))?;
             return Ok(actor);
         }
-        let (actor, _join) = Actor::spawn(None, ProviderActor, lane.clone())
+        // Spawned from the work runtime, so the actor and the requests it spawns run there.
+        let spawned = self
+            .work
+            .spawn(Actor::spawn(None, ProviderActor, lane.clone()))
             .await
             .map_err(|e| {
                 Status::internal(format!("provider {key}: cannot start its actor: {e}"))
             })?;
+        let (actor, _join) = spawned.map_err(|e| {
+            Status::internal(format!("provider {key}: cannot start its actor: {e}"))
+        })?;
         let kept = self.actors.keep(&key, actor.clone());
         if kept.get_id() != actor.get_id() {
             kept.cast(ProviderMsg::Use(lane))
@@ -224,8 +239,7 @@ impl ProbeService {
     }
 }
 
-#[tonic::async_trait]
-impl Probe for ProbeService {
+impl Service {
     async fn execute(
         &self,
         request: Request<ExecuteRequest>,
@@ -244,14 +258,11 @@ impl Probe for ProbeService {
             return Err(Status::internal("the admitted provider has no actor"));
         };
         let span = request_span(template, &planned, parent, self.span_policy);
-        let actor_span = span.clone();
-        let (provider, request_id) = (id.provider.clone(), id.request_id.clone());
+        let request_id = id.request_id.clone();
         // Cancelled when this call is dropped before it answers (the caller went away) or when
         // the session is replaced.
         let cancel = session.cancel.child_token();
         let _cancel_when_dropped = cancel.clone().drop_guard();
-        let sent_cancel = cancel.clone();
-        let load = planned.load.clone();
         let release = crate::release::due_instant(call.release_at_unix_us);
         if let Some(due) = release {
             let ahead = due.saturating_duration_since(std::time::Instant::now());
@@ -264,50 +275,15 @@ impl Probe for ProbeService {
                 )));
             }
         }
-        let reply = actor
-            .call(
-                |port| {
-                    ProviderMsg::Execute(
-                        Box::new(planned),
-                        release,
-                        actor_span,
-                        sent_cancel.clone(),
-                        port,
-                    )
-                },
-                None,
-            )
-            .await;
-        let mut execution = match reply {
-            Ok(CallResult::Success(Ok(execution))) => execution,
-            Ok(CallResult::Success(Err(busy))) => {
-                return Err(Status::failed_precondition(busy_message(
-                    &provider,
-                    &self.region,
-                    busy,
-                )));
-            }
-            Ok(CallResult::SenderError) if cancel.is_cancelled() => {
-                return Err(Status::aborted(format!(
-                    "request {request_id}: cancelled: its session was replaced by a newer one"
-                )));
-            }
-            Ok(CallResult::Timeout) | Ok(CallResult::SenderError) | Err(_) => {
-                return Err(Status::internal(format!(
-                    "provider {}: its probe actor did not answer request {}",
-                    provider, request_id
-                )));
-            }
+        let run = Run {
+            actor: actor.clone(),
+            span,
+            region: self.region.clone(),
+            probe_id: self.identity.probe_id.clone(),
+            span_policy: self.span_policy,
+            metrics: self.metrics.clone(),
         };
-        execution.record.probe_id = Some(self.identity.probe_id.clone());
-        record_execution(&span, &execution, self.span_policy);
-        self.metrics.record(&execution, load.as_deref());
-        let within = GRPC_MESSAGE_LIMIT_BYTES - 64 * 1024;
-        let execution_json = encode_within(&mut execution, within).map_err(|e| {
-            Status::internal(format!(
-                "request {request_id}: cannot encode the record: {e}"
-            ))
-        })?;
+        let execution_json = run.execute(planned, release, cancel.clone()).await?;
         Ok(Response::new(ExecuteResponse { execution_json }))
     }
 
@@ -398,6 +374,125 @@ impl Probe for ProbeService {
             session_id: id,
             probe_id: self.identity.probe_id.clone(),
         }))
+    }
+}
+
+/// The service behind the guards. Its calls arrive on the server's own thread; `Execute` is
+/// handed whole (decoding, admission, measuring, encoding) to the work runtime, so that thread
+/// only frames calls and answers pings, however many requests are in flight.
+#[derive(Clone)]
+pub(crate) struct ProbeService(Arc<Service>);
+
+impl ProbeService {
+    /// The service of `config`, whose requests run on `work`; hashes the tokenizer ranks once
+    /// for `Describe`.
+    pub(crate) async fn new(
+        config: ProbeConfig,
+        actors: Actors,
+        work: tokio::runtime::Handle,
+    ) -> Result<Self, ProbeError> {
+        Ok(ProbeService(Arc::new(
+            Service::new(config, actors, work).await?,
+        )))
+    }
+}
+
+#[tonic::async_trait]
+impl Probe for ProbeService {
+    async fn execute(
+        &self,
+        request: Request<ExecuteRequest>,
+    ) -> Result<Response<ExecuteResponse>, Status> {
+        let service = self.0.clone();
+        // Fires when this call is dropped before it answers (the caller went away): the task
+        // then drops the request, whose own guard cancels its measurement.
+        let gone = CancellationToken::new();
+        let _cancel_when_dropped = gone.clone().drop_guard();
+        let task = self.0.work.spawn(async move {
+            tokio::select! {
+                answer = service.execute(request) => answer,
+                () = gone.cancelled() => Err(Status::cancelled("the call was dropped")),
+            }
+        });
+        task.await
+            .map_err(|e| Status::internal(format!("the request's task failed: {e}")))?
+    }
+
+    async fn describe(
+        &self,
+        request: Request<DescribeRequest>,
+    ) -> Result<Response<DescribeResponse>, Status> {
+        self.0.describe(request).await
+    }
+
+    async fn open_session(
+        &self,
+        request: Request<OpenSessionRequest>,
+    ) -> Result<Response<OpenSessionResponse>, Status> {
+        self.0.open_session(request).await
+    }
+}
+
+/// One admitted request's work, done on the work runtime: its provider actor measures it, then
+/// its record is named, traced, counted and encoded.
+struct Run {
+    actor: ActorRef<ProviderMsg>,
+    span: tracing::Span,
+    region: String,
+    probe_id: String,
+    span_policy: SpanPolicy,
+    metrics: RequestMetrics,
+}
+
+impl Run {
+    /// The encoded execution of `planned`, released at `release`, or the refusal; ends at once
+    /// (the actor's task drops the request) when `cancel` fires.
+    async fn execute(
+        self,
+        planned: PlannedRequest,
+        release: Option<std::time::Instant>,
+        cancel: CancellationToken,
+    ) -> Result<String, Status> {
+        let provider = planned.identity.provider.clone();
+        let request_id = planned.identity.request_id.clone();
+        let load = planned.load.clone();
+        let (span, sent_cancel) = (self.span.clone(), cancel.clone());
+        let reply = self
+            .actor
+            .call(
+                |port| ProviderMsg::Execute(Box::new(planned), release, span, sent_cancel, port),
+                None,
+            )
+            .await;
+        let mut execution = match reply {
+            Ok(CallResult::Success(Ok(execution))) => execution,
+            Ok(CallResult::Success(Err(busy))) => {
+                return Err(Status::failed_precondition(busy_message(
+                    &provider,
+                    &self.region,
+                    busy,
+                )));
+            }
+            Ok(CallResult::SenderError) if cancel.is_cancelled() => {
+                return Err(Status::aborted(format!(
+                    "request {request_id}: cancelled: its session was replaced by a newer one"
+                )));
+            }
+            Ok(CallResult::Timeout) | Ok(CallResult::SenderError) | Err(_) => {
+                return Err(Status::internal(format!(
+                    "provider {provider}: its probe actor did not answer request {request_id}"
+                )));
+            }
+        };
+        execution.record.probe_id = Some(self.probe_id);
+        record_execution(&self.span, &execution, self.span_policy);
+        self.metrics.record(&execution, load.as_deref());
+        let within = GRPC_MESSAGE_LIMIT_BYTES - 64 * 1024;
+        encode_within(&mut execution, within).map_err(|e| {
+            Status::internal(format!(
+                "request {request_id}: cannot encode the record: {e}"
+            ))
+        })
     }
 }
 

@@ -364,3 +364,42 @@ async fn execute_needs_the_open_session_its_run_and_its_providers() {
     assert_eq!(upstream.received().len(), 1);
     handle.shutdown().await.unwrap();
 }
+
+/// The per-probe bound (`MAX_PROBE_IN_FLIGHT`, docs/faults.md): a session whose lanes ×
+/// per-lane bound could hold more than 20,000 requests in flight at once is refused at open,
+/// naming the figures; one at exactly the bound is admitted.
+#[tokio::test]
+async fn a_session_whose_lanes_could_pass_the_probe_bound_is_refused_naming_the_figures() {
+    let server = start(answer()).await;
+    let (_handle, mut client) = serve(probe_config("eu", &server.endpoint())).await;
+    let lanes = |n: usize| -> Vec<_> {
+        (0..n)
+            .map(|i| adapter(&format!("p{i}"), &server.endpoint()))
+            .collect()
+    };
+    let mut asked = session("eu", lanes(3), 20_000);
+    asked.max_in_flight = 10_000;
+    let err = open(&mut client, &asked).await.unwrap_err();
+    assert_eq!(
+        (err.code(), err.message()),
+        (
+            tonic::Code::ResourceExhausted,
+            "the session asks for 3 lanes × 10000 requests in flight = 30000 on the probe in \
+             region eu; a probe holds at most 20000 at once (fewer users or a lower \
+             load.max_in_flight, or more regions)"
+        )
+    );
+    assert_eq!(
+        openbench_probe::MAX_PROBE_IN_FLIGHT,
+        20_000,
+        "the documented figure"
+    );
+    // 2 × 10,000 is the bound itself: admitted.
+    asked.adapters = lanes(2);
+    let id = open(&mut client, &asked).await.unwrap();
+    assert!(id.starts_with("s-"), "{id}");
+    assert!(
+        server.received().is_empty(),
+        "no refused session reached the provider"
+    );
+}

@@ -2,6 +2,7 @@
 //! simulated specs written to a tempdir, the built binary, and run-directory readers.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod held;
 pub mod kill;
 
 use openbench_common::record::{Outcome, TerminalRecord};

@@ -94,12 +94,13 @@ pub fn probe_client(channel: ProbeChannel) -> ProbeClient<ProbeChannel> {
         .max_encoding_message_size(MAX_ENCODING_BYTES)
 }
 
-/// The `Link` client (health pings) over `channel`: the same connection as `Execute`.
+/// The `Link` client (health pings) over `channel` (the coordinator gives it a channel of its
+/// own, opened on its link runtime: `LinkRuntime`).
 pub fn link_client(channel: ProbeChannel) -> LinkClient<ProbeChannel> {
     LinkClient::new(channel)
 }
 
-/// Opens the one channel to the probe at `url` that both `Probe` and `Link` clients share:
+/// Opens a channel to the probe at `url` for `Probe` and `Link` clients:
 /// TLS for `https://`, the token on every call, HTTP/2 keepalive ([`KEEPALIVE_INTERVAL`],
 /// [`KEEPALIVE_TIMEOUT`], also while idle). After the connection drops, the channel reconnects
 /// by itself on the next call.

@@ -5,6 +5,7 @@
 //! builds on these types.
 
 pub mod client;
+pub mod runtime;
 pub mod session;
 pub mod tls;
 pub mod token;
@@ -13,6 +14,7 @@ pub use client::{
     ClientSecurity, KEEPALIVE_INTERVAL, KEEPALIVE_TIMEOUT, ProbeChannel, channel, connect,
     link_client, probe_client,
 };
+pub use runtime::LinkRuntime;
 pub use session::open_session;
 pub use tls::ClientTlsFiles;
 pub use token::{AttachToken, ProbeToken, TOKEN_ENV};
