@@ -148,6 +148,45 @@ fn one_line_load_against_a_dead_port_exits_4_within_10_s_and_names_the_url() {
     assert_eq!(again.status.code(), Some(4), "{}", text(&again.stderr));
 }
 
+/// A step too short for the lane guard (1 s, the guard stops a lane after 3 s of failures):
+/// the run completes with every request failed, and says it measured nothing (exit 4).
+#[test]
+fn a_complete_run_in_which_no_request_completed_exits_4() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let tmp = tempfile::tempdir().unwrap();
+    let target = format!("http://127.0.0.1:{port}/v1");
+    let o = run_bin(
+        tmp.path(),
+        &[
+            "load",
+            "--target",
+            &target,
+            "--model",
+            "m",
+            "--concurrency",
+            "1",
+            "--duration-s",
+            "1",
+            "--warmup-s",
+            "0",
+            "--cooldown-s",
+            "0",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("report.md"), "the report is written: {out}");
+    assert!(
+        out.contains("exit code 4 (nothing measured: none of the run's"),
+        "{out}"
+    );
+}
+
 #[test]
 fn a_spec_of_providers_and_load_passes_init_and_the_printed_next_command_runs() {
     let (_rt, addr) = serve_simulator();

@@ -100,9 +100,36 @@ pub const EXIT_REGION_DOWN: u8 = 75;
 /// unmeasured) or with some of its lanes stopped as unreachable; the rest was measured, resume
 /// for the others (docs/faults.md, "Exit codes").
 pub const EXIT_SOME_FAILED: u8 = 3;
-/// Exit code of a sitting in which every lane was stopped as unreachable: nothing more could be
-/// measured (a dead endpoint, a wrong URL).
+/// Exit code of a sitting in which every lane was stopped as unreachable, or of a complete run
+/// in which not one request completed: nothing was measured (a dead endpoint, a wrong URL).
 pub const EXIT_NOTHING_MEASURED: u8 = 4;
+
+/// When the run at `run_dir` holds records and none of them completed, one line saying so (the
+/// most common failure named); `None` otherwise (a provider's failures among completions are
+/// measurements, not a failed run).
+fn nothing_completed(run_dir: &std::path::Path) -> Option<String> {
+    let path = openbench_common::rundir::path(run_dir, openbench_common::rundir::FULL_RESULTS);
+    let records = openbench_common::rundir::counting_records(&path).ok()?;
+    if records.is_empty()
+        || records
+            .values()
+            .any(|r| r.outcome == openbench_common::record::Outcome::Completed)
+    {
+        return None;
+    }
+    let mut by_type: std::collections::BTreeMap<String, usize> = Default::default();
+    for r in records.values() {
+        let kind = r
+            .error_type
+            .map_or_else(|| format!("{:?}", r.outcome), |e| format!("{e:?}"));
+        *by_type.entry(kind).or_default() += 1;
+    }
+    let (kind, n) = by_type.iter().max_by_key(|(_, n)| **n)?;
+    Some(format!(
+        "none of the run's {} requests completed ({n} {kind})",
+        records.len()
+    ))
+}
 
 /// Prints the registered workflows.
 pub fn list_workflows() -> anyhow::Result<ExitCode> {
@@ -367,7 +394,17 @@ pub async fn finish_full(inputs: &RunInputs, outcome: &FullOutcome, resume: &str
         // deliver what it was asked for: the records are safe, `report` can be retried.
         RunStatus::Complete => {
             if print_report(inputs.workflow.clone(), &outcome.run_dir).await {
-                ExitCode::SUCCESS
+                match nothing_completed(&outcome.run_dir) {
+                    Some(why) => {
+                        eprintln!("error: {why}");
+                        println!(
+                            "exit code {EXIT_NOTHING_MEASURED} (nothing measured: {why}; \
+                             docs/faults.md, \"Exit codes\")"
+                        );
+                        ExitCode::from(EXIT_NOTHING_MEASURED)
+                    }
+                    None => ExitCode::SUCCESS,
+                }
             } else {
                 eprintln!(
                     "the run is complete but its report was not written; after fixing the cause: \
