@@ -193,8 +193,14 @@ async fn mutual_tls_requires_a_client_certificate() {
         Ok(mut client) => {
             let err = client.execute(call("s-any", 5_000)).await.unwrap_err();
             assert_eq!(err.code(), tonic::Code::Unknown, "{err:?}");
+            // The alert, or, when the client's first write races the probe closing the
+            // connection after it, the write's broken pipe: either way the call never reached
+            // the probe's service.
+            let chain = error_chain(&err);
             assert!(
-                error_chain(&err).contains("received fatal alert: CertificateRequired"),
+                chain.contains("received fatal alert: CertificateRequired")
+                    || chain.contains("broken pipe")
+                    || chain.contains("connection reset"),
                 "{err:?}"
             );
         }
