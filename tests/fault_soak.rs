@@ -35,7 +35,7 @@ struct Size {
 
 #[test]
 fn fault_soak_short() {
-    soak(&Size { items: 2, kills: 4 }, 0x50a6_0001);
+    soak(&Size { items: 3, kills: 4 }, 0x50a6_0001);
 }
 
 #[test]
