@@ -217,6 +217,7 @@ mod tests {
             error_type: None,
             correct: None,
             held_tokens: None,
+            stopped_at_length: false,
         }
     }
 

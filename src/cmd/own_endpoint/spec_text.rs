@@ -88,6 +88,10 @@ pub fn render(plan: &LoadPlan, command_line: &str) -> String {
         let _ = writeln!(out, "  - key: {}", quoted(&t.key));
         let _ = writeln!(out, "    endpoint: {}", quoted(&t.base_url));
         let _ = writeln!(out, "    model: {}", quoted(&t.model));
+        // Usage in the stream (`stream_options.include_usage`, which OpenAI-compatible servers
+        // honour): the server's own token counts beside o200k, and what a held length is
+        // checked against.
+        out.push_str("    include_usage: true\n");
         if let Some(var) = &t.api_key_env {
             let _ = writeln!(out, "    auth: {{scheme: bearer, env: {}}}", quoted(var));
         }

@@ -64,19 +64,27 @@ pub struct RequestSample {
     /// The output length the request held (`max_tokens` sent with `ignore_eos`); `None` when the
     /// length was a ceiling only.
     pub held_tokens: Option<u64>,
+    /// The server said it stopped at the length (`finish_reason: length`).
+    pub stopped_at_length: bool,
 }
 
 impl RequestSample {
     /// True when the request completed under a held output length with a shorter answer
     /// (METHODOLOGY §9, "Held length"): a server that ignored `ignore_eos`. Length is the
     /// provider's usage completion count when it reported one (the tokenizer `max_tokens`
-    /// counts in), the answer's o200k count otherwise.
+    /// counts in). Without usage, an answer the server ended with `finish_reason: length` ran
+    /// to the length (its tokenizer's, which o200k may count far lower: 64 Gemma tokens of
+    /// JSON were 13 o200k tokens); any other end is judged by its o200k count.
     pub fn fell_short(&self) -> bool {
         let Some(asked) = self.held_tokens else {
             return false;
         };
-        self.outcome == Outcome::Completed
-            && self.usage_completion_tokens.unwrap_or(self.answer_tokens) < asked
+        let tokens = match self.usage_completion_tokens {
+            Some(usage) => usage,
+            None if self.stopped_at_length => return false,
+            None => self.answer_tokens,
+        };
+        self.outcome == Outcome::Completed && tokens < asked
     }
 }
 

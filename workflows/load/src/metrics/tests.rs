@@ -36,6 +36,7 @@ fn sample(
         error_type: None,
         correct: None,
         held_tokens: None,
+        stopped_at_length: false,
     }
 }
 
@@ -393,6 +394,14 @@ fn answers_short_of_a_held_length_are_flagged_and_never_sustain_a_step() {
     b.held_tokens = Some(32);
     b.usage_completion_tokens = Some(20);
     assert!(b.fell_short());
+    // Without usage, a server that says it stopped at the length ran to it, whatever o200k
+    // counts (its tokenizer's tokens); one that stopped otherwise is judged by o200k.
+    let mut c = sample("a", None, 0.0, &[10.0, 40.0], 13);
+    c.held_tokens = Some(64);
+    c.stopped_at_length = true;
+    assert!(!c.fell_short());
+    c.stopped_at_length = false;
+    assert!(c.fell_short());
     // A ceiling only (no held length) is never short, and a failure is not an answer.
     assert!(!sample("a", None, 0.0, &[10.0], 1).fell_short());
     let mut f = failed(

@@ -37,6 +37,7 @@ pub fn done(
         error_type: None,
         correct: None,
         held_tokens: None,
+        stopped_at_length: false,
     }
 }
 

@@ -188,6 +188,7 @@ pub fn sample_of(
         error_type: record.error_type,
         correct,
         held_tokens: None,
+        stopped_at_length: record.finish_reason.as_deref() == Some("length"),
     }
 }
 
