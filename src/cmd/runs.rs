@@ -104,16 +104,17 @@ pub const EXIT_SOME_FAILED: u8 = 3;
 /// in which not one request completed: nothing was measured (a dead endpoint, a wrong URL).
 pub const EXIT_NOTHING_MEASURED: u8 = 4;
 
-/// When the run at `run_dir` holds records and none of them completed, one line saying so (the
-/// most common failure named); `None` otherwise (a provider's failures among completions are
-/// measurements, not a failed run).
+/// When the run at `run_dir` holds records and not one of them reached a provider (every one
+/// failed at connection level, as the lane guard counts it: a dead endpoint, a wrong URL), one
+/// line saying so (the most common failure named); `None` otherwise. A provider that answered,
+/// even with errors or streams held past the deadline, was measured.
 fn nothing_completed(run_dir: &std::path::Path) -> Option<String> {
     let path = openbench_common::rundir::path(run_dir, openbench_common::rundir::FULL_RESULTS);
     let records = openbench_common::rundir::counting_records(&path).ok()?;
     if records.is_empty()
-        || records
+        || !records
             .values()
-            .any(|r| r.outcome == openbench_common::record::Outcome::Completed)
+            .all(openbench_coordinator::lane_guard::fails_at_connection_level)
     {
         return None;
     }
@@ -126,7 +127,7 @@ fn nothing_completed(run_dir: &std::path::Path) -> Option<String> {
     }
     let (kind, n) = by_type.iter().max_by_key(|(_, n)| **n)?;
     Some(format!(
-        "none of the run's {} requests completed ({n} {kind})",
+        "none of the run's {} requests reached a provider ({n} {kind})",
         records.len()
     ))
 }
