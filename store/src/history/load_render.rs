@@ -2,7 +2,7 @@
 //! history ([`super::render`]).
 
 use super::load_history::{LoadHistory, LoadRegression};
-use super::render::{Block, blocks_html, blocks_markdown, short};
+use super::render::{Block, blocks_html, blocks_markdown, runs_table};
 use openbench_micro_single_task::report::format::{MISSING, grouped};
 
 fn run_label(h: &LoadHistory, i: usize) -> String {
@@ -81,38 +81,7 @@ fn blocks(h: &LoadHistory) -> Vec<Block> {
         grouped(h.rule.min_relative_change_pct, 1),
     )));
     out.push(Block::Heading(2, "Runs".into()));
-    out.push(Block::Table(
-        [
-            "#",
-            "run",
-            "status",
-            "started",
-            "requests",
-            "lock sha256",
-            "code sha256",
-        ]
-        .map(String::from)
-        .to_vec(),
-        h.runs
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                vec![
-                    (i + 1).to_string(),
-                    r.run_id.clone(),
-                    if super::is_compared(r) {
-                        r.status.clone()
-                    } else {
-                        format!("{} (unfinished: not compared)", r.status)
-                    },
-                    r.started_at.clone().unwrap_or_else(|| MISSING.into()),
-                    r.requests.to_string(),
-                    short(&r.lock_sha256),
-                    short(&r.code_sha256),
-                ]
-            })
-            .collect(),
-    ));
+    out.push(runs_table(&h.runs));
     out.push(Block::Para(if h.compared.is_empty() {
         "Compared: none (fewer than two complete runs).".to_string()
     } else {

@@ -25,6 +25,42 @@ pub(super) fn short(hash: &str) -> String {
     hash.chars().take(12).collect()
 }
 
+/// The "Runs" table both histories print: every stored run, oldest first, unfinished ones
+/// marked as not compared.
+pub(super) fn runs_table(runs: &[super::RunRow]) -> Block {
+    Block::Table(
+        [
+            "#",
+            "run",
+            "status",
+            "started",
+            "requests",
+            "lock sha256",
+            "code sha256",
+        ]
+        .map(String::from)
+        .to_vec(),
+        runs.iter()
+            .enumerate()
+            .map(|(i, r)| {
+                vec![
+                    (i + 1).to_string(),
+                    r.run_id.clone(),
+                    if super::is_compared(r) {
+                        r.status.clone()
+                    } else {
+                        format!("{} (unfinished: not compared)", r.status)
+                    },
+                    r.started_at.clone().unwrap_or_else(|| MISSING.into()),
+                    r.requests.to_string(),
+                    short(&r.lock_sha256),
+                    short(&r.code_sha256),
+                ]
+            })
+            .collect(),
+    )
+}
+
 fn run_label(h: &History, i: usize) -> String {
     h.runs
         .get(i)
@@ -77,38 +113,7 @@ fn blocks(h: &History) -> Vec<Block> {
         grouped(rule.min_rate_change_points, 1),
     )));
     out.push(Block::Heading(2, "Runs".into()));
-    out.push(Block::Table(
-        [
-            "#",
-            "run",
-            "status",
-            "started",
-            "requests",
-            "lock sha256",
-            "code sha256",
-        ]
-        .map(String::from)
-        .to_vec(),
-        h.runs
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                vec![
-                    (i + 1).to_string(),
-                    r.run_id.clone(),
-                    if super::is_compared(r) {
-                        r.status.clone()
-                    } else {
-                        format!("{} (unfinished: not compared)", r.status)
-                    },
-                    r.started_at.clone().unwrap_or_else(|| MISSING.into()),
-                    r.requests.to_string(),
-                    short(&r.lock_sha256),
-                    short(&r.code_sha256),
-                ]
-            })
-            .collect(),
-    ));
+    out.push(runs_table(&h.runs));
     out.push(Block::Para(if h.steps.is_empty() {
         "Compared: none (fewer than two complete runs).".to_string()
     } else {
