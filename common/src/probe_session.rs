@@ -17,6 +17,12 @@ pub const SESSION_NOT_OPEN: &str = "is not open on the probe in region";
 /// open more than this many per lane.
 pub const MAX_IN_FLIGHT: u32 = 10_000;
 
+/// The most requests one probe holds in flight at once, over every lane of its session: twice
+/// the per-lane maximum a spec may ask for ([`MAX_IN_FLIGHT`]), each holding one upstream
+/// connection and one gRPC stream. A session whose lanes could together ask for more is refused
+/// at open by the probe, and a load spec that would ask for more is refused at `init`.
+pub const MAX_PROBE_IN_FLIGHT: u64 = 20_000;
+
 /// The session a coordinator opens on a probe before round 1: one source of truth for what the
 /// probe executes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

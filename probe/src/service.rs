@@ -43,10 +43,7 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
-/// The most requests one probe holds in flight at once, over every lane of its session: twice
-/// the per-lane maximum a spec may ask for (10,000), each holding one upstream connection and
-/// one gRPC stream. A session whose lanes could together ask for more is refused at open.
-pub const MAX_PROBE_IN_FLIGHT: u64 = 20_000;
+pub use openbench_common::probe_session::MAX_PROBE_IN_FLIGHT;
 
 /// Provider key → its actor, kept for the server's life: a new session hands each actor its new
 /// executor and bound, so a lane's in-flight bound holds across sessions. Shared with the

@@ -35,6 +35,7 @@ pub fn read(spec: &Spec) -> Result<LoadSection, Vec<String>> {
     if let Some(section) = &section {
         let limits = Limits {
             max_output_tokens: spec.request.max_output_tokens,
+            lanes_per_probe: spec.providers.len(),
         };
         problems.extend(section.problems(&limits));
         problems.extend(runner_problems(section, spec));

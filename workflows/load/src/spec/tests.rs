@@ -2,6 +2,7 @@ use super::*;
 
 const LIMITS: Limits = Limits {
     max_output_tokens: 256,
+    lanes_per_probe: 1,
 };
 
 const GOOD: &str = r#"
@@ -168,4 +169,47 @@ fn the_open_loop_in_flight_bound_defaults_to_1000_and_is_refused_outside_1_to_10
         );
         assert!(err.contains("1 problem(s)"), "{err}");
     }
+}
+
+/// issue 36 class 5: a spec whose providers × in-flight bound per lane passes the probe's
+/// 20,000 is refused at `init` (the probe would refuse the session only when the run starts).
+#[test]
+fn providers_times_the_lane_bound_above_the_probes_20000_is_refused() {
+    let problems = |lanes: usize, extra: &str| {
+        let load = LoadSection::from_yaml(&format!("{GOOD}{extra}"), "spec.yaml").unwrap();
+        let limits = Limits {
+            lanes_per_probe: lanes,
+            ..LIMITS
+        };
+        (load.lane_in_flight_bound(), load.problems(&limits))
+    };
+    // GOOD has a closed step of 4 users and open steps: the open bound (1,000 by default) rules.
+    assert_eq!(problems(20, "").0, 1_000);
+    assert!(problems(20, "").1.is_empty());
+    let (bound, refused) = problems(21, "");
+    assert_eq!(bound, 1_000);
+    assert_eq!(
+        refused,
+        vec![
+            "load: 21 providers × 1000 requests in flight per lane = 21000 on one region's \
+             probe, above its 20000 (fewer users, a lower load.max_in_flight, fewer providers, \
+             or run them in separate regions)"
+                .to_string()
+        ]
+    );
+    assert!(problems(2, "max_in_flight: 10000\n").1.is_empty());
+    assert_eq!(problems(3, "max_in_flight: 10000\n").1.len(), 1);
+    // A closed-only sweep counts its largest number of users.
+    let closed = "seed: 1\nphases: {warmup_s: 1, measure: {duration_s: 2}, cooldown_s: 0}\n\
+                  steps: [{model: closed, concurrency: 2}, {model: closed, concurrency: 7000}]\n\
+                  workload: {kind: synthetic, input_tokens: {dist: fixed, tokens: 10}, \
+                  output_tokens: {dist: fixed, tokens: 10}}\n";
+    let load = LoadSection::from_yaml(closed, "spec.yaml").unwrap();
+    assert_eq!(load.lane_in_flight_bound(), 7_000);
+    let limits = |lanes| Limits {
+        lanes_per_probe: lanes,
+        ..LIMITS
+    };
+    assert!(load.problems(&limits(2)).is_empty());
+    assert_eq!(load.problems(&limits(3)).len(), 1);
 }

@@ -2,6 +2,7 @@
 //! nothing stops at the first problem.
 
 use super::{LengthDist, LoadModel, LoadSection, Measure, Phases, WorkloadSpec};
+use openbench_common::probe_session::MAX_PROBE_IN_FLIGHT;
 
 /// Metric names an SLO may bound (all in milliseconds, all per request). The `_sched` ones are
 /// timed from the scheduled send of an open-loop request; in a closed-loop step they equal the
@@ -40,6 +41,9 @@ pub const MAX_REFINE_STEPS: u32 = 20;
 pub struct Limits {
     /// The request contract's completion ceiling (`request.max_output_tokens`).
     pub max_output_tokens: u32,
+    /// Provider lanes one region's probe serves (every provider of the spec): with the section's
+    /// in-flight bound per lane, what the probe would be asked to hold at once.
+    pub lanes_per_probe: usize,
 }
 
 impl LoadSection {
@@ -133,7 +137,42 @@ impl LoadSection {
             }
         }
         workload_problems(&self.workload, limits, &mut say);
+        probe_bound_problems(self, limits, &mut say);
         problems
+    }
+
+    /// The most requests one lane may hold in flight in any step: a closed step's users, or the
+    /// open-loop bound when any step (or the saturation search) is open.
+    pub fn lane_in_flight_bound(&self) -> u32 {
+        let open = self.saturation.is_some()
+            || self
+                .steps
+                .iter()
+                .any(|step| !matches!(step, LoadModel::Closed { .. }));
+        self.steps
+            .iter()
+            .filter_map(|step| match step {
+                LoadModel::Closed { concurrency } => Some(*concurrency),
+                _ => None,
+            })
+            .chain(open.then(|| self.open_loop_in_flight()))
+            .max()
+            .unwrap_or(1)
+    }
+}
+
+/// The probe's whole-session bound ([`MAX_PROBE_IN_FLIGHT`]), checked at `init` rather than
+/// when the first session opens: lanes × the largest in-flight bound of any step.
+fn probe_bound_problems(section: &LoadSection, limits: &Limits, say: &mut impl FnMut(String)) {
+    let per_lane = section.lane_in_flight_bound();
+    let lanes = u64::try_from(limits.lanes_per_probe).unwrap_or(u64::MAX);
+    let asked = lanes.saturating_mul(u64::from(per_lane));
+    if asked > MAX_PROBE_IN_FLIGHT {
+        say(format!(
+            "load: {lanes} providers × {per_lane} requests in flight per lane = {asked} on one \
+             region's probe, above its {MAX_PROBE_IN_FLIGHT} (fewer users, a lower \
+             load.max_in_flight, fewer providers, or run them in separate regions)"
+        ));
     }
 }
 
