@@ -130,24 +130,24 @@ pub fn accuracy_text(s: &SnapshotResults) -> String {
     let list = |f: &dyn Fn(&LaneResults) -> String| {
         top.iter().map(|l| f(l)).collect::<Vec<_>>().join(", ")
     };
-    let lead = if top.len() == 1 {
-        format!(
-            "{} had the highest task success at {}",
-            name(top[0]),
-            fig(top[0], "task_success_rate", Unit::Rate)
-        )
-    } else {
-        format!(
-            "{} tied at {} task success",
-            list(&|l| name(l)),
-            fig(top[0], "task_success_rate", Unit::Rate)
-        )
-    };
+    let rate = fig(top[0], "task_success_rate", Unit::Rate);
+    let definition = "Task success counts schema-valid, exact-correct answers across all \
+        submitted requests, including timeouts, HTTP errors, malformed output, and incorrect \
+        answers in the denominator.";
+    if let [one] = top.as_slice() {
+        return format!(
+            "{} had the highest task success at {rate}, with operational failures of {} over {} \
+             submitted requests; its E2E p99 was {}. {definition}",
+            name(one),
+            fig(one, "failure_rate", Unit::Rate),
+            fig(one, "submitted_count", Unit::Count),
+            fig(one, "e2e_latency_p99", Unit::Ms),
+        );
+    }
     format!(
-        "{lead}, with operational failures of {} over {} submitted requests respectively; their \
-         E2E p99 values were {}. Task success counts schema-valid, exact-correct answers across \
-         all submitted requests, including timeouts, HTTP errors, malformed output, and \
-         incorrect answers in the denominator.",
+        "{} tied at {rate} task success, with operational failures of {} over {} submitted \
+         requests respectively; their E2E p99 values were {}. {definition}",
+        list(&|l| name(l)),
         list(&|l| fig(l, "failure_rate", Unit::Rate)),
         list(&|l| fig(l, "submitted_count", Unit::Count)),
         list(&|l| fig(l, "e2e_latency_p99", Unit::Ms)),
@@ -207,7 +207,7 @@ fn analysis_page(s: &SnapshotResults, title: &str, text: &str, body: &str) -> St
         "<p class=\"meta\">From run <code>{}</code> (published snapshot of {}). \
          <a href=\"{}\">Leaderboard</a>.</p>\n",
         escape(&s.run_id),
-        escape(&s.model),
+        escape(&s.model_title()),
         pages::leaderboard_file(s)
     ));
     p.push(&format!("<p class=\"analysis\">{text}</p>\n"));
@@ -230,7 +230,10 @@ pub fn latency_page(s: &SnapshotResults) -> String {
     );
     analysis_page(
         s,
-        &format!("Lowest-latency provider for {}: p99 tail analysis", s.model),
+        &format!(
+            "Lowest-latency provider for {}: p99 tail analysis",
+            s.model_title()
+        ),
         &latency_text(s),
         &chart,
     )
@@ -250,7 +253,7 @@ pub fn speed_page(s: &SnapshotResults) -> String {
     );
     analysis_page(
         s,
-        &format!("Fastest {} provider by tokens per second", s.model),
+        &format!("Fastest {} provider by tokens per second", s.model_title()),
         &speed_text(s),
         &chart,
     )
@@ -277,7 +280,7 @@ pub fn accuracy_page(s: &SnapshotResults) -> String {
         s,
         &format!(
             "Same model, different accuracy: {} endpoint accuracy",
-            s.model
+            s.model_title()
         ),
         &accuracy_text(s),
         &body,

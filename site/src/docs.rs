@@ -157,7 +157,7 @@ pub fn llms_txt(latest: &[&SnapshotResults]) -> String {
     for s in latest {
         out.push_str(&format!(
             "\n## {} — {}{}\n\nRun {} (started {}, published {} under approval {}); file: {}.\n\n",
-            s.model,
+            s.model_title(),
             s.workflow,
             if s.simulated { " (simulated)" } else { "" },
             s.run_id,

@@ -20,7 +20,7 @@ fn unit(metric: Metric) -> Unit {
 /// history of `s.workflow`).
 pub fn page(s: &SnapshotResults, h: &History) -> String {
     let mut p = Page::new(
-        &format!("{}: history per provider", s.model),
+        &format!("{}: history per provider", s.model_title()),
         "Every metric over the stored runs, with regressions",
         s.simulated,
     );

@@ -188,7 +188,11 @@ pub fn placement(s: &SnapshotResults) -> Option<String> {
 
 /// The leaderboard page of `s`.
 pub fn page(s: &SnapshotResults) -> String {
-    let title = format!("{}: {} providers compared", s.model, s.workflow);
+    let title = if s.model.trim().is_empty() {
+        format!("{}: providers compared", s.workflow)
+    } else {
+        format!("{}: providers compared ({})", s.model, s.workflow)
+    };
     let mut p = Page::new(
         &title,
         &format!("Leaderboard of run {}", s.run_id),

@@ -20,7 +20,7 @@ fn real(row: &Row, k: &str) -> Option<f64> {
 /// The load page of `s` (a load snapshot).
 pub fn page(s: &SnapshotResults) -> String {
     let mut p = Page::new(
-        &format!("{}: load results", s.model),
+        &format!("{}: load results", s.model_title()),
         &format!("Load results of run {}", s.run_id),
         s.simulated,
     );

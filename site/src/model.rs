@@ -182,6 +182,18 @@ pub struct IndexEntry {
     pub simulated: bool,
 }
 
+impl SnapshotResults {
+    /// The model as page titles name it: the lock's label, or the workflow's name when the run
+    /// had none.
+    pub fn model_title(&self) -> &str {
+        if self.model.trim().is_empty() {
+            &self.workflow
+        } else {
+            &self.model
+        }
+    }
+}
+
 /// The benchmark slug of a workflow and model: lower-case letters and digits joined by `-`.
 pub fn slug(workflow: &str, model: &str) -> String {
     let mut out = String::new();
