@@ -28,8 +28,11 @@ fn text(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
 }
 
-/// A simulated run of three providers, 12 items per family.
-fn simulated_run(dir: &Path) -> PathBuf {
+/// Simulated run `n` (1 or 2) of three providers, 12 items per family (36 rounds: enough for
+/// `history`'s intervals). The `slowed` lane (exact-schedule mode, real milliseconds) writes its
+/// first byte 5 ms after each request in run 1 and 205 ms after it in run 2, so run 2's E2E of
+/// that lane is at least 208 ms: a regression `history` flags.
+fn simulated_run(dir: &Path, n: usize) -> PathBuf {
     let dataset = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/micro-single-task");
     let providers = vec![
         Prov {
@@ -47,6 +50,14 @@ fn simulated_run(dir: &Path) -> PathBuf {
             profile: "nebius".into(),
             extra: "    display_name: Nebius\n".into(),
         },
+        Prov {
+            key: "slowed".into(),
+            profile: "plain".into(),
+            extra: format!(
+                "    display_name: Slowed\n    extra_headers: {{x-sim-schedule: \"{},1,1,1\"}}\n",
+                if n == 2 { 205 } else { 5 }
+            ),
+        },
     ];
     let spec = write_spec(dir, &dataset, &providers, 12, 0.01, 5000);
     let o = run_bin(
@@ -58,7 +69,7 @@ fn simulated_run(dir: &Path) -> PathBuf {
             "--full",
             "--approve-full",
             "--approval-id",
-            "SITE-RUN",
+            &format!("SITE-RUN-{n}"),
         ],
         &[],
     );
@@ -170,28 +181,24 @@ fn links(html: &str) -> Vec<String> {
 fn a_published_snapshot_builds_one_site_whose_numbers_are_the_stores() {
     let tmp = tempfile::tempdir().unwrap();
     let cwd = tmp.path();
-    let run_dir = simulated_run(cwd);
-    let run_id = run_dir.file_name().unwrap().to_str().unwrap().to_string();
     let store_path = cwd.join("results.sqlite");
     let store = store_path.to_str().unwrap();
-    let o = bin(
-        cwd,
-        &[
-            "publish",
-            "--run-dir",
-            run_dir.to_str().unwrap(),
-            "--store",
-            store,
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
+    let mut ids = Vec::new();
+    for n in [1, 2] {
+        let run_dir = simulated_run(cwd, n);
+        ids.push(run_dir.file_name().unwrap().to_str().unwrap().to_string());
+        let dir = run_dir.to_str().unwrap();
+        let o = bin(cwd, &["publish", "--run-dir", dir, "--store", store]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let (earlier, run_id) = (ids[0].clone(), ids[1].clone());
 
     // Before publication the site shows nothing of the run.
     let o = bin(cwd, &["site", "build", "--store", store, "--out", "empty"]);
     assert!(o.status.success(), "{}", text(&o));
     let index = std::fs::read_to_string(cwd.join("empty/index.html")).unwrap();
     assert!(index.contains("No snapshot has been published yet."));
-    assert!(!index.contains(&run_id));
+    assert!(!index.contains(&run_id) && !index.contains(&earlier));
 
     // Publishing needs a stored run and an approval id.
     let o = bin(
@@ -250,7 +257,15 @@ fn a_published_snapshot_builds_one_site_whose_numbers_are_the_stores() {
     assert_eq!(results.run_id, run_id);
     assert_eq!(results.approval_id, "REVIEW-7");
     assert!(results.simulated);
-    assert_eq!(results.lanes.len(), 3);
+    assert_eq!(results.lanes.len(), 4);
+    // Run 1 is stored but not published: only the history (every stored run) names it.
+    for (name, bytes) in &a {
+        assert_eq!(
+            String::from_utf8_lossy(bytes).contains(&earlier),
+            name.ends_with("-history.html"),
+            "{name}"
+        );
+    }
     for lane in &results.lanes {
         assert_eq!(lane.pooled, expected[&lane.lane], "lane {}", lane.lane);
     }
@@ -295,10 +310,10 @@ fn a_published_snapshot_builds_one_site_whose_numbers_are_the_stores() {
             );
         }
     }
-    // 3 lanes × 7 columns on the leaderboard, plus the analysis texts' figures.
-    assert!(checked > 21 + 12, "{checked} figures checked");
+    // 4 lanes × 7 columns on the leaderboard, plus the analysis texts' figures.
+    assert!(checked > 28 + 12, "{checked} figures checked");
     let leaderboard = std::fs::read_to_string(site.join(format!("{bench}.html"))).unwrap();
-    let order: Vec<usize> = ["Baseten", "Modal", "Nebius"]
+    let order: Vec<usize> = ["Baseten", "Modal", "Nebius", "Slowed"]
         .iter()
         .map(|n| {
             leaderboard
@@ -312,6 +327,20 @@ fn a_published_snapshot_builds_one_site_whose_numbers_are_the_stores() {
     );
     assert!(leaderboard.contains(&run_id) && leaderboard.contains("REVIEW-7"));
     assert!(leaderboard.contains("no single metric determines an overall winner"));
+
+    // History: both stored runs, the slowed lane's E2E p50 flagged as a regression from #1 to
+    // #2 (the store's rule), in its trend table and among the regressions.
+    let history = std::fs::read_to_string(site.join(format!("{bench}-history.html"))).unwrap();
+    assert!(history.contains(&earlier) && history.contains(&run_id));
+    assert!(
+        history.contains("<li class=\"regression\">#1 → #2: Slowed, pooled: E2E p50 "),
+        "{history}"
+    );
+    let slowed = &history[history.find("<h2 id=\"lane-slowed-local\">").unwrap()..];
+    let row2 = &slowed[slowed.find("<a href=\"#run-2\">").unwrap()..];
+    let row2 = &row2[..row2.find("</tr>").unwrap()];
+    assert!(row2.contains("<td class=\"regression\">▼ "), "{row2}");
+    assert!(history.contains("Latest change, with 95% intervals"));
 
     // The JSON validates against its schema.
     validate(

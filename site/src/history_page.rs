@@ -6,7 +6,7 @@ use crate::model::SnapshotResults;
 use crate::page::{Page, Unit, escape, shown};
 use crate::pages;
 use openbench_micro_single_task::compare::{Metric, Unit as CompareUnit};
-use openbench_store::history::History;
+use openbench_store::history::{History, Step};
 
 fn unit(metric: Metric) -> Unit {
     match metric.unit() {
@@ -14,6 +14,51 @@ fn unit(metric: Metric) -> Unit {
         CompareUnit::TokensPerSecond => Unit::Tps,
         CompareUnit::Rate => Unit::Rate,
     }
+}
+
+/// The pooled changes of the latest compared pair with their 95% paired-bootstrap intervals
+/// (`compare`'s, as `history` computed them; none below 30 rounds).
+fn latest_changes(h: &History, step: &Step) -> String {
+    let mut out = format!(
+        "<h2>Latest change, with 95% intervals</h2>\n<p>Run #{} against run #{}, pooled over \
+         families: the change B − A and its 95% paired-bootstrap interval (none where either \
+         run had fewer than 30 rounds).</p>\n<div class=\"table-wrap\"><table><thead><tr>\
+         <th scope=\"col\">Provider</th><th scope=\"col\">Metric</th><th scope=\"col\">A</th>\
+         <th scope=\"col\">B</th><th scope=\"col\">Change</th><th scope=\"col\">95% interval</th>\
+         </tr></thead><tbody>\n",
+        step.to + 1,
+        step.from + 1
+    );
+    for lane in &step.lanes {
+        let Some(cell) = lane.cells.iter().find(|c| c.family == "pooled") else {
+            continue;
+        };
+        for c in &cell.changes {
+            let u = unit(c.metric);
+            let interval = match (c.low, c.high) {
+                (Some(lo), Some(hi)) => format!("[{}, {}]", shown(Some(lo), u), shown(Some(hi), u)),
+                _ => "—".to_string(),
+            };
+            let flagged = h.regressions.iter().any(|r| {
+                r.to == step.to
+                    && r.lane == lane.display_name
+                    && r.family == "pooled"
+                    && r.change.metric == c.metric
+            });
+            out.push_str(&format!(
+                "<tr{}><th scope=\"row\">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td><td>{interval}</td></tr>\n",
+                if flagged { " class=\"regression\"" } else { "" },
+                escape(&lane.display_name),
+                c.metric.label(),
+                shown(c.a, u),
+                shown(c.b, u),
+                if flagged { "▼ " } else { "" },
+                shown(c.delta, u),
+            ));
+        }
+    }
+    out.push_str("</tbody></table></div>\n");
+    out
 }
 
 /// The history page of the benchmark whose latest snapshot is `s`, from `h` (the store's
@@ -65,6 +110,9 @@ pub fn page(s: &SnapshotResults, h: &History) -> String {
         ));
     }
     p.push("</ul>\n");
+    if let Some(step) = h.steps.last() {
+        p.push(&latest_changes(h, step));
+    }
     for lane in &h.lanes {
         p.push(&format!(
             "<h2 id=\"lane-{}\">{}</h2>\n<div class=\"table-wrap\"><table><thead><tr>\
