@@ -41,7 +41,7 @@ pub struct BuildArgs {
     #[command(flatten)]
     store: StoreArg,
     /// Folder to write the site into (created if needed).
-    #[arg(long, default_value = "site-out")]
+    #[arg(long, default_value = "public")]
     out: PathBuf,
 }
 
