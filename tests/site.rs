@@ -184,8 +184,10 @@ fn a_published_snapshot_builds_one_site_whose_numbers_are_the_stores() {
     let store_path = cwd.join("results.sqlite");
     let store = store_path.to_str().unwrap();
     let mut ids = Vec::new();
+    let mut dirs = Vec::new();
     for n in [1, 2] {
         let run_dir = simulated_run(cwd, n);
+        dirs.push(run_dir.clone());
         ids.push(run_dir.file_name().unwrap().to_str().unwrap().to_string());
         let dir = run_dir.to_str().unwrap();
         let o = bin(cwd, &["publish", "--run-dir", dir, "--store", store]);
@@ -376,7 +378,98 @@ fn a_published_snapshot_builds_one_site_whose_numbers_are_the_stores() {
         }
     }
 
+    postgres_builds_the_same_site(cwd, &dirs, &run_id, &results.published_at, &a);
     chromium(&site, &bench, a.keys().filter(|k| k.ends_with(".html")));
+}
+
+/// The URL `deploy/postgres/test-server.sh` exports.
+const POSTGRES_ENV: &str = "OPENBENCH_TEST_POSTGRES_URL";
+
+/// The same runs stored in PostgreSQL and the same run published there give the same site as
+/// SQLite, byte for byte once the publication time (the one value that differs) is swapped.
+fn postgres_builds_the_same_site(
+    cwd: &Path,
+    dirs: &[PathBuf],
+    run_id: &str,
+    sqlite_published_at: &str,
+    sqlite_site: &BTreeMap<String, Vec<u8>>,
+) {
+    let Ok(url) = std::env::var(POSTGRES_ENV) else {
+        skip_or_fail(
+            "site::postgres",
+            &format!("{POSTGRES_ENV} is not set (deploy/postgres/test-server.sh)"),
+        );
+        return;
+    };
+    let url = own_database(&url, "openbench_site_test");
+    for dir in dirs {
+        let o = bin(
+            cwd,
+            &[
+                "publish",
+                "--run-dir",
+                dir.to_str().unwrap(),
+                "--store",
+                &url,
+            ],
+        );
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let o = bin(
+        cwd,
+        &[
+            "site",
+            "publish",
+            "--run",
+            run_id,
+            "--approval-id",
+            "REVIEW-7",
+            "--store",
+            &url,
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = bin(cwd, &["site", "build", "--store", &url, "--out", "pg"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let pg = files(&cwd.join("pg"));
+    let json = String::from_utf8_lossy(&pg[&format!("results/{run_id}.json")]).into_owned();
+    let pg_published_at: SnapshotResults = serde_json::from_str(&json).unwrap();
+    let swap = |bytes: &Vec<u8>| {
+        String::from_utf8_lossy(bytes)
+            .replace(&pg_published_at.published_at, sqlite_published_at)
+            .replace(
+                &pg_published_at.published_at[..10],
+                &sqlite_published_at[..10],
+            )
+    };
+    assert_eq!(
+        pg.keys().collect::<Vec<_>>(),
+        sqlite_site.keys().collect::<Vec<_>>()
+    );
+    for (name, bytes) in &pg {
+        assert!(
+            swap(bytes) == String::from_utf8_lossy(&sqlite_site[name]),
+            "{name} differs between PostgreSQL and SQLite"
+        );
+    }
+}
+
+/// A fresh database `name` on the server of `url` (dropped first), and its URL.
+fn own_database(url: &str, name: &str) -> String {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    client
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+        .unwrap();
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .unwrap();
+    let (base, query) = url.split_once('?').map_or((url, ""), |(b, q)| (b, q));
+    let (server, _) = base.rsplit_once('/').unwrap();
+    if query.is_empty() {
+        format!("{server}/{name}")
+    } else {
+        format!("{server}/{name}?{query}")
+    }
 }
 
 /// Validates `dir/file` against `dir/schema` with Python's `jsonschema` (Draft 2020-12).
