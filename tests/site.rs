@@ -562,3 +562,141 @@ fn copy_tree(from: &Path, to: &Path) {
         std::fs::write(path, bytes).unwrap();
     }
 }
+
+/// A simulated closed-loop load run (one lane, 1 then 4 users, 64-token answers).
+fn load_run(dir: &Path) -> PathBuf {
+    let spec = dir.join("load.yaml");
+    std::fs::write(
+        &spec,
+        "benchmark: {slug: load-site, workflow: load, schedule_version: load-site-v1}
+request: {temperature: 0, top_p: 1, presence_penalty: 0, frequency_penalty: 0,
+  max_output_tokens: 64, response_format: json_object, timeout_ms: 20000,
+  harness_grace_ms: 60000}
+providers:
+  - {key: p, endpoint: 'sim://plain?slots=4', model: m, max_tokens_field: max_tokens,
+      auth: {scheme: none}}
+dataset: {source: ., manifest: none}
+simulator: {time_scale: 1.0, seed: 7}
+run_root: runs
+load:
+  seed: 5
+  phases: {warmup_s: 0.5, measure: {duration_s: 2}, cooldown_s: 0}
+  steps: [{model: closed, concurrency: 1}, {model: closed, concurrency: 4}]
+  slo: {e2e_ms: 1000}
+  workload:
+    kind: synthetic
+    input_tokens: {dist: fixed, tokens: 20}
+    output_tokens: {dist: fixed, tokens: 64}
+  ignore_eos: [p]
+",
+    )
+    .unwrap();
+    let o = bin(
+        dir,
+        &[
+            "run",
+            "--workflow",
+            "load",
+            "--spec",
+            spec.to_str().unwrap(),
+            "--full",
+            "--approve-full",
+            "--approval-id",
+            "LOAD-SITE",
+        ],
+    );
+    assert!(o.status.success(), "load run: {}", text(&o));
+    printed_run_dir(&o.stdout)
+}
+
+#[test]
+fn a_load_snapshot_gets_a_load_page_whose_numbers_are_the_stores() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    let run_dir = load_run(cwd);
+    let run_id = run_dir.file_name().unwrap().to_str().unwrap().to_string();
+    let store = cwd.join("results.sqlite");
+    let store = store.to_str().unwrap();
+    let o = bin(
+        cwd,
+        &[
+            "publish",
+            "--run-dir",
+            run_dir.to_str().unwrap(),
+            "--store",
+            store,
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = bin(
+        cwd,
+        &[
+            "site",
+            "publish",
+            "--run",
+            &run_id,
+            "--approval-id",
+            "LOAD-OK",
+            "--store",
+            store,
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = bin(cwd, &["site", "build", "--store", store, "--out", "site"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let site = cwd.join("site");
+    let json = std::fs::read_to_string(site.join(format!("results/{run_id}.json"))).unwrap();
+    let results: SnapshotResults = serde_json::from_str(&json).unwrap();
+    assert!(results.load.is_some());
+    validate(
+        &site.join("results"),
+        &format!("{run_id}.json"),
+        "schema-v1.json",
+    );
+    let html =
+        std::fs::read_to_string(site.join(format!("{}-load.html", results.benchmark))).unwrap();
+
+    // Every step figure on the page is the stored `load_steps` value, every saturation figure
+    // the stored `load_saturation` one (read here with SQL).
+    let mut db = Store::open(store).unwrap();
+    let mut checked = 0;
+    for part in html.split("<data ").skip(1) {
+        let tag = &part[..part.find('>').unwrap()];
+        let attr = |name: &str| {
+            tag.split(&format!("{name}=\""))
+                .nth(1)
+                .map(|r| r[..r.find('"').unwrap()].to_string())
+        };
+        let value: f64 = attr("value").unwrap().parse().unwrap();
+        let (lane, metric) = (attr("data-lane").unwrap(), attr("data-metric").unwrap());
+        let stored = match attr("data-step") {
+            Some(step) => db
+                .query(
+                    &format!(
+                        "SELECT {metric} FROM load_steps WHERE run_id = $1 AND row_name = $2 \
+                         AND step = $3"
+                    ),
+                    &[
+                        Value::from(run_id.as_str()),
+                        Value::from(lane.as_str()),
+                        Value::Int(step.parse::<f64>().unwrap() as i64),
+                    ],
+                )
+                .unwrap(),
+            None => db
+                .query(
+                    &format!(
+                        "SELECT {metric} FROM load_saturation WHERE run_id = $1 AND row_name = $2"
+                    ),
+                    &[Value::from(run_id.as_str()), Value::from(lane.as_str())],
+                )
+                .unwrap(),
+        };
+        let want = stored[0][0].real().unwrap();
+        assert_eq!(value.to_bits(), want.to_bits(), "{lane} {metric} {tag}");
+        checked += 1;
+    }
+    // 2 steps × 9 columns for lane p, and its closed-loop saturation point (load, achieved).
+    assert_eq!(checked, 2 * 9 + 2, "{html}");
+    assert!(html.contains("<p class=\"simulated\""));
+}

@@ -97,8 +97,18 @@ pub fn page(s: &SnapshotResults) -> String {
     p.push("</tr></thead><tbody>\n");
     for (r, name) in lanes.iter().zip(&names) {
         p.push(&format!("<tr><th scope=\"row\">{}</th>", escape(name)));
+        let step = real(r, "step").unwrap_or(-1.0);
         for (k, _, u) in cols {
-            p.push(&format!("<td>{}</td>", shown(real(r, k), u)));
+            let cell = match real(r, k) {
+                Some(v) => format!(
+                    "<data value=\"{v}\" data-lane=\"{}\" data-step=\"{step}\" \
+                     data-metric=\"{k}\">{}</data>",
+                    escape(text(r, "row_name")),
+                    shown(Some(v), u)
+                ),
+                None => shown(None, u),
+            };
+            p.push(&format!("<td>{cell}</td>"));
         }
         p.push("</tr>\n");
     }
