@@ -207,7 +207,7 @@ fn analysis_page(s: &SnapshotResults, title: &str, text: &str, body: &str) -> St
         "<p class=\"meta\">From run <code>{}</code> (published snapshot of {}). \
          <a href=\"{}\">Leaderboard</a>.</p>\n",
         escape(&s.run_id),
-        escape(&s.model_title()),
+        escape(s.model_title()),
         pages::leaderboard_file(s)
     ));
     p.push(&format!("<p class=\"analysis\">{text}</p>\n"));

@@ -89,7 +89,7 @@ pub fn index(latest: &[&SnapshotResults]) -> String {
         p.push(&format!(
             "<li><a href=\"{}\">{} — {}</a>: run <code>{}</code>, started {}{}</li>",
             leaderboard_file(s),
-            escape(&s.model_title()),
+            escape(s.model_title()),
             escape(&s.workflow),
             escape(&s.run_id),
             escape(&date(s.started_at.as_deref())),
