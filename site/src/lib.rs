@@ -155,3 +155,6 @@ pub fn build(store: &mut Store, out: &Path) -> Result<Vec<PathBuf>, SiteError> {
     }
     Ok(written)
 }
+
+#[cfg(test)]
+mod unit_tests;
