@@ -16,6 +16,7 @@ mod coordinator_support;
 use axum::body::Body;
 use axum::extract::State;
 use axum::response::Response;
+use axum::serve::ListenerExt;
 use coordinator_support::run_load;
 use openbench_common::clock::rfc3339_unix_micros;
 use openbench_common::record::{Outcome, TerminalRecord};
@@ -186,7 +187,12 @@ fn start_oracle(answer: Answer) -> (String, Oracle) {
             .build()
             .unwrap();
         runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            // Without TCP_NODELAY, Nagle's algorithm holds each small write until the client's
+            // delayed ACK (40 ms on Linux): the first three 17 ms events then reach the client
+            // together, 40 ms late, and the write log is not what went on the wire.
+            let listener = tokio::net::TcpListener::from_std(listener)
+                .unwrap()
+                .tap_io(|tcp| tcp.set_nodelay(true).unwrap());
             axum::serve(listener, app).await
         })
     });
@@ -475,8 +481,9 @@ fn percentile(values: &[f64], p: f64) -> f64 {
 /// its p50 and p99 (tolerance below), while the per-event gaps are off as predicted: 4× for four
 /// tokens an event, 0 ms within a write.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "issue 39: with 4 tokens an event the client's per-token ITL p50 read 3.60 ms against the server log's 4.30 ms (one token an event: 5.16 vs 5.21); run with --ignored"]
 async fn itl_per_token_equals_the_servers_token_interval_however_it_frames_tokens() {
+    /// How far the client's per-token ITL p99 may be from the server's (issue 39 item 3).
+    const P99_BOUND_MS: f64 = 0.1;
     let _serial = SERIAL.lock().await;
     let interval = Duration::from_millis(4);
     let paced = |per_event: &'static [u64], events_per_write: usize| Answer::Paced {
@@ -505,7 +512,31 @@ async fn itl_per_token_equals_the_servers_token_interval_however_it_frames_token
         "{model: closed, concurrency: 1}",
         24,
     );
+    // A canary on the client's runtime: a 1 ms timer's lateness. A read stamped late by a stall
+    // of this runtime (the machine's load, not the server) moves the client's p99; the share of
+    // ticks more than 1 ms late says whether this run could judge it.
+    let canary_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let canary = tokio::spawn({
+        let stop = canary_stop.clone();
+        async move {
+            let (mut ticks, mut late) = (0u32, 0u32);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let start = std::time::Instant::now();
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                ticks += 1;
+                // The timer wheel rounds a 1 ms sleep up to the next tick: up to 2 ms is on time.
+                if start.elapsed() > Duration::from_millis(3) {
+                    late += 1;
+                }
+            }
+            (ticks, late)
+        }
+    });
     let (_, results) = run_load(&spec, "T-itl").await;
+    canary_stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (ticks, late) = canary.await.unwrap();
+    let client_kept_time = f64::from(late) <= 0.001 * f64::from(ticks);
+    eprintln!("client canary: {late} of {ticks} ticks more than 1 ms late");
     let metrics = openbench_load::report::compute::compute(&results);
     let step = &metrics.steps[0];
     for (key, _, oracle) in &started {
@@ -535,14 +566,34 @@ async fn itl_per_token_equals_the_servers_token_interval_however_it_frames_token
             gaps.p99.unwrap()
         );
         // The client's read times differ from the server's write times by the loopback's
-        // delivery, which cancels in a gap: 0.1 ms on a quiet machine (CI); the median holds it
-        // whatever the load, the p99 gets 0.5 ms for a busy one.
+        // delivery, which cancels in a gap. The median holds whatever the machine's load. The
+        // p99 is judged when the oracle's own writes kept time (their p99 under twice their
+        // median) and the client's runtime did (its canary): on a machine busy enough to delay
+        // either, the figures are the machine's, and the test says so instead of judging.
         assert!((itl.p50.unwrap() - t50).abs() <= 0.1, "{key}: p50");
-        assert!((itl.p99.unwrap() - t99).abs() <= 0.5, "{key}: p99");
-        // Each completed measured request gives 23 per-token values (24 tokens; the first
-        // read's give none); the server's log holds every request, warm-up ones too.
-        assert_eq!(itl.count % 23, 0, "{key}");
-        assert!(truth.len() >= itl.count, "{key}");
+        if t99 <= 2.0 * t50 && client_kept_time {
+            assert!(
+                (itl.p99.unwrap() - t99).abs() <= P99_BOUND_MS,
+                "{key}: p99 {:.3} against the server's {t99:.3}",
+                itl.p99.unwrap()
+            );
+        } else {
+            eprintln!(
+                "{key}: p99 not judged: the oracle's writes (p99 {t99:.3} ms) or the client's \
+                 runtime ({late} of {ticks} ticks late) did not keep time"
+            );
+        }
+        // Each completed measured request gives one value per token after its first read's:
+        // 24 tokens, less 1 (one or varied: the first event has 1 token), 4 (four) or 3
+        // (batched: the first write holds 3 one-token events). The server's log holds every
+        // request, warm-up ones too.
+        let per_request = match *key {
+            "four" => 20,
+            "batched" => 21,
+            _ => 23,
+        };
+        assert_eq!(itl.count % per_request, 0, "{key}: {} values", itl.count);
+        assert!(itl.count > 0 && truth.len() >= itl.count, "{key}");
         let per_event = gaps.p50.unwrap();
         match *key {
             // Four tokens an event: the event gap is four tokens' interval.
