@@ -183,7 +183,10 @@ fn failure_table(s: &SnapshotResults) -> String {
     }
     for c in &classes {
         let short = c.trim_start_matches("failure_breakdown.");
-        out.push_str(&format!("<th scope=\"col\">{}</th>", escape(short)));
+        out.push_str(&format!(
+            "<th scope=\"col\">{}</th>",
+            escape(&short.replace('_', " "))
+        ));
     }
     out.push_str("</tr></thead><tbody>\n");
     for lane in alphabetical(s) {

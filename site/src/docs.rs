@@ -76,7 +76,10 @@ pub fn methodology_page() -> String {
         "The exact definition of every figure on this site, from the benchmark's own \
          documentation (docs/methodology.md of the build that made this site).",
     );
-    p.push(&markdown_html(METHODOLOGY_MD));
+    p.push(&format!(
+        "<div class=\"prose\">{}</div>\n",
+        markdown_html(METHODOLOGY_MD)
+    ));
     p.finish(false)
 }
 

@@ -35,6 +35,7 @@ svg.chart .b1{fill:var(--bar)}
 svg.chart .b2{fill:var(--bar2)}
 svg.chart line{stroke:var(--line)}
 pre,code{overflow-wrap:anywhere;white-space:pre-wrap}
+.prose td,.prose th{overflow-wrap:anywhere;text-align:left}
 footer{color:var(--muted);font-size:.85rem;margin-top:3rem;border-top:1px solid var(--line);padding-top:.5rem}
 "#;
 

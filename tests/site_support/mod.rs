@@ -201,17 +201,10 @@ pub fn validate(dir: &Path, file: &str, schema: &str) {
     }
 }
 
-/// Appended to a copy of each page: reports whether the page scrolls sideways.
-pub const LAYOUT_PROBE: &str = r#"<script>
-window.addEventListener('load', () => {
-  const out = document.createElement('pre');
-  out.id = 'layout-probe';
-  out.textContent = JSON.stringify({page_scrolls_sideways:
-    document.documentElement.scrollWidth > window.innerWidth + 1, width: window.innerWidth});
-  document.body.appendChild(out);
-});
-</script>"#;
-
+/// Every page in headless Chromium (the shared helper's layout probe): at 390 px no page scrolls
+/// sideways (wide tables scroll inside their box); at 1,280 and 1,920 px nothing is clipped
+/// either; no console error anywhere; the leaderboard's screenshots have the window's size and
+/// are far from blank.
 pub fn chromium<'a>(site: &Path, bench: &str, pages: impl Iterator<Item = &'a String>) {
     if !Path::new(browser::CHROMIUM).is_file() {
         skip_or_fail("site::chromium", "chromium is not installed");
@@ -223,7 +216,7 @@ pub fn chromium<'a>(site: &Path, bench: &str, pages: impl Iterator<Item = &'a St
         let probed = site.join(format!("probed-{page}"));
         std::fs::write(
             &probed,
-            html.replace("</body>", &format!("{LAYOUT_PROBE}</body>")),
+            html.replace("</body>", &format!("{}</body>", browser::LAYOUT_PROBE)),
         )
         .unwrap();
         let (dom, log) = browser::dump_dom(
@@ -237,17 +230,25 @@ pub fn chromium<'a>(site: &Path, bench: &str, pages: impl Iterator<Item = &'a St
             Vec::<String>::new(),
             "{page}"
         );
+        let report = browser::layout_report(&dom);
         assert!(
-            dom.contains("\"page_scrolls_sideways\":false"),
-            "{page} at {width} px scrolls sideways"
+            report.contains("\"page_scrolls_sideways\":false"),
+            "{page} at {width} px scrolls sideways: {report}"
         );
+        if width > 390 {
+            assert!(
+                report.contains("\"clipped\":[]"),
+                "{page} at {width} px: {report}"
+            );
+        }
     };
     for page in pages {
-        probe(page, 390);
+        for width in [390u32, 1280, 1920] {
+            probe(page, width);
+        }
     }
     let leaderboard = format!("{bench}.html");
     for width in [390u32, 1280, 1920] {
-        probe(&leaderboard, width);
         let png = profiles.path().join(format!("shot-{width}.png"));
         let out = browser::run(
             &site.join(&leaderboard),
@@ -257,6 +258,7 @@ pub fn chromium<'a>(site: &Path, bench: &str, pages: impl Iterator<Item = &'a St
         );
         assert!(out.status.success(), "screenshot at {width}: {out:?}");
         let bytes = std::fs::read(&png).unwrap();
+        assert_eq!(browser::png_size(&bytes), (width, 1200));
         assert!(
             bytes.len() > 20_000,
             "{width} px: {} bytes looks blank",
