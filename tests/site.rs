@@ -392,3 +392,64 @@ fn a_load_snapshot_gets_a_load_page_whose_numbers_are_the_stores() {
     assert_eq!(checked, 2 * 9 + 2, "{html}");
     assert!(html.contains("<p class=\"simulated\""));
 }
+
+/// `GET path` over HTTP/1.1 on `addr`: the status line and the body.
+fn http_get(addr: &str, path: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_string(), body.to_string())
+}
+
+#[test]
+fn site_serve_serves_the_folder_and_nothing_outside_it() {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().unwrap();
+    let site = tmp.path().join("public");
+    std::fs::create_dir_all(site.join("results")).unwrap();
+    std::fs::write(site.join("index.html"), "<p>front</p>").unwrap();
+    std::fs::write(site.join("results/index.json"), "{}").unwrap();
+    std::fs::write(tmp.path().join("secret.txt"), "outside").unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_openbench-inference"))
+        .args(["site", "serve", site.to_str().unwrap(), "--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    // "serving DIR at http://127.0.0.1:PORT/"
+    let addr = line
+        .trim()
+        .rsplit("http://")
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    let got = [
+        http_get(&addr, "/"),
+        http_get(&addr, "/results/index.json"),
+        http_get(&addr, "/../secret.txt"),
+        http_get(&addr, "/results/%2e%2e/%2e%2e/secret.txt"),
+        http_get(&addr, "/missing.html"),
+    ];
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        got[0],
+        ("HTTP/1.1 200 OK".to_string(), "<p>front</p>".to_string())
+    );
+    assert_eq!(got[1], ("HTTP/1.1 200 OK".to_string(), "{}".to_string()));
+    for (status, body) in &got[2..] {
+        assert_eq!(status, "HTTP/1.1 404 Not Found", "{body}");
+        assert!(!body.contains("outside"));
+    }
+}
