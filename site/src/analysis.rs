@@ -215,6 +215,7 @@ fn analysis_page(s: &SnapshotResults, title: &str, text: &str, body: &str) -> St
     ));
     p.push(&format!("<p class=\"analysis\">{text}</p>\n"));
     p.push(body);
+    p.push(&pages::definitions());
     p.push(&pages::related(s));
     p.finish(false)
 }

@@ -158,6 +158,7 @@ pub fn page(s: &SnapshotResults, h: &History) -> String {
         }
         p.push("</tbody></table></div>\n");
     }
+    p.push(&pages::definitions());
     p.push(&pages::related(s));
     p.finish(false)
 }

@@ -48,6 +48,15 @@ pub fn analyses(s: &SnapshotResults) -> Vec<(String, &'static str)> {
     ]
 }
 
+/// Links from each figure's name to its definition on the methodology page.
+pub fn definitions() -> String {
+    "<p class=\"meta\">Definitions: <a href=\"methodology.html#3-streams-and-timings\">E2E \
+     and TTFA</a>, <a href=\"methodology.html#6-statistics\">tokens/s and percentiles</a>, \
+     <a href=\"methodology.html#5-scoring-no-partial-credit\">task success</a>, \
+     <a href=\"methodology.html#4-outcomes\">operational failures</a>.</p>\n"
+        .to_string()
+}
+
 /// The "more on this snapshot" links every page of a benchmark ends with.
 pub fn related(s: &SnapshotResults) -> String {
     let mut out = String::from("<h2>More on this snapshot</h2>\n<ul>");
