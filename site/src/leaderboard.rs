@@ -117,12 +117,12 @@ pub fn provenance(s: &SnapshotResults) -> String {
         escape(&date(s.started_at.as_deref())),
         escape(&date(Some(&s.published_at))),
         escape(&s.approval_id),
-        s.rounds,
-        s.requests,
+        crate::page::shown(Some(s.rounds as f64), Unit::Count),
+        crate::page::shown(Some(s.requests as f64), Unit::Count),
         escape(&s.families.join(", ")),
         if s.contract.streaming { "on" } else { "off" },
         escape(&effort),
-        s.contract.timeout_ms,
+        crate::page::shown(Some(s.contract.timeout_ms as f64), Unit::Count),
     )
 }
 
