@@ -391,6 +391,8 @@ fn a_load_snapshot_gets_a_load_page_whose_numbers_are_the_stores() {
     // 2 steps × 9 columns for lane p, and its closed-loop saturation point (load, achieved).
     assert_eq!(checked, 2 * 9 + 2, "{html}");
     assert!(html.contains("<p class=\"simulated\""));
+    // Goodput, TTFA and ITL against the load steps.
+    assert_eq!(html.matches("<svg class=\"chart\"").count(), 3);
 }
 
 /// `GET path` over HTTP/1.1 on `addr`: the status line and the body.

@@ -76,6 +76,37 @@ pub fn page(s: &SnapshotResults) -> String {
         }],
         Unit::Rate,
     ));
+    for (id, title, a, b) in [
+        (
+            "ttfa",
+            "TTFA p50 and p99 per step and lane (ms)",
+            "ttfa_p50_ms",
+            "ttfa_p99_ms",
+        ),
+        (
+            "itl",
+            "Inter-token latency p50 and p99 per step and lane (ms)",
+            "itl_p50_ms",
+            "itl_p99_ms",
+        ),
+    ] {
+        p.push(&bars(
+            id,
+            title,
+            &names,
+            &[
+                Series {
+                    name: "p50",
+                    values: lanes.iter().map(|r| real(r, a)).collect(),
+                },
+                Series {
+                    name: "p99",
+                    values: lanes.iter().map(|r| real(r, b)).collect(),
+                },
+            ],
+            Unit::Ms,
+        ));
+    }
     let cols = [
         ("load", "Load", Unit::Tps),
         ("achieved_per_s", "Achieved/s", Unit::Tps),
