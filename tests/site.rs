@@ -200,30 +200,7 @@ fn a_published_snapshot_builds_one_site_whose_numbers_are_the_stores() {
     validate(&site.join("results"), "index.json", "index.schema-v1.json");
 
     // Every internal link resolves (fragments too); nothing is fetched from elsewhere.
-    for (name, bytes) in &a {
-        if !name.ends_with(".html") {
-            continue;
-        }
-        let html = String::from_utf8_lossy(bytes);
-        for link in links(&html) {
-            assert!(
-                !link.contains("://") && !link.starts_with("//"),
-                "{name}: external reference {link}"
-            );
-            let (file, fragment) = link.split_once('#').unwrap_or((&link, ""));
-            let target = if file.is_empty() { name.as_str() } else { file };
-            let target_bytes = a
-                .get(target)
-                .unwrap_or_else(|| panic!("{name}: link {link} to a missing file"));
-            if !fragment.is_empty() {
-                let target_html = String::from_utf8_lossy(target_bytes);
-                assert!(
-                    target_html.contains(&format!("id=\"{fragment}\"")),
-                    "{name}: link {link}: no such id"
-                );
-            }
-        }
-    }
+    assert_links_resolve(&a);
 
     postgres_builds_the_same_site(cwd, &dirs, &run_id, &results.published_at, &a);
     chromium(&site, &bench, a.keys().filter(|k| k.ends_with(".html")));
@@ -393,6 +370,12 @@ fn a_load_snapshot_gets_a_load_page_whose_numbers_are_the_stores() {
     assert!(html.contains("<p class=\"simulated\""));
     // Goodput, TTFA and ITL against the load steps.
     assert_eq!(html.matches("<svg class=\"chart\"").count(), 3);
+    // Its history: the store's load history of the one run, its saturation point listed.
+    let history =
+        std::fs::read_to_string(site.join(format!("{}-history.html", results.benchmark))).unwrap();
+    assert!(history.contains(&run_id) && history.contains("<h2>Saturation points</h2>"));
+    assert!(history.contains("<p>0 regression(s).</p>"));
+    assert_links_resolve(&files(&site));
 }
 
 /// `GET path` over HTTP/1.1 on `addr`: the status line and the body.

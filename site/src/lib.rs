@@ -14,6 +14,7 @@ pub mod chart;
 pub mod docs;
 pub mod history_page;
 pub mod leaderboard;
+pub mod load_history_page;
 pub mod load_page;
 pub mod model;
 pub mod page;
@@ -112,6 +113,8 @@ pub fn render(store: &mut Store) -> Result<Files, SiteError> {
         files.insert(pages::leaderboard_file(s), leaderboard::page(s));
         if s.load.is_some() {
             files.insert(pages::file(s, "load"), load_page::page(s));
+            let h = history::load_history::compute(store, &s.workflow, Default::default(), None)?;
+            files.insert(pages::file(s, "history"), load_history_page::page(s, &h));
             continue;
         }
         files.insert(pages::file(s, "latency"), analysis::latency_page(s));

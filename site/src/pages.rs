@@ -35,10 +35,13 @@ pub fn anchor(text: &str) -> String {
 /// The pages a snapshot has besides its leaderboard: (file, title).
 pub fn analyses(s: &SnapshotResults) -> Vec<(String, &'static str)> {
     if s.load.is_some() {
-        return vec![(
-            file(s, "load"),
-            "Load: saturation, goodput, TTFA and ITL against load",
-        )];
+        return vec![
+            (
+                file(s, "load"),
+                "Load: saturation, goodput, TTFA and ITL against load",
+            ),
+            (file(s, "history"), "History per provider"),
+        ];
     }
     vec![
         (file(s, "latency"), "Lowest latency: p99 tail analysis"),

@@ -320,3 +320,32 @@ load:
     assert!(o.status.success(), "load run: {}", text(&o));
     printed_run_dir(&o.stdout)
 }
+
+/// Every `href`/`src` of every page of `site` (path → bytes) names a file of the site, and an
+/// id on it when it has a fragment; none points elsewhere.
+pub fn assert_links_resolve(site: &BTreeMap<String, Vec<u8>>) {
+    for (name, bytes) in site {
+        if !name.ends_with(".html") {
+            continue;
+        }
+        let html = String::from_utf8_lossy(bytes);
+        for link in links(&html) {
+            assert!(
+                !link.contains("://") && !link.starts_with("//"),
+                "{name}: external reference {link}"
+            );
+            let (file, fragment) = link.split_once('#').unwrap_or((&link, ""));
+            let target = if file.is_empty() { name.as_str() } else { file };
+            let target_bytes = site
+                .get(target)
+                .unwrap_or_else(|| panic!("{name}: link {link} to a missing file"));
+            if !fragment.is_empty() {
+                let target_html = String::from_utf8_lossy(target_bytes);
+                assert!(
+                    target_html.contains(&format!("id=\"{fragment}\"")),
+                    "{name}: link {link}: no such id"
+                );
+            }
+        }
+    }
+}
