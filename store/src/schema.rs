@@ -250,6 +250,20 @@ pub const LOAD_REQUESTS: Table = Table {
     key: &["run_id", "request_id"],
 };
 
+/// One row per published snapshot: a stored complete run named for the site, with the approval
+/// id that published it (as a full run names its approval) and when. Not in [`TABLES`]: a
+/// snapshot is a decision about runs, not a run's data, so publishing and exporting a run leave
+/// it alone.
+pub const SNAPSHOTS: Table = Table {
+    name: "snapshots",
+    columns: &[
+        col("run_id", Text),
+        col("approval_id", Text),
+        col("published_at", Text),
+    ],
+    key: &["run_id"],
+};
+
 /// Every data table, parents first (publish inserts in this order, deletes in reverse).
 pub const TABLES: [Table; 7] = [
     RUNS,
@@ -282,6 +296,11 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 2,
         name: "load_steps, load_saturation, load_requests",
         ddl: load_schema,
+    },
+    Migration {
+        version: 3,
+        name: "snapshots",
+        ddl: snapshot_schema,
     },
 ];
 
@@ -327,6 +346,10 @@ fn load_schema() -> String {
         .map(create_table)
         .collect::<Vec<_>>()
         .join(";\n")
+}
+
+fn snapshot_schema() -> String {
+    create_table(&SNAPSHOTS)
 }
 
 /// `INSERT` of every column of `table`, with `$n` placeholders.
@@ -412,7 +435,7 @@ mod tests {
         let path = dir.path().join("s.sqlite");
         let location = path.to_string_lossy().into_owned();
         let mut store = Store::open(&location).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(applied_version(&mut store).ok(), Some(2));
+        assert_eq!(applied_version(&mut store).ok(), Some(3));
         let tables = store
             .query(
                 "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
@@ -430,7 +453,8 @@ mod tests {
                 "metrics",
                 "requests",
                 "runs",
-                "schema_migrations"
+                "schema_migrations",
+                "snapshots"
             ]
         );
         drop(store);
@@ -442,13 +466,20 @@ mod tests {
                 &[],
             )
             .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(rows, vec![vec![Value::Int(1)], vec![Value::Int(2)]]);
+        assert_eq!(
+            rows,
+            vec![
+                vec![Value::Int(1)],
+                vec![Value::Int(2)],
+                vec![Value::Int(3)]
+            ]
+        );
         store
-            .execute_batch("INSERT INTO schema_migrations (version, name) VALUES (3, 'future')")
+            .execute_batch("INSERT INTO schema_migrations (version, name) VALUES (4, 'future')")
             .unwrap_or_else(|e| panic!("{e}"));
         drop(store);
         match Store::open(&location) {
-            Err(StoreError::NewerSchema { found, known, .. }) => assert_eq!((found, known), (3, 2)),
+            Err(StoreError::NewerSchema { found, known, .. }) => assert_eq!((found, known), (4, 3)),
             Err(e) => panic!("{e}"),
             Ok(_) => panic!("a store newer than the build was opened"),
         }
