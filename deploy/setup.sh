@@ -34,4 +34,9 @@ if ! python3 -c 'import duckdb' 2>/dev/null; then
   echo "[setup] installing duckdb $DUCKDB_VERSION (reads the results store's exports in its test)"
   python3 -m pip install --quiet --disable-pip-version-check "duckdb==$DUCKDB_VERSION"
 fi
+JSONSCHEMA_VERSION="${JSONSCHEMA_VERSION:-4.26.0}"
+if ! python3 -c 'import jsonschema' 2>/dev/null; then
+  echo "[setup] installing jsonschema $JSONSCHEMA_VERSION (validates the site's results JSON in its test)"
+  python3 -m pip install --quiet --disable-pip-version-check "jsonschema==$JSONSCHEMA_VERSION"
+fi
 echo "[setup] done"
