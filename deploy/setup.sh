@@ -3,7 +3,8 @@
 # toolchain.
 #   - Debian: chromium (HTML report screenshots), curl, python3, tmux (the watch TUI test)
 #   - PyPI: rotel, a Rust OpenTelemetry collector the OTLP trace test exports to; duckdb, the
-#     independent reader the results-store test opens the CSV and Parquet exports with
+#     independent reader the results-store test opens the CSV and Parquet exports with;
+#     jsonschema, the independent validator of the site's results JSON
 #   deploy/setup.sh        installs what is missing
 #   deploy/setup.sh --ci   the same
 set -euo pipefail
