@@ -426,8 +426,8 @@ async fn read_stream(
 }
 
 /// Folds framed items into the state; returns an ending when one of them ends the stream or
-/// would pass a limit (that one is not kept).
-fn process(
+/// would pass a limit (that one is not kept). The one fold for every dialect (`api`).
+pub(crate) fn process(
     frames: &mut Vec<SseFrame>,
     state: &mut StreamState,
     limits: &StreamLimits,
