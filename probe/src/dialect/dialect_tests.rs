@@ -9,9 +9,7 @@ use crate::record::{Ending, Exchange, StreamState, finalize};
 use crate::redact::Redactor;
 use crate::sse::SseDecoder;
 use openbench_common::limits::StreamLimits;
-use openbench_common::record::{
-    Classification, ErrorType, Outcome, TerminalRecord, Usage,
-};
+use openbench_common::record::{Classification, ErrorType, Outcome, TerminalRecord, Usage};
 use openbench_common::request::Role;
 use openbench_common::spec::{Auth, MaxTokensField};
 use std::time::Duration;
@@ -26,7 +24,10 @@ fn replay(api: Api, name: &str) -> TerminalRecord {
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let mut decoder = SseDecoder::new();
     let mut frames = Vec::new();
-    let blocks: Vec<&str> = text.split("\n\n").filter(|b| !b.trim().is_empty()).collect();
+    let blocks: Vec<&str> = text
+        .split("\n\n")
+        .filter(|b| !b.trim().is_empty())
+        .collect();
     for (k, block) in blocks.iter().enumerate() {
         let at = Duration::from_millis(10 * (k as u64 + 1));
         decoder
@@ -87,7 +88,10 @@ fn anthropic_overloaded_error_event_is_the_class_of_a_529() {
     assert_eq!(r.outcome, Outcome::StreamError);
     assert_eq!(r.error_type, Some(ErrorType::Http5xx));
     assert_eq!(r.error_message.as_deref(), Some("event: error: Overloaded"));
-    assert_eq!((r.ttfo_ms, r.ttfa_ms, r.e2e_ms), (Some(30.0), Some(30.0), None));
+    assert_eq!(
+        (r.ttfo_ms, r.ttfa_ms, r.e2e_ms),
+        (Some(30.0), Some(30.0), None)
+    );
     assert_eq!(r.answer_text, "{\"answer\"");
 }
 
@@ -122,14 +126,20 @@ fn responses_failed_is_a_stream_error_of_the_server_class() {
         r.error_message.as_deref(),
         Some("The model failed to generate a response.")
     );
-    assert_eq!((r.ttfo_ms, r.ttfa_ms, r.e2e_ms), (Some(30.0), Some(30.0), None));
+    assert_eq!(
+        (r.ttfo_ms, r.ttfa_ms, r.e2e_ms),
+        (Some(30.0), Some(30.0), None)
+    );
 }
 
 #[test]
 fn completions_stream_reads_text_length_stop_and_usage() {
     let r = replay(Api::OpenaiCompletions, "openai_completions.sse");
     assert_eq!(r.outcome, Outcome::Completed);
-    assert_eq!((r.ttfo_ms, r.ttfa_ms, r.e2e_ms), (Some(10.0), Some(10.0), Some(20.0)));
+    assert_eq!(
+        (r.ttfo_ms, r.ttfa_ms, r.e2e_ms),
+        (Some(10.0), Some(10.0), Some(20.0))
+    );
     assert_eq!(r.answer_text, "{\"answer\": 42}");
     assert!(r.truncated_by_length);
     let usage = Usage {
@@ -223,9 +233,18 @@ fn bodies_are_exact_per_dialect() {
     );
     let responses: Value = serde_json::from_str(&body(Api::OpenaiResponses)).unwrap();
     assert_eq!(responses["instructions"], json!("Be brief."));
-    assert_eq!(responses["input"], json!([{"role": "user", "content": "What is 6*7?"}]));
-    assert_eq!(responses["text"], json!({"format": {"type": "json_object"}}));
-    assert_eq!(responses["max_output_tokens"], json!(contract.max_output_tokens));
+    assert_eq!(
+        responses["input"],
+        json!([{"role": "user", "content": "What is 6*7?"}])
+    );
+    assert_eq!(
+        responses["text"],
+        json!({"format": {"type": "json_object"}})
+    );
+    assert_eq!(
+        responses["max_output_tokens"],
+        json!(contract.max_output_tokens)
+    );
     assert!(responses.get("messages").is_none());
     let completions: Value = serde_json::from_str(&body(Api::OpenaiCompletions)).unwrap();
     assert_eq!(
@@ -234,17 +253,30 @@ fn bodies_are_exact_per_dialect() {
             "Be brief.\n\n{JSON_OBJECT_INSTRUCTION}\n\nUser: What is 6*7?\n\nAssistant:"
         ))
     );
-    assert_eq!(completions["max_completion_tokens"], json!(contract.max_output_tokens));
+    assert_eq!(
+        completions["max_completion_tokens"],
+        json!(contract.max_output_tokens)
+    );
     // A request's own length goes into each dialect's ceiling field; ignore_eos only where
     // the servers that honour it listen.
     let output = OutputLength {
         max_tokens: 9,
         ignore_eos: true,
     };
-    let held = build_body(&adapter(Api::OpenaiResponses), &contract, &messages(), Some(&output));
+    let held = build_body(
+        &adapter(Api::OpenaiResponses),
+        &contract,
+        &messages(),
+        Some(&output),
+    );
     assert_eq!(held["max_output_tokens"], json!(9));
     assert!(held.get("ignore_eos").is_none());
-    let held = build_body(&adapter(Api::OpenaiCompletions), &contract, &messages(), Some(&output));
+    let held = build_body(
+        &adapter(Api::OpenaiCompletions),
+        &contract,
+        &messages(),
+        Some(&output),
+    );
     assert_eq!(held["max_completion_tokens"], json!(9));
     assert_eq!(held["ignore_eos"], json!(true));
 }
@@ -252,8 +284,8 @@ fn bodies_are_exact_per_dialect() {
 #[test]
 fn anthropic_headers_carry_the_version_and_the_key_as_sensitive() {
     let credentials = Credentials::from_pairs([("K", "sk-ant-secret")]);
-    let headers = crate::body::build_headers(&adapter(Api::AnthropicMessages), &credentials)
-        .unwrap();
+    let headers =
+        crate::body::build_headers(&adapter(Api::AnthropicMessages), &credentials).unwrap();
     assert_eq!(headers["anthropic-version"], anthropic::VERSION);
     assert!(headers["x-api-key"].is_sensitive());
     assert!(headers.get("authorization").is_none());
