@@ -155,3 +155,71 @@ async fn http_errors_keep_their_status_class_in_every_dialect() {
         );
     }
 }
+
+#[tokio::test]
+async fn probe_once_speaks_every_dialect() {
+    let sim = openbench_simulator::start(
+        openbench_simulator::SimConfig {
+            time_scale: 0.05,
+            seed: 3,
+            ..openbench_simulator::SimConfig::default()
+        },
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    let mut answers = Vec::new();
+    for api in Api::ALL {
+        let base = sim.base_url();
+        let args = [
+            "probe",
+            "once",
+            "--api",
+            api.as_str(),
+            "--base-url",
+            &base,
+            "--model",
+            "m",
+            "--user",
+            "hello",
+            "--json",
+        ];
+        let bin = env!("CARGO_BIN_EXE_openbench-inference");
+        let o = tokio::process::Command::new(bin)
+            .args(args)
+            .output()
+            .await
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{api}: {stdout}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let out: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(out["outcome"], "completed", "{api}: {out}");
+        answers.push(out["answer_text"].as_str().unwrap().to_string());
+    }
+    assert!(
+        answers.iter().all(|a| *a == answers[0] && !a.is_empty()),
+        "{answers:?}"
+    );
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_openbench-inference"))
+        .args([
+            "probe",
+            "once",
+            "--api",
+            "openai",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+        ])
+        .args(["--model", "m", "--user", "u"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        stderr.contains("unknown API dialect \"openai\""),
+        "{stderr}"
+    );
+}

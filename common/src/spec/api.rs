@@ -65,6 +65,17 @@ impl Api {
         }
     }
 
+    /// The body fields this dialect's request contract owns besides the common ones
+    /// (`CONTRACT_BODY_FIELDS`): an adapter's `extra_body` may not set them either.
+    pub fn contract_fields(self) -> &'static [&'static str] {
+        match self {
+            Api::OpenaiChat => &[],
+            Api::AnthropicMessages => &["system"],
+            Api::OpenaiResponses => &["input", "instructions", "max_output_tokens", "text"],
+            Api::OpenaiCompletions => &["prompt"],
+        }
+    }
+
     /// The POST URL of a base URL (`https://api.anthropic.com/v1` → `…/v1/messages`). A URL
     /// already ending in the path is kept, never doubled; a query (`?slots=2`, the simulator's
     /// capacity) stays after the path.
@@ -115,6 +126,19 @@ mod tests {
         assert_eq!(
             Api::OpenaiChat.post_url("http://h/v1"),
             "http://h/v1/chat/completions"
+        );
+    }
+
+    #[test]
+    fn a_spec_may_not_set_a_dialects_contract_field_in_extra_body() {
+        let yaml = "providers:\n  - key: a\n    endpoint: https://x.test/v1\n    model: m\n    \
+                    api: openai-responses\n    extra_body: {instructions: be nice}\n";
+        let err = crate::spec::Spec::parse(std::path::Path::new("s.yaml"), yaml.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("providers[0] (a).extra_body.instructions: the contract owns this field"),
+            "{err}"
         );
     }
 
