@@ -86,15 +86,15 @@ pub fn classify(api: Api, event: Option<&str>, data: &str) -> Result<Chunk, Inva
     }
 }
 
-/// The system prompt (every system message joined by a blank line, with the JSON instruction
-/// when `ask_json`) and the other messages, in order.
+/// The system prompt (every non-empty system message joined by a blank line, with the JSON
+/// instruction when `ask_json`) and the other messages, in order.
 pub(crate) fn split_system(
     messages: &[ChatMessage],
     ask_json: bool,
 ) -> (Option<String>, Vec<&ChatMessage>) {
     let mut system: Vec<&str> = messages
         .iter()
-        .filter(|m| m.role == Role::System)
+        .filter(|m| m.role == Role::System && !m.content.is_empty())
         .map(|m| m.content.as_str())
         .collect();
     if ask_json {
