@@ -10,6 +10,9 @@ use openbench_common::rundir as layout;
 use openbench_micro_single_task::spec_yaml::contract_sections;
 use std::collections::BTreeMap;
 
+/// (outcome, answer text) by (round, item).
+type Answers = BTreeMap<(u64, String), (String, String)>;
+
 #[test]
 fn providers_differing_only_in_api_have_the_same_success_columns() {
     let tmp = tempfile::tempdir().unwrap();
@@ -72,8 +75,7 @@ fn providers_differing_only_in_api_have_the_same_success_columns() {
     assert!(chat[0].as_f64().is_some(), "{chat:?}");
 
     // Answer by answer: the same text and outcome for the same round and item.
-    let mut by_provider: BTreeMap<String, BTreeMap<(u64, String), (String, String)>> =
-        BTreeMap::new();
+    let mut by_provider: BTreeMap<String, Answers> = BTreeMap::new();
     for r in records(&dir.join(layout::FULL_RESULTS)) {
         by_provider.entry(r.provider.clone()).or_default().insert(
             (r.round_index, r.item_id.clone()),
