@@ -15,6 +15,7 @@ pub mod auth;
 pub mod body;
 pub mod classify;
 pub mod connections;
+pub mod dialect;
 pub mod endpoint_policy;
 pub use openbench_proto::link::client;
 pub mod error;
