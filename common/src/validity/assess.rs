@@ -253,8 +253,8 @@ fn runtime_checks(scope: &str, health: &RuntimeHealth) -> Vec<Check> {
     ];
     if let Some(cpu) = &health.cpu {
         let cores = f64::from(cpu.cores.max(1));
-        // One canary per process is enough for its CPU: the probe's link runtime shares it.
-        if health.runtime != "probe-link" {
+        // One canary per process is enough for its CPU: a link runtime shares its process's.
+        if !health.runtime.ends_with("-link") {
             checks.push(Check::at_most(
                 "CPU worst minute",
                 scope,

@@ -65,7 +65,7 @@ fn a_stalled_probe_fails_and_names_where_a_quiet_run_passes() {
     let banner = crate::validity::render::banner(&section);
     assert!(banner.contains("FAILED"), "{banner}");
     assert!(banner.contains("canary max (probe west · sitting 1): 300 against 100 ms"), "{banner}");
-    let md = crate::validity::render::markdown(&section, |s| s.to_string());
+    let md = crate::validity::render::markdown(&section);
     assert!(md.contains("300.0 ms late at 2026-01-01T00:00:01.5Z (1190–1500 ms"), "{md}");
 }
 

@@ -82,10 +82,12 @@ fn worst_lines(section: &ValiditySection) -> Vec<String> {
     lines
 }
 
-/// The section in Markdown (`## Validity`), cells escaped by `escape`.
-pub fn markdown(section: &ValiditySection, escape: impl Fn(&str) -> String) -> String {
+/// The section in Markdown (`## Validity`); names from a spec (lanes, regions) are escaped as
+/// table cells (`untrusted_text::markdown_cell`).
+pub fn markdown(section: &ValiditySection) -> String {
+    let escape = crate::untrusted_text::markdown_cell;
     let mut out = String::from("## Validity\n\n");
-    out.push_str(&banner(section));
+    out.push_str(&escape(&banner(section)));
     out.push_str(" Thresholds and their reasons: docs/validity.md.\n\n");
     out.push_str(&format!("| {} |\n", HEADER.join(" | ")));
     out.push_str(&format!("|{}\n", "---|".repeat(HEADER.len())));
