@@ -111,11 +111,20 @@ async fn a_blocked_runtime_is_located_by_the_canaries_and_the_send_lag() {
         let to = start + worst.to_offset_ms * 1e3;
         // The worst moment spans the injection (1 ms of slack for the two clocks' rounding).
         assert!(from <= at as f64 + 1e3, "{health:?} injected at {at}");
-        assert!(to + 1e3 >= (at + 300_000) as f64, "{health:?} injected at {at}");
+        assert!(
+            to + 1e3 >= (at + 300_000) as f64,
+            "{health:?} injected at {at}"
+        );
     }
     let section = section(&dir);
-    assert!(section["send_lag_ms"]["max"].as_f64().unwrap() >= 200.0, "{section}");
-    assert_eq!(check(&section, "canary max", "coordinator ·")["passed"], false);
+    assert!(
+        section["send_lag_ms"]["max"].as_f64().unwrap() >= 200.0,
+        "{section}"
+    );
+    assert_eq!(
+        check(&section, "canary max", "coordinator ·")["passed"],
+        false
+    );
     assert_eq!(check(&section, "canary max", "probe ")["passed"], false);
     assert_eq!(check(&section, "send lag p99", "run")["passed"], false);
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
@@ -139,9 +148,15 @@ async fn an_unblocked_run_keeps_its_canaries_and_send_lag_under_a_generous_bound
         assert!(health.ticks > 50, "{health:?}");
     }
     let section = section(&dir);
-    assert!(section["send_lag_ms"]["max"].as_f64().unwrap() < 250.0, "{section}");
+    assert!(
+        section["send_lag_ms"]["max"].as_f64().unwrap() < 250.0,
+        "{section}"
+    );
     assert_eq!(section["send_lag_ms"]["n"], 60, "20/s for 3 s");
     assert_eq!(check(&section, "harness failures", "run")["passed"], true);
-    assert_eq!(check(&section, "planned rate sent", "step 0")["passed"], true);
+    assert_eq!(
+        check(&section, "planned rate sent", "step 0")["passed"],
+        true
+    );
     assert_eq!(section["clock"].as_object().unwrap().len(), 1, "{section}");
 }

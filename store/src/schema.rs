@@ -250,8 +250,38 @@ pub const LOAD_REQUESTS: Table = Table {
     key: &["run_id", "request_id"],
 };
 
+/// One row per run that measured its own validity (docs/validity.md): whether every check
+/// passed and the run's own timing error, which `compare` and `history` read.
+pub const RUN_VALIDITY: Table = Table {
+    name: "run_validity",
+    columns: &[
+        col("run_id", Text),
+        col("passed", Int),
+        col("failed_checks", Int),
+        col("measured_error_ms", Real),
+        col("section_json", Text),
+    ],
+    key: &["run_id"],
+};
+
+/// One row per check of a run's validity section.
+pub const VALIDITY_CHECKS: Table = Table {
+    name: "validity_checks",
+    columns: &[
+        col("run_id", Text),
+        col("check_index", Int),
+        col("item", Text),
+        col("scope", Text),
+        col("value", Real),
+        col("threshold", Real),
+        col("unit", Text),
+        col("passed", Int),
+    ],
+    key: &["run_id", "check_index"],
+};
+
 /// Every data table, parents first (publish inserts in this order, deletes in reverse).
-pub const TABLES: [Table; 7] = [
+pub const TABLES: [Table; 9] = [
     RUNS,
     LANES,
     REQUESTS,
@@ -259,6 +289,8 @@ pub const TABLES: [Table; 7] = [
     LOAD_STEPS,
     LOAD_SATURATION,
     LOAD_REQUESTS,
+    RUN_VALIDITY,
+    VALIDITY_CHECKS,
 ];
 
 /// One schema version.
@@ -282,6 +314,11 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 2,
         name: "load_steps, load_saturation, load_requests",
         ddl: load_schema,
+    },
+    Migration {
+        version: 3,
+        name: "run_validity, validity_checks",
+        ddl: validity_schema,
     },
 ];
 
@@ -322,7 +359,15 @@ fn initial_schema() -> String {
 }
 
 fn load_schema() -> String {
-    TABLES[4..]
+    TABLES[4..7]
+        .iter()
+        .map(create_table)
+        .collect::<Vec<_>>()
+        .join(";\n")
+}
+
+fn validity_schema() -> String {
+    TABLES[7..]
         .iter()
         .map(create_table)
         .collect::<Vec<_>>()

@@ -157,7 +157,13 @@ impl ValiditySection {
     pub fn with_send_lag(mut self, lags_ms: &[f64]) -> Self {
         self.send_lag_ms = Spread::of(lags_ms);
         if let Some(s) = self.send_lag_ms {
-            self.checks.push(Check::at_most("send lag p99", "run", s.p99, SEND_LAG_P99_MS, "ms"));
+            self.checks.push(Check::at_most(
+                "send lag p99",
+                "run",
+                s.p99,
+                SEND_LAG_P99_MS,
+                "ms",
+            ));
         }
         self
     }
@@ -176,7 +182,9 @@ impl ValiditySection {
     pub fn with_runtimes(mut self, sittings: &[SittingHealth]) -> Self {
         for sitting in sittings {
             let probes = sitting.probes.iter().flat_map(|(region, runtimes)| {
-                runtimes.iter().map(move |h| (format!("{} {region}", h.runtime), h))
+                runtimes
+                    .iter()
+                    .map(move |h| (format!("{} {region}", h.runtime), h))
             });
             let coordinator = sitting.coordinator.iter().map(|h| (h.runtime.clone(), h));
             for (scope, health) in coordinator.chain(probes) {
@@ -248,8 +256,20 @@ impl ValiditySection {
 /// The stall, CPU and load checks of one canary.
 fn runtime_checks(scope: &str, health: &RuntimeHealth) -> Vec<Check> {
     let mut checks = vec![
-        Check::at_most("canary p99", scope, health.lateness_ms_p99, STALL_P99_MS, "ms"),
-        Check::at_most("canary max", scope, health.lateness_ms_max, STALL_MAX_MS, "ms"),
+        Check::at_most(
+            "canary p99",
+            scope,
+            health.lateness_ms_p99,
+            STALL_P99_MS,
+            "ms",
+        ),
+        Check::at_most(
+            "canary max",
+            scope,
+            health.lateness_ms_max,
+            STALL_MAX_MS,
+            "ms",
+        ),
     ];
     if let Some(cpu) = &health.cpu {
         let cores = f64::from(cpu.cores.max(1));
@@ -264,7 +284,13 @@ fn runtime_checks(scope: &str, health: &RuntimeHealth) -> Vec<Check> {
             ));
             if let Some(load) = cpu.load_average_max {
                 let limit = LOAD_PER_CORE * cores;
-                checks.push(Check::at_most("load average max", scope, load, limit, "threads"));
+                checks.push(Check::at_most(
+                    "load average max",
+                    scope,
+                    load,
+                    limit,
+                    "threads",
+                ));
             }
         }
     }

@@ -45,7 +45,9 @@ fn a_stalled_probe_fails_and_names_where_a_quiet_run_passes() {
     assert_eq!(section.measured_error_ms(), 0.4);
 
     let mut stalled = quiet.clone();
-    stalled.probes.insert("west".into(), vec![health("probe", 0.3, 300.0, 1.8)]);
+    stalled
+        .probes
+        .insert("west".into(), vec![health("probe", 0.3, 300.0, 1.8)]);
     let section = ValiditySection::default()
         .with_runtimes(&[stalled])
         .with_harness_failures(2);
@@ -57,27 +59,56 @@ fn a_stalled_probe_fails_and_names_where_a_quiet_run_passes() {
     assert_eq!(
         failed,
         vec![
-            ("canary max".to_string(), "probe west · sitting 1".to_string()),
-            ("CPU worst minute".to_string(), "probe west · sitting 1".to_string()),
+            (
+                "canary max".to_string(),
+                "probe west · sitting 1".to_string()
+            ),
+            (
+                "CPU worst minute".to_string(),
+                "probe west · sitting 1".to_string()
+            ),
             ("harness failures".to_string(), "run".to_string()),
         ]
     );
     let banner = crate::validity::render::banner(&section);
     assert!(banner.contains("FAILED"), "{banner}");
-    assert!(banner.contains("canary max (probe west · sitting 1): 300 against 100 ms"), "{banner}");
+    assert!(
+        banner.contains("canary max (probe west · sitting 1): 300 against 100 ms"),
+        "{banner}"
+    );
     let md = crate::validity::render::markdown(&section);
-    assert!(md.contains("300.0 ms late at 2026-01-01T00:00:01.5Z (1190–1500 ms"), "{md}");
+    assert!(
+        md.contains("300.0 ms late at 2026-01-01T00:00:01.5Z (1190–1500 ms"),
+        "{md}"
+    );
 }
 
 #[test]
 fn thresholds_apply_on_their_side() {
     let s = ValiditySection::default()
-        .with_send_lag(&[1.0; 99].iter().copied().chain([50.0, 60.0]).collect::<Vec<_>>())
+        .with_send_lag(
+            &[1.0; 99]
+                .iter()
+                .copied()
+                .chain([50.0, 60.0])
+                .collect::<Vec<_>>(),
+        )
         .with_launch_skew(&[2.0])
-        .with_arrivals("step 1", crate::validity::ks::KsFit { n: 10, statistic: 0.5, p_value: 0.0005 })
+        .with_arrivals(
+            "step 1",
+            crate::validity::ks::KsFit {
+                n: 10,
+                statistic: 0.5,
+                p_value: 0.0005,
+            },
+        )
         .with_token_disagreement("a", -0.2)
         .with_check(Check::met("rate within tolerance", "step 1 · lane a", true));
-    let verdicts: Vec<(&str, bool)> = s.checks.iter().map(|c| (c.item.as_str(), c.passed)).collect();
+    let verdicts: Vec<(&str, bool)> = s
+        .checks
+        .iter()
+        .map(|c| (c.item.as_str(), c.passed))
+        .collect();
     // send lag p99 = rank 100 of 101 = 50 ms > 10 ms.
     assert_eq!(s.send_lag_ms.unwrap().p99, 50.0);
     assert_eq!(

@@ -46,8 +46,8 @@ impl Recorder {
 
     /// One tick that fired at `fired`, due at `due`, after the previous tick fired at `previous`.
     fn tick(&mut self, previous: Instant, due: Instant, fired: Instant) {
-        let late_us = u64::try_from(fired.saturating_duration_since(due).as_micros())
-            .unwrap_or(u64::MAX);
+        let late_us =
+            u64::try_from(fired.saturating_duration_since(due).as_micros()).unwrap_or(u64::MAX);
         self.histogram.record(late_us);
         let offset = |at: Instant| at.saturating_duration_since(self.started).as_secs_f64() * 1e3;
         let moment = StallMoment {

@@ -55,7 +55,13 @@ fn worst_moments_keep_one_per_second_worst_first() {
     let mut r = Recorder::new("t", PERIOD);
     let started = r.started;
     let at = |ms: u64| started + Duration::from_millis(ms);
-    let ticks = [(100, 105), (200, 260), (210, 215), (1100, 1140), (2500, 2600)];
+    let ticks = [
+        (100, 105),
+        (200, 260),
+        (210, 215),
+        (1100, 1140),
+        (2500, 2600),
+    ];
     let mut previous = started;
     for (due, fired) in ticks {
         let (due, fired) = (at(due), at(fired));

@@ -107,7 +107,11 @@ mod tests {
         let mut meter = CpuMeter::default();
         // 0–60 s: 0.1 CPU-s per s; 60–120 s: 0.9 CPU-s per s.
         for s in 0..=120 {
-            let cpu = if s <= 60 { 0.1 * s as f64 } else { 6.0 + 0.9 * (s - 60) as f64 };
+            let cpu = if s <= 60 {
+                0.1 * s as f64
+            } else {
+                6.0 + 0.9 * (s - 60) as f64
+            };
             meter.sample(s as f64, cpu, Some(if s == 90 { 1.5 } else { 0.5 }));
         }
         let cpu = meter.summary(2).unwrap();

@@ -12,6 +12,8 @@ fn change(metric: Metric, a: f64, b: f64, low: f64, high: f64) -> Change {
         low: Some(low),
         high: Some(high),
         replicates: 1000,
+        error_floor_ms: 0.0,
+        validity_failed: false,
     }
 }
 

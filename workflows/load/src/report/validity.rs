@@ -114,7 +114,10 @@ fn token_disagreement(results: &LoadResults) -> BTreeMap<String, f64> {
     sums.into_iter()
         .filter(|(_, (_, o200k))| *o200k > 0)
         .map(|(lane, (usage, o200k))| {
-            (lane.to_string(), (usage as f64 - o200k as f64) / o200k as f64)
+            (
+                lane.to_string(),
+                (usage as f64 - o200k as f64) / o200k as f64,
+            )
         })
         .collect()
 }

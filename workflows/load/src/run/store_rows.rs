@@ -40,6 +40,7 @@ pub fn figures(run_dir: &Path) -> Result<LoadFigures, WorkflowError> {
         steps: step_rows(&metrics),
         saturation: saturation_rows(&metrics),
         requests: request_rows(&run, &windows),
+        validity: metrics.validity.clone(),
     })
 }
 

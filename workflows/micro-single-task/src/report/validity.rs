@@ -66,7 +66,12 @@ pub fn send_lags<'a>(
 ) -> Vec<f64> {
     let releases: BTreeMap<(u64, bool), i64> = rounds
         .iter()
-        .filter_map(|r| Some(((r.round_index, r.out_of_round), rfc3339_unix_micros(&r.released_at)?)))
+        .filter_map(|r| {
+            Some((
+                (r.round_index, r.out_of_round),
+                rfc3339_unix_micros(&r.released_at)?,
+            ))
+        })
         .collect();
     records
         .filter(|r| r.outcome != Outcome::HarnessError)
@@ -96,7 +101,10 @@ pub fn token_disagreement<'a>(
     sums.into_iter()
         .filter(|(_, (_, o200k))| *o200k > 0)
         .map(|(lane, (usage, o200k))| {
-            (lane.to_string(), (usage as f64 - o200k as f64) / o200k as f64)
+            (
+                lane.to_string(),
+                (usage as f64 - o200k as f64) / o200k as f64,
+            )
         })
         .collect()
 }
