@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod coordinator_support;
+mod real_targets;
 
 use coordinator_support::options;
 use openbench_common::clock::rfc3339_unix_micros;
@@ -159,4 +160,76 @@ async fn an_unblocked_run_keeps_its_canaries_and_send_lag_under_a_generous_bound
         true
     );
     assert_eq!(section["clock"].as_object().unwrap().len(), 1, "{section}");
+}
+
+/// The stalled run's section survives the results store: one `run_validity` row (failed, with
+/// the run's measured error) and one `validity_checks` row per check, identical in SQLite and
+/// (when `OPENBENCH_TEST_POSTGRES_URL` is set, deploy/postgres/test-server.sh) PostgreSQL.
+#[tokio::test]
+async fn the_validity_section_round_trips_through_the_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, _) = run(tmp.path(), Some(Duration::from_millis(1200))).await;
+    let section = section(&dir);
+    let expected: openbench_common::validity::assess::ValiditySection =
+        serde_json::from_value(section.clone()).unwrap();
+    assert!(!expected.passed());
+    let sqlite = tmp.path().join("store.db").display().to_string();
+    let mut locations = vec![sqlite];
+    match std::env::var("OPENBENCH_TEST_POSTGRES_URL") {
+        Ok(url) => locations.push(url),
+        Err(_) => real_targets::skip::skip_or_fail(
+            "validity_stall::postgres",
+            "OPENBENCH_TEST_POSTGRES_URL is not set (deploy/postgres/test-server.sh starts one)",
+        ),
+    }
+    for location in locations {
+        let (dir, expected) = (dir.clone(), expected.clone());
+        // The store's PostgreSQL client is synchronous: it runs off the runtime.
+        tokio::task::spawn_blocking(move || stored_as_reported(&location, &dir, &expected))
+            .await
+            .unwrap();
+    }
+}
+
+/// Publishes `dir` to the store at `location` and checks its validity rows against `expected`.
+fn stored_as_reported(
+    location: &str,
+    dir: &Path,
+    expected: &openbench_common::validity::assess::ValiditySection,
+) {
+    let mut store = openbench_store::Store::open(location).unwrap();
+    let outcome =
+        openbench_store::publish::publish(&mut store, dir, &openbench_load::run::LoadWorkflow)
+            .unwrap();
+    let id = [openbench_store::Value::from(outcome.run_id.as_str())];
+    let row = store
+        .query(
+            "SELECT passed, failed_checks, measured_error_ms FROM run_validity \
+             WHERE run_id = $1",
+            &id,
+        )
+        .unwrap();
+    assert_eq!(row[0][0].int(), Some(0), "{location}");
+    assert_eq!(row[0][1].int(), Some(expected.failures().len() as i64));
+    // Values read back from JSON text may differ from the stored binary in the last bit.
+    let near = |a: Option<f64>, b: f64| a.is_some_and(|a| (a - b).abs() <= 1e-9 * b.abs());
+    assert!(near(row[0][2].real(), expected.measured_error_ms()));
+    let checks = store
+        .query(
+            "SELECT item, scope, value, passed FROM validity_checks WHERE run_id = $1 \
+             ORDER BY check_index",
+            &id,
+        )
+        .unwrap();
+    assert_eq!(checks.len(), expected.checks.len());
+    for (row, check) in checks.iter().zip(&expected.checks) {
+        assert_eq!(row[0].text(), Some(check.item.as_str()));
+        assert_eq!(row[1].text(), Some(check.scope.as_str()));
+        assert!(near(row[2].real(), check.value), "{row:?} {check:?}");
+        assert_eq!(row[3].int(), Some(i64::from(check.passed)));
+    }
+    let stored = openbench_store::load::stored_validity(&mut store, &outcome.run_id)
+        .unwrap()
+        .unwrap();
+    assert_eq!(&stored, expected, "{location}");
 }
