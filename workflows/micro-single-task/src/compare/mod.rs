@@ -497,3 +497,7 @@ pub(crate) fn of_lane(observations: &[Observation], lane: u32) -> Vec<&Observati
         .filter(|o| o.lane == lane && !o.is_harness())
         .collect()
 }
+
+#[cfg(test)]
+#[path = "validity_tests.rs"]
+mod validity_tests;
