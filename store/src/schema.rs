@@ -457,7 +457,7 @@ mod tests {
         let path = dir.path().join("s.sqlite");
         let location = path.to_string_lossy().into_owned();
         let mut store = Store::open(&location).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(applied_version(&mut store).ok(), Some(2));
+        assert_eq!(applied_version(&mut store).ok(), Some(3));
         let tables = store
             .query(
                 "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
@@ -474,8 +474,10 @@ mod tests {
                 "load_steps",
                 "metrics",
                 "requests",
+                "run_validity",
                 "runs",
-                "schema_migrations"
+                "schema_migrations",
+                "validity_checks"
             ]
         );
         drop(store);
@@ -487,13 +489,20 @@ mod tests {
                 &[],
             )
             .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(rows, vec![vec![Value::Int(1)], vec![Value::Int(2)]]);
+        assert_eq!(
+            rows,
+            vec![
+                vec![Value::Int(1)],
+                vec![Value::Int(2)],
+                vec![Value::Int(3)]
+            ]
+        );
         store
-            .execute_batch("INSERT INTO schema_migrations (version, name) VALUES (3, 'future')")
+            .execute_batch("INSERT INTO schema_migrations (version, name) VALUES (4, 'future')")
             .unwrap_or_else(|e| panic!("{e}"));
         drop(store);
         match Store::open(&location) {
-            Err(StoreError::NewerSchema { found, known, .. }) => assert_eq!((found, known), (3, 2)),
+            Err(StoreError::NewerSchema { found, known, .. }) => assert_eq!((found, known), (4, 3)),
             Err(e) => panic!("{e}"),
             Ok(_) => panic!("a store newer than the build was opened"),
         }

@@ -20,7 +20,8 @@ pub struct KsFit {
 /// x₍₁₎ ≤ … ≤ x₍ₙ₎, max over i of max(i/n − F(x₍ᵢ₎), F(x₍ᵢ₎) − (i−1)/n), F(x) = 1 − e^(−λx).
 /// `None` for an empty sample, a NaN gap or a rate that is not positive.
 pub fn exponential_statistic(gaps: &[f64], rate_per_s: f64) -> Option<f64> {
-    if gaps.is_empty() || !(rate_per_s > 0.0) || gaps.iter().any(|g| g.is_nan()) {
+    let positive = rate_per_s.is_finite() && rate_per_s > 0.0;
+    if gaps.is_empty() || !positive || gaps.iter().any(|g| g.is_nan()) {
         return None;
     }
     let mut sorted = gaps.to_vec();

@@ -156,14 +156,16 @@ pub fn compute(
         regressions.extend(goodput_falls(&steps, from, to, &rule));
     }
     let mut failed = std::collections::BTreeMap::new();
-    for r in &mut regressions {
-        for run in [r.from, r.to] {
-            if !failed.contains_key(&run) {
+    for &(from, to) in &pairs {
+        for run in [from, to] {
+            if let std::collections::btree_map::Entry::Vacant(slot) = failed.entry(run) {
                 let section = load::stored_validity(store, &runs[run].run_id)?;
-                failed.insert(run, section.is_some_and(|v| !v.passed()));
+                slot.insert(section.is_some_and(|v| !v.passed()));
             }
         }
-        r.validity_failed = failed[&r.from] || failed[&r.to];
+    }
+    for r in &mut regressions {
+        r.validity_failed = failed.get(&r.from) == Some(&true) || failed.get(&r.to) == Some(&true);
     }
     Ok(LoadHistory {
         workflow: workflow.to_string(),

@@ -42,9 +42,9 @@ pub fn render(m: &LoadMetrics) -> String {
         EXTRA_CSS,
     );
     if let Some(validity) = &m.validity {
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "<section>{}</section>\n",
+            "<section>{}</section>",
             openbench_common::validity::render::html(validity, escape)
         );
     }

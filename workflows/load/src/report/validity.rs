@@ -126,7 +126,7 @@ fn token_disagreement(results: &LoadResults) -> BTreeMap<String, f64> {
 /// runtime health (a run before validity) or cannot be read.
 pub fn run_health(run_dir: &std::path::Path) -> Option<RunHealth> {
     let manifest = openbench_common::rundir::RunManifest::load(run_dir).ok()?;
-    (!manifest.runtime_health.is_empty()).then(|| RunHealth {
+    (!manifest.runtime_health.is_empty()).then_some(RunHealth {
         sittings: manifest.runtime_health,
         links: manifest.links,
     })
