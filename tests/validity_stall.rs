@@ -233,3 +233,41 @@ fn stored_as_reported(
         .unwrap();
     assert_eq!(&stored, expected, "{location}");
 }
+
+/// A paired run reports the section too: the send lag of every release (gate → probe start),
+/// the launch skew of every round, four canaries (coordinator, its link, probe, its link) and the
+/// clock of its one region, in metrics.json, report.md and report.html.
+#[tokio::test]
+async fn a_paired_run_reports_its_validity_section() {
+    use coordinator_support::{Prov, inputs, lines, sample_dataset, write_spec};
+    use openbench_common::workflow::Workflow;
+    let tmp = tempfile::tempdir().unwrap();
+    let data = sample_dataset(tmp.path(), "data", 20260902);
+    let providers = [Prov::sim("zai"), Prov::sim("baseten")];
+    let spec = write_spec(tmp.path(), &data, &providers, 2, 0.01, 400);
+    let inputs = inputs(&spec);
+    let run = RunDir::create(&inputs, Some("P-1"), "test").unwrap();
+    run_full(&inputs, &run, "P-1", &options(&inputs))
+        .await
+        .unwrap();
+    let dir = run.dir.clone();
+    drop(run);
+    openbench_micro_single_task::MicroSingleTask
+        .report(&dir, &Default::default())
+        .unwrap();
+    let rounds = lines(&dir.join(openbench_common::rundir::ROUNDS)).len();
+    let metrics: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("artifacts/metrics.json")).unwrap())
+            .unwrap();
+    let section = &metrics["validity"];
+    assert_eq!(section["send_lag_ms"]["n"], 2 * rounds, "{section}");
+    assert_eq!(section["launch_skew_ms"]["n"], rounds, "{section}");
+    assert_eq!(section["runtimes"].as_array().unwrap().len(), 4);
+    assert_eq!(check(section, "launch skew p99", "run")["unit"], "ms");
+    assert_eq!(check(section, "harness failures", "run")["passed"], true);
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("## Validity"), "{md}");
+    assert!(md.lines().nth(2).unwrap().contains("Validity: "), "{md}");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("<h2 id=\"validity\">Validity</h2>"));
+}
