@@ -4,9 +4,10 @@
 //! with the coordinator↔probe link alive: no harness record, no outage, the health ping answered
 //! all along. Before the link had its own runtime thread and connection (docs/faults.md, "The
 //! link is not starved by streams"), 2,000 users got the ping unanswered for 2 s, the region
-//! declared down and 2,740 `region_unreachable` records in 8 s. The CI test runs 2,000 users in
-//! a debug build; the 10,000-user variant is `#[ignore]`d (run it in release, see
-//! docs/performance.md).
+//! declared down and 2,740 `region_unreachable` records in 8 s, and at 10,000 the connection died
+//! with "resource exhausted" and 22,112 harness records followed in 6 s; with the link apart and
+//! a session's requests cancelled with it, the CI test runs the documented 10,000 users in a
+//! debug build.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod coordinator_support;
@@ -96,15 +97,11 @@ fn held_streams_end_as_timeouts(users: usize, measure_s: u64) {
     );
 }
 
+/// The documented per-lane maximum. Measured here (debug build, a 2-core machine busy with three
+/// compilers): 22.1 s, 14,049 requests all the probe's timeouts, 22 pings answered (worst 155
+/// ms), probe peak RSS 357 MiB. The test process and the probe each hold about 10,000 sockets:
+/// within the machine's 20,000 open files.
 #[test]
-fn two_thousand_held_streams_through_a_remote_probe_end_as_timeouts_with_the_link_up() {
-    held_streams_end_as_timeouts(2_000, 8);
-}
-
-/// The documented per-lane maximum; heavy (10,000 upstream connections held by this process and
-/// the probe): run it in release, `cargo test --release --test load_held_streams -- --ignored`.
-#[test]
-#[ignore]
 fn ten_thousand_held_streams_through_a_remote_probe_end_as_timeouts_with_the_link_up() {
     held_streams_end_as_timeouts(10_000, 10);
 }
