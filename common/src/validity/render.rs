@@ -110,7 +110,7 @@ pub fn markdown(section: &ValiditySection) -> String {
 pub fn html(section: &ValiditySection, escape: impl Fn(&str) -> String) -> String {
     let class = if section.passed() { "valid" } else { "invalid" };
     let mut out = format!(
-        "<h2 id=\"validity\">Validity</h2>\n<p class=\"{class}\">{}</p>\n<table>\n<tr>",
+        "<h2>Validity</h2>\n<p class=\"{class}\">{}</p>\n<table>\n<tr>",
         escape(&banner(section).replace("**", ""))
     );
     for h in HEADER {
