@@ -35,6 +35,16 @@ pub const TOKEN_DISAGREEMENT_MAX: f64 = 0.10;
 /// Harness failures (our machinery's, never the provider's) above this count fail.
 pub const HARNESS_FAILURES_MAX: usize = 0;
 
+/// Which part of a latency distribution a comparison is about: its median or its tail (p95,
+/// p99), each held to the measured error at the same quantile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantile {
+    /// A median (p50) figure.
+    Median,
+    /// A tail figure (p95, p99).
+    Tail,
+}
+
 /// One item of the section: what was measured, where, against which threshold.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
@@ -173,11 +183,26 @@ impl ValiditySection {
     /// every canary's p99. A difference between two runs smaller than the larger of their
     /// errors is not a difference `compare` may call.
     pub fn measured_error_ms(&self) -> f64 {
-        let canaries = self.runtimes.iter().map(|r| r.health.lateness_ms_p99);
+        self.measured_error_ms_at(Quantile::Tail)
+    }
+
+    /// The run's measured timing error at `quantile`: the largest median (for a median's
+    /// comparison) or p99 (for a tail's) of the send lag, the launch skew and every canary's
+    /// lateness. A median latency is moved by the typical error, not by the rare stall that
+    /// sets the p99, so each is held to its own.
+    pub fn measured_error_ms_at(&self, quantile: Quantile) -> f64 {
+        let pick = |p50: f64, p99: f64| match quantile {
+            Quantile::Median => p50,
+            Quantile::Tail => p99,
+        };
+        let canaries = self
+            .runtimes
+            .iter()
+            .map(|r| pick(r.health.lateness_ms_p50, r.health.lateness_ms_p99));
         let spreads = [self.send_lag_ms, self.launch_skew_ms]
             .into_iter()
             .flatten()
-            .map(|s| s.p99);
+            .map(|s| pick(s.p50, s.p99));
         canaries.chain(spreads).fold(0.0, f64::max)
     }
 

@@ -20,6 +20,7 @@ use crate::metrics::{FailureClass, RequestSample, RequestTimings, Slo};
 use crate::rng::Stream;
 use openbench_common::record::Outcome;
 use openbench_common::stats::nearest_rank_in_place;
+use openbench_common::validity::assess::Quantile;
 use openbench_report_kit::bootstrap::percentile_interval;
 use serde::Serialize;
 
@@ -49,6 +50,15 @@ pub enum Figure {
 }
 
 impl Figure {
+    /// The part of the distribution the figure reads (a median's change is held to the runs'
+    /// median timing error, a tail's to their p99).
+    pub fn quantile(self) -> Quantile {
+        match self {
+            Figure::TtfaP50 | Figure::ItlP50 | Figure::TpotP50 => Quantile::Median,
+            _ => Quantile::Tail,
+        }
+    }
+
     /// Every compared figure, in table order.
     pub const ALL: [Figure; 8] = [
         Figure::TtfaP50,
@@ -302,9 +312,13 @@ struct Pair<'a> {
 }
 
 impl Pair<'_> {
-    /// The larger of the two runs' measured timing error, ms.
-    fn error_floor_ms(&self) -> f64 {
-        let error = |m: &LoadMetrics| m.validity.as_ref().map_or(0.0, |v| v.measured_error_ms());
+    /// The larger of the two runs' measured timing error at `quantile`, ms.
+    fn error_floor_ms(&self, quantile: Quantile) -> f64 {
+        let error = |m: &LoadMetrics| {
+            m.validity
+                .as_ref()
+                .map_or(0.0, |v| v.measured_error_ms_at(quantile))
+        };
         error(self.a.1).max(error(self.b.1))
     }
 
@@ -388,7 +402,7 @@ impl Pair<'_> {
                     low,
                     high,
                     replicates: deltas.len(),
-                    error_floor_ms: self.error_floor_ms(),
+                    error_floor_ms: self.error_floor_ms(figure.quantile()),
                     validity_failed: self.validity_failed(),
                 }
             })

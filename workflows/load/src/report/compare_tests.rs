@@ -154,20 +154,28 @@ fn health(p99_ms: f64, max_ms: f64) -> Option<super::validity::RunHealth> {
 
 #[test]
 fn a_latency_change_within_the_runs_measured_error_is_no_verdict() {
-    // TTFA +3 ms with an interval of exactly +3: outside zero, but run B's canary p99 is 4 ms
-    // (the larger error of the two): no verdict. Goodput is a fraction: its rule is unchanged.
+    // TTFA +3 ms with an interval of exactly +3: outside zero. The p99's change is held to the
+    // runs' p99 error (run B's canary p99, 4 ms): no verdict. The median's is held to their
+    // median error (both canaries' p50, 1 ms): worse. Goodput is a fraction: its rule is
+    // unchanged.
     let (mut a, mut b) = (forty("A", 100.0, &[]), forty("B", 103.0, &[]));
     a.health = health(2.0, 3.0);
     b.health = health(4.0, 6.0);
     let c = comparison(&a, &b, 200, 9);
     let lane = &c.steps[0].rows[0];
-    let ttfa = lane
-        .changes
-        .iter()
-        .find(|ch| ch.figure == Figure::TtfaP50)
-        .unwrap();
-    assert_eq!(ttfa.error_floor_ms, 4.0);
-    assert_eq!(ttfa.verdict(), "— (within measured error)");
+    let change = |figure: Figure| {
+        lane.changes
+            .iter()
+            .find(|ch| ch.figure == figure)
+            .unwrap()
+            .clone()
+    };
+    let tail = change(Figure::TtfaP99);
+    assert_eq!(tail.error_floor_ms, 4.0);
+    assert_eq!(tail.verdict(), "— (within measured error)");
+    let median = change(Figure::TtfaP50);
+    assert_eq!(median.error_floor_ms, 1.0);
+    assert_eq!(median.verdict(), "worse");
     // +200 ms is far beyond it: worse, and labelled when run B's validity failed (a 150 ms
     // stall breaks the 100 ms canary max).
     let mut b = forty("B", 300.0, &[]);

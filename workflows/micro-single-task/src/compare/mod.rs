@@ -15,6 +15,7 @@ use crate::metrics::{Observation, RunMetrics, Summary};
 use crate::report::{self, GoldTable, ReportError};
 use crate::scoring::Family;
 use openbench_common::rundir::{RunDirError, RunLock};
+use openbench_common::validity::assess::Quantile;
 use std::path::{Path, PathBuf};
 
 pub use differences::Difference;
@@ -123,7 +124,15 @@ impl Metric {
         }
     }
 
-    /// The metric's unit.
+    /// The part of the distribution the metric reads: its median or its tail.
+    pub fn quantile(self) -> Quantile {
+        match self {
+            Metric::E2eP50 | Metric::TtfaP50 => Quantile::Median,
+            _ => Quantile::Tail,
+        }
+    }
+
+    /// How the metric's values read.
     pub fn unit(self) -> Unit {
         match self {
             Metric::TpsP95Floor | Metric::TpsP99Floor => Unit::TokensPerSecond,
@@ -416,7 +425,6 @@ pub fn compare_lanes(
         ) else {
             continue;
         };
-        let floor = error_floor(a.metrics, b.metrics);
         let failed = validity_failed(a.metrics, b.metrics);
         let reps_a = resampler_a.lane_replicates(ia, families);
         let reps_b = resampler_b.lane_replicates(ib, families);
@@ -443,7 +451,7 @@ pub fn compare_lanes(
                         (&reps_a[cell], &reps_b[cell]),
                         rounds.0.min(rounds.1) >= bootstrap::MIN_ROUNDS,
                     );
-                    change.error_floor_ms = floor;
+                    change.error_floor_ms = error_floor(a.metrics, b.metrics, m.quantile());
                     change.validity_failed = failed;
                     change
                 })
@@ -465,9 +473,14 @@ pub fn compare_lanes(
     lanes
 }
 
-/// The larger of two runs' own measured timing error, ms (0 for runs without a section).
-pub fn error_floor(a: &RunMetrics, b: &RunMetrics) -> f64 {
-    let error = |m: &RunMetrics| m.validity.as_ref().map_or(0.0, |v| v.measured_error_ms());
+/// The larger of two runs' own measured timing error at `quantile`, ms (0 for runs without a
+/// section): a median's change is held to the runs' median error, a tail's to their p99.
+pub fn error_floor(a: &RunMetrics, b: &RunMetrics, quantile: Quantile) -> f64 {
+    let error = |m: &RunMetrics| {
+        m.validity
+            .as_ref()
+            .map_or(0.0, |v| v.measured_error_ms_at(quantile))
+    };
     error(a).max(error(b))
 }
 
