@@ -16,6 +16,7 @@
 //! reaches the workflow only through that trait method.
 
 mod load;
+pub mod paired;
 
 use crate::backend::{Store, Value};
 use crate::schema::{self, LANES, METRICS, REQUESTS, RUNS, TABLES};
@@ -332,6 +333,8 @@ fn insert_run(s: &mut Store, run: &Verified, status: &str) -> Result<(), StoreEr
         Value::from(lock_json),
     ];
     s.execute_many(&schema::insert(&RUNS), &[row])?;
+    let concurrency = matches!(run.body, Body::Paired { .. }).then_some(1);
+    paired::insert_contract(s, lock, concurrency)?;
     let (computed, records) = match &run.body {
         Body::Load(figures) => {
             let lanes = figures
@@ -355,6 +358,7 @@ fn insert_run(s: &mut Store, run: &Verified, status: &str) -> Result<(), StoreEr
         .map(|o| request_row(&lock.run_id, o, records.get(&o.request_id)))
         .collect();
     s.execute_many(&schema::insert(&REQUESTS), &requests)?;
+    paired::insert(s, &lock.run_id, &computed.paired)?;
     s.execute_many(
         &schema::insert(&METRICS),
         &metric_rows(&lock.run_id, &computed.metrics),
