@@ -142,7 +142,7 @@ fn two_models_and_two_regions_keep_their_own_leaderboards_and_histories() {
     for (me, other) in [(&a, &b), (&b, &a)] {
         for (name, bytes) in all
             .iter()
-            .filter(|(n, _)| n.starts_with(&format!("{}", me.benchmark)))
+            .filter(|(n, _)| n.starts_with(me.benchmark.as_str()))
         {
             let html = String::from_utf8_lossy(bytes);
             if !name.ends_with(".html") || name.starts_with(&format!("{}-", other.benchmark)) {

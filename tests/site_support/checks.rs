@@ -124,7 +124,7 @@ pub fn assert_paired_page_is_the_stores(
     let mut count = |table: &str| {
         db.query(
             &format!("SELECT count(*) FROM {table} WHERE run_id = $1"),
-            &[id.clone()],
+            std::slice::from_ref(&id),
         )
         .unwrap()[0][0]
             .int()
