@@ -264,6 +264,20 @@ pub const SNAPSHOTS: Table = Table {
     key: &["run_id"],
 };
 
+/// One row per run that measured its own validity (docs/validity.md): whether every check
+/// passed and the run's own timing error, which `compare` and `history` read.
+pub const RUN_VALIDITY: Table = Table {
+    name: "run_validity",
+    columns: &[
+        col("run_id", Text),
+        col("passed", Int),
+        col("failed_checks", Int),
+        col("measured_error_ms", Real),
+        col("section_json", Text),
+    ],
+    key: &["run_id"],
+};
+
 /// A paired run's round wins per compared lane, as the report computes them
 /// (`artifacts/paired-comparisons.json`, METHODOLOGY §6): `win_share` = `wins` ÷
 /// `rounds_with_winner` (the run's rounds in which a compared lane had an E2E). Lanes of the run
@@ -317,8 +331,24 @@ pub const RUN_CONTRACTS: Table = Table {
     key: &["run_id"],
 };
 
+/// One row per check of a run's validity section.
+pub const VALIDITY_CHECKS: Table = Table {
+    name: "validity_checks",
+    columns: &[
+        col("run_id", Text),
+        col("check_index", Int),
+        col("item", Text),
+        col("scope", Text),
+        col("value", Real),
+        col("threshold", Real),
+        col("unit", Text),
+        col("passed", Int),
+    ],
+    key: &["run_id", "check_index"],
+};
+
 /// Every data table, parents first (publish inserts in this order, deletes in reverse).
-pub const TABLES: [Table; 10] = [
+pub const TABLES: [Table; 12] = [
     RUNS,
     LANES,
     REQUESTS,
@@ -326,6 +356,8 @@ pub const TABLES: [Table; 10] = [
     LOAD_STEPS,
     LOAD_SATURATION,
     LOAD_REQUESTS,
+    RUN_VALIDITY,
+    VALIDITY_CHECKS,
     PAIRED_WINS,
     PAIRED_PAIRS,
     RUN_CONTRACTS,
@@ -360,6 +392,11 @@ pub const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         version: 4,
+        name: "run_validity, validity_checks",
+        ddl: validity_schema,
+    },
+    Migration {
+        version: 5,
         name: "paired_wins, paired_pairs, run_contracts",
         ddl: paired_contract_schema,
     },
@@ -403,6 +440,14 @@ fn initial_schema() -> String {
 
 fn load_schema() -> String {
     TABLES[4..7]
+        .iter()
+        .map(create_table)
+        .collect::<Vec<_>>()
+        .join(";\n")
+}
+
+fn validity_schema() -> String {
+    [RUN_VALIDITY, VALIDITY_CHECKS]
         .iter()
         .map(create_table)
         .collect::<Vec<_>>()

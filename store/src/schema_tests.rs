@@ -8,7 +8,7 @@ fn a_new_store_is_migrated_once_and_a_newer_one_is_refused() {
     let path = dir.path().join("s.sqlite");
     let location = path.to_string_lossy().into_owned();
     let mut store = Store::open(&location).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(applied_version(&mut store).ok(), Some(4));
+    assert_eq!(applied_version(&mut store).ok(), Some(5));
     let tables = store
         .query(
             "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
@@ -28,9 +28,11 @@ fn a_new_store_is_migrated_once_and_a_newer_one_is_refused() {
             "paired_wins",
             "requests",
             "run_contracts",
+            "run_validity",
             "runs",
             "schema_migrations",
-            "snapshots"
+            "snapshots",
+            "validity_checks"
         ]
     );
     drop(store);
@@ -48,15 +50,16 @@ fn a_new_store_is_migrated_once_and_a_newer_one_is_refused() {
             vec![Value::Int(1)],
             vec![Value::Int(2)],
             vec![Value::Int(3)],
-            vec![Value::Int(4)]
+            vec![Value::Int(4)],
+            vec![Value::Int(5)]
         ]
     );
     store
-        .execute_batch("INSERT INTO schema_migrations (version, name) VALUES (5, 'future')")
+        .execute_batch("INSERT INTO schema_migrations (version, name) VALUES (6, 'future')")
         .unwrap_or_else(|e| panic!("{e}"));
     drop(store);
     match Store::open(&location) {
-        Err(StoreError::NewerSchema { found, known, .. }) => assert_eq!((found, known), (5, 4)),
+        Err(StoreError::NewerSchema { found, known, .. }) => assert_eq!((found, known), (6, 5)),
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("a store newer than the build was opened"),
     }

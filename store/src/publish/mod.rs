@@ -17,6 +17,7 @@
 
 mod load;
 pub mod paired;
+mod validity;
 
 use crate::backend::{Store, Value};
 use crate::schema::{self, LANES, METRICS, REQUESTS, RUNS, TABLES};
@@ -342,6 +343,9 @@ fn insert_run(s: &mut Store, run: &Verified, status: &str) -> Result<(), StoreEr
                 .iter()
                 .map(|(l, p, r)| (l.as_str(), p.as_str(), r.as_str()));
             s.execute_many(&schema::insert(&LANES), &lane_rows(lock, lanes))?;
+            if let Some(section) = &figures.validity {
+                validity::insert(s, &lock.run_id, section)?;
+            }
             return load::insert(s, &lock.run_id, figures);
         }
         Body::Paired { computed, records } => (computed, records),
@@ -359,6 +363,9 @@ fn insert_run(s: &mut Store, run: &Verified, status: &str) -> Result<(), StoreEr
         .collect();
     s.execute_many(&schema::insert(&REQUESTS), &requests)?;
     paired::insert(s, &lock.run_id, &computed.paired)?;
+    if let Some(section) = &computed.metrics.validity {
+        validity::insert(s, &lock.run_id, section)?;
+    }
     s.execute_many(
         &schema::insert(&METRICS),
         &metric_rows(&lock.run_id, &computed.metrics),
