@@ -191,13 +191,16 @@ fn a_published_snapshot_builds_one_site_whose_numbers_are_the_stores() {
     assert!(row2.contains("<td class=\"regression\">▼ "), "{row2}");
     assert!(history.contains("Latest change, with 95% intervals"));
 
+    // Paired comparisons: every figure is the store's `paired_wins` / `paired_pairs` row.
+    checks::assert_paired_page_is_the_stores(&site, &bench, store, &results);
+
     // The JSON validates against its schema.
     validate(
         &site.join("results"),
         &format!("{run_id}.json"),
-        "schema-v1.json",
+        "schema-v2.json",
     );
-    validate(&site.join("results"), "index.json", "index.schema-v1.json");
+    validate(&site.join("results"), "index.json", "index.schema-v2.json");
 
     // Every internal link resolves (fragments too); nothing is fetched from elsewhere.
     assert_links_resolve(&a);
@@ -320,7 +323,7 @@ fn a_load_snapshot_gets_a_load_page_whose_numbers_are_the_stores() {
     validate(
         &site.join("results"),
         &format!("{run_id}.json"),
-        "schema-v1.json",
+        "schema-v2.json",
     );
     let html =
         std::fs::read_to_string(site.join(format!("{}-load.html", results.benchmark))).unwrap();

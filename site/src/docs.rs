@@ -148,14 +148,15 @@ pub fn dataset_page() -> Result<String, SiteError> {
 
 /// `llms.txt`: what the site is, where the data is, and each leaderboard in plain text.
 pub fn llms_txt(latest: &[&SnapshotResults]) -> String {
-    let mut out = String::from(
+    let mut out = format!(
         "# Inference provider benchmarks\n\n> Open, reproducible benchmark of LLM inference \
          providers serving the same model: E2E latency, time to first answer token, visible \
          answer tokens per second and exact task success, from paired rounds. No single metric \
          picks a winner.\n\n## Pages\n\n- [Leaderboards](index.html)\n- \
          [Methodology](methodology.html): the definition of every figure\n- \
          [Dataset card](dataset.html)\n- [Results JSON index](results/index.json), schema \
-         [results/schema-v1.json](results/schema-v1.json)\n",
+         [results/schema-v{v}.json](results/schema-v{v}.json)\n",
+        v = crate::model::SCHEMA_VERSION
     );
     for s in latest {
         out.push_str(&format!(

@@ -71,12 +71,13 @@ pub fn page(s: &SnapshotResults, h: &History) -> String {
     );
     let rule = &h.options.rule;
     p.para(&format!(
-        "Every stored run of <code>{}</code>, oldest first. A change from one complete run to \
+        "Every stored run of <code>{}</code> serving {}, oldest first. A change from one complete run to \
          the next is flagged as a regression (▼) when its 95% paired-bootstrap interval excludes \
          zero on the worse side and it reaches {}% of the earlier value (latencies, tokens/s) or \
          {} percentage points (rates) — the rule <code>history</code> applies. Unfinished runs \
          are listed, not compared.",
         escape(&h.workflow),
+        escape(s.model_title()),
         rule.min_relative_change_pct,
         rule.min_rate_change_points
     ));

@@ -103,11 +103,11 @@ pub fn provenance(s: &SnapshotResults) -> String {
         .contract
         .concurrency_per_provider
         .map_or("set per load step".to_string(), |c| c.to_string());
-    let effort = s
-        .contract
-        .reasoning_effort
-        .clone()
-        .unwrap_or_else(|| "not recorded in the store".to_string());
+    let effort = match s.contract.reasoning_effort.as_deref() {
+        None => "not recorded (the locked spec was not there to read when the run was stored)",
+        Some("") => "none sent",
+        Some(effort) => effort,
+    };
     format!(
         "Snapshot from run <code>{}</code>, started {} and published {} under approval \
          <code>{}</code> ({} rounds, {} requests stored). {requests} across {}, with streaming \
@@ -121,7 +121,7 @@ pub fn provenance(s: &SnapshotResults) -> String {
         crate::page::shown(Some(s.requests as f64), Unit::Count),
         escape(&s.families.join(", ")),
         if s.contract.streaming { "on" } else { "off" },
-        escape(&effort),
+        escape(effort),
         crate::page::shown(Some(s.contract.timeout_ms as f64), Unit::Count),
     )
 }

@@ -19,8 +19,10 @@ pub mod load_page;
 pub mod model;
 pub mod page;
 pub mod pages;
+pub mod paired;
 
 use model::{IndexEntry, ResultsIndex, SCHEMA_VERSION, SnapshotResults};
+use openbench_common::spec::RegressionRule;
 use openbench_micro_single_task::compare::CompareOptions;
 use openbench_store::Store;
 use openbench_store::history::{self, HistoryOptions};
@@ -74,8 +76,9 @@ pub fn snapshots(store: &mut Store) -> Result<Vec<SnapshotResults>, SiteError> {
     Ok(all)
 }
 
-/// Builds every file of the site from the store (nothing written).
-pub fn render(store: &mut Store) -> Result<Files, SiteError> {
+/// Builds every file of the site from the store (nothing written); `rule` flags regressions on
+/// the history pages (`history`'s rule: the spec's `results.regression`, or the defaults).
+pub fn render(store: &mut Store, rule: RegressionRule) -> Result<Files, SiteError> {
     let all = snapshots(store)?;
     let mut latest: BTreeMap<&str, &SnapshotResults> = BTreeMap::new();
     for s in &all {
@@ -113,17 +116,21 @@ pub fn render(store: &mut Store) -> Result<Files, SiteError> {
         files.insert(pages::leaderboard_file(s), leaderboard::page(s));
         if s.load.is_some() {
             files.insert(pages::file(s, "load"), load_page::page(s));
-            let h = history::load_history::compute(store, &s.workflow, Default::default(), None)?;
+            let h = history::load_history::compute(store, &s.workflow, Some(&s.model), rule, None)?;
             files.insert(pages::file(s, "history"), load_history_page::page(s, &h));
             continue;
         }
         files.insert(pages::file(s, "latency"), analysis::latency_page(s));
         files.insert(pages::file(s, "speed"), analysis::speed_page(s));
         files.insert(pages::file(s, "accuracy"), analysis::accuracy_page(s));
+        if let Some(p) = &s.paired {
+            files.insert(pages::file(s, "paired"), paired::page(s, p));
+        }
         let options = HistoryOptions {
-            rule: Default::default(),
+            rule,
             compare: CompareOptions::default(),
             baseline: None,
+            model: Some(s.model.clone()),
         };
         let h = history::compute(store, &s.workflow, options)?;
         files.insert(pages::file(s, "history"), history_page::page(s, &h));
@@ -135,9 +142,14 @@ pub fn render(store: &mut Store) -> Result<Files, SiteError> {
     Ok(files)
 }
 
-/// Builds the site from the store into `out` (created if needed); returns the files written.
-pub fn build(store: &mut Store, out: &Path) -> Result<Vec<PathBuf>, SiteError> {
-    let files = render(store)?;
+/// Builds the site from the store into `out` (created if needed) with regression `rule`;
+/// returns the files written.
+pub fn build(
+    store: &mut Store,
+    out: &Path,
+    rule: RegressionRule,
+) -> Result<Vec<PathBuf>, SiteError> {
+    let files = render(store, rule)?;
     let mut written = Vec::new();
     for (name, text) in &files {
         let path = out.join(name);

@@ -1,18 +1,22 @@
 //! The results JSON: one file per published snapshot, read straight from the store's rows (the
 //! `runs`, `lanes`, `metrics` and load tables) with no value recomputed or rounded, so every
-//! figure equals the store's bit for bit. Its JSON Schema (`results/schema-v1.json`) is derived
+//! figure equals the store's bit for bit. Its JSON Schema (`results/schema-v2.json`) is derived
 //! from these structs.
 
 use crate::SiteError;
+use crate::paired::PairedResults;
 use openbench_store::backend::{Store, Value};
-use openbench_store::schema::{self, LANES, LOAD_SATURATION, LOAD_STEPS, METRICS, RUNS, Table};
+use openbench_store::schema::{
+    self, LANES, LOAD_SATURATION, LOAD_STEPS, METRICS, RUN_CONTRACTS, RUNS, Table,
+};
 use openbench_store::snapshot::Snapshot;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Version of the results JSON layout; the schema file is `schema-v{SCHEMA_VERSION}.json`.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version 2 added `paired` and the contract's `source`.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// A figure as the store holds it: `null` where the population was empty.
 pub type Figure = Option<f64>;
@@ -21,7 +25,7 @@ pub type Figure = Option<f64>;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SnapshotResults {
-    /// Layout version of this file (1).
+    /// Layout version of this file (2).
     pub schema_version: u32,
     /// The benchmark: one workflow serving one model (`<workflow>-<model>` in lower case).
     pub benchmark: String,
@@ -61,20 +65,28 @@ pub struct SnapshotResults {
     pub lanes: Vec<LaneResults>,
     /// A load run's figures (absent for a paired run).
     pub load: Option<LoadResults>,
+    /// A paired run's round wins and pairwise E2E differences (absent for a load run, or a run
+    /// stored before the store kept them).
+    pub paired: Option<PairedResults>,
 }
 
-/// The request contract of a run, as far as the store records it.
+/// The request contract of a run, as the store's `run_contracts` row records it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Contract {
     /// Every request streams (both workflows always stream).
     pub streaming: bool,
-    /// Requests in flight per provider (1 in paired rounds; a load run's steps set their own).
+    /// Requests in flight per provider (1 in paired rounds; `null` for a load run, whose steps
+    /// set their own).
     pub concurrency_per_provider: Option<u64>,
     /// Per-request client timeout, ms (the lock's).
     pub timeout_ms: u64,
-    /// The reasoning effort sent, when the store records it (the lock does not: `null`).
+    /// The spec's `request.reasoning_effort` (`""`: the spec sent none); `null` when the
+    /// locked spec was not there to read at publish time.
     pub reasoning_effort: Option<String>,
+    /// Where the contract was read: `spec` (the locked spec's bytes, at publish time) or `lock`
+    /// (the lock alone: a spec gone or changed, or a run stored before contracts were kept).
+    pub source: String,
 }
 
 /// One lane's figures: every metric of the report's summary rows, by its `metrics.json` path.
@@ -158,7 +170,7 @@ impl From<&Value> for Cell {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResultsIndex {
-    /// Layout version (1).
+    /// Layout version (2).
     pub schema_version: u32,
     /// The schema file of every snapshot file, beside this index.
     pub schema: String,
@@ -253,12 +265,17 @@ pub fn read(store: &mut Store, snapshot: &Snapshot) -> Result<SnapshotResults, S
     let model = text(&RUNS, run, "model_label");
     let time_scale = column(&RUNS, run, "simulator_time_scale").real();
     let load = read_load(store, &id)?;
-    let contract = Contract {
+    let contract = read_contract(store, &id)?.unwrap_or(Contract {
+        // A run stored before contracts were kept: what the lock and the workflows fix.
         streaming: true,
         concurrency_per_provider: load.is_none().then_some(1),
         timeout_ms,
         reasoning_effort: None,
-    };
+        source: "lock".into(),
+    });
+    let lanes = read_lanes(store, &id)?;
+    let labels: Vec<String> = lanes.iter().map(|l| l.lane.clone()).collect();
+    let paired = crate::paired::read(store, &id, &labels)?;
     Ok(SnapshotResults {
         schema_version: SCHEMA_VERSION,
         benchmark: slug(&workflow, &model),
@@ -278,9 +295,25 @@ pub fn read(store: &mut Store, snapshot: &Snapshot) -> Result<SnapshotResults, S
         regions,
         probes,
         contract,
-        lanes: read_lanes(store, &id)?,
+        lanes,
         load,
+        paired,
     })
+}
+
+fn read_contract(store: &mut Store, id: &[Value]) -> Result<Option<Contract>, SiteError> {
+    let rows = store.query(&schema::select(&RUN_CONTRACTS, true), id)?;
+    Ok(rows.first().map(|r| Contract {
+        streaming: column(&RUN_CONTRACTS, r, "streaming").int() == Some(1),
+        concurrency_per_provider: column(&RUN_CONTRACTS, r, "concurrency_per_provider")
+            .int()
+            .map(|c| c as u64),
+        timeout_ms: column(&RUN_CONTRACTS, r, "timeout_ms").int().unwrap_or(0) as u64,
+        reasoning_effort: column(&RUN_CONTRACTS, r, "reasoning_effort")
+            .text()
+            .map(str::to_string),
+        source: text(&RUN_CONTRACTS, r, "source"),
+    }))
 }
 
 fn read_lanes(store: &mut Store, id: &[Value]) -> Result<Vec<LaneResults>, SiteError> {
@@ -340,12 +373,12 @@ fn read_load(store: &mut Store, id: &[Value]) -> Result<Option<LoadResults>, Sit
     Ok(Some(LoadResults { steps, saturation }))
 }
 
-/// The JSON Schema of a snapshot file (`results/schema-v1.json`).
+/// The JSON Schema of a snapshot file (`results/schema-v2.json`).
 pub fn snapshot_schema() -> String {
     pretty(&schemars::schema_for!(SnapshotResults))
 }
 
-/// The JSON Schema of the index (`results/index.schema-v1.json`).
+/// The JSON Schema of the index (`results/index.schema-v2.json`).
 pub fn index_schema() -> String {
     pretty(&schemars::schema_for!(ResultsIndex))
 }

@@ -9,7 +9,7 @@ pub fn leaderboard_file(s: &SnapshotResults) -> String {
     format!("{}.html", s.benchmark)
 }
 
-/// An analysis page's file (`latency`, `speed`, `accuracy`, `history`, `load`).
+/// An analysis page's file (`latency`, `speed`, `accuracy`, `paired`, `history`, `load`).
 pub fn file(s: &SnapshotResults, page: &str) -> String {
     format!("{}-{page}.html", s.benchmark)
 }
@@ -43,12 +43,19 @@ pub fn analyses(s: &SnapshotResults) -> Vec<(String, &'static str)> {
             (file(s, "history"), "History per provider"),
         ];
     }
-    vec![
+    let mut out = vec![
         (file(s, "latency"), "Lowest latency: p99 tail analysis"),
         (file(s, "speed"), "Fastest by tokens per second"),
         (file(s, "accuracy"), "Same model, different accuracy"),
-        (file(s, "history"), "History per provider"),
-    ]
+    ];
+    if s.paired.is_some() {
+        out.push((
+            file(s, "paired"),
+            "Paired comparisons: round wins and E2E differences",
+        ));
+    }
+    out.push((file(s, "history"), "History per provider"));
+    out
 }
 
 /// Links from each figure's name to its definition on the methodology page.

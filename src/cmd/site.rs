@@ -43,6 +43,10 @@ pub struct BuildArgs {
     /// Folder to write the site into (created if needed).
     #[arg(long, default_value = "public")]
     out: PathBuf,
+    /// The spec whose `results.regression` rule flags regressions on the history pages, as
+    /// `history --spec` (else the defaults: 10%, 2 points).
+    #[arg(long)]
+    spec: Option<PathBuf>,
 }
 
 /// Arguments of `site serve`.
@@ -86,9 +90,10 @@ pub async fn run(command: SiteCommand) -> anyhow::Result<ExitCode> {
             println!("{said}");
         }
         SiteCommand::Build(args) => {
+            let rule = super::store::regression_rule(args.spec.as_deref())?;
             let written = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
                 let mut store = Store::open(&args.store.location)?;
-                Ok(openbench_site::build(&mut store, &args.out)?)
+                Ok(openbench_site::build(&mut store, &args.out, rule)?)
             })
             .await??;
             println!("wrote {} files", written.len());

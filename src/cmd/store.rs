@@ -123,25 +123,28 @@ pub async fn publish(args: PublishArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The `results.regression` rule of the spec at `spec` (its defaults when the spec has none),
+/// or the defaults (10%, 2 points) without a spec: what `history --spec` and `site build --spec`
+/// apply.
+pub(super) fn regression_rule(spec: Option<&Path>) -> anyhow::Result<RegressionRule> {
+    let Some(path) = spec else {
+        return Ok(RegressionRule::default());
+    };
+    let bytes =
+        openbench_common::input_file::read_regular(path, openbench_common::input_file::SPEC_BYTES)
+            .with_context(|| format!("reading spec {}", path.display()))?;
+    Ok(Spec::parse(path, &bytes)?
+        .results
+        .map(|r| r.regression)
+        .unwrap_or_default())
+}
+
 /// Runs `history`: exit 0, or [`REGRESSION_EXIT`] with `--fail-on-regression` and a regression.
 pub async fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
     if args.replicates == 0 {
         anyhow::bail!("--replicates must be at least 1");
     }
-    let rule = match &args.spec {
-        Some(path) => {
-            let bytes = openbench_common::input_file::read_regular(
-                path,
-                openbench_common::input_file::SPEC_BYTES,
-            )
-            .with_context(|| format!("reading spec {}", path.display()))?;
-            Spec::parse(path, &bytes)?
-                .results
-                .map(|r| r.regression)
-                .unwrap_or_default()
-        }
-        None => RegressionRule::default(),
-    };
+    let rule = regression_rule(args.spec.as_deref())?;
     let options = HistoryOptions {
         rule,
         compare: CompareOptions {
@@ -149,6 +152,7 @@ pub async fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
             seed: args.seed,
         },
         baseline: args.baseline.clone(),
+        model: None,
     };
     let (runs, regressions) = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
         let mut store = open(&args.store.location)?;
@@ -157,6 +161,7 @@ pub async fn history(args: HistoryArgs) -> anyhow::Result<ExitCode> {
                 let found = history::load_history::compute(
                     &mut store,
                     &args.workflow,
+                    None,
                     options.rule,
                     options.baseline,
                 )?;

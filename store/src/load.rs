@@ -21,6 +21,8 @@ pub struct RunRow {
     pub run_id: String,
     /// Workflow.
     pub workflow: String,
+    /// The lock's model label (a benchmark is one workflow serving one model).
+    pub model_label: String,
     /// Stored status (`complete`, `failed`, …).
     pub status: String,
     /// First execution start (RFC 3339), when the run executed.
@@ -52,8 +54,8 @@ pub struct StoredRun {
 /// Every stored run, oldest first (by first execution start, then id).
 pub fn runs(store: &mut Store) -> Result<Vec<RunRow>, StoreError> {
     let rows = store.query(
-        "SELECT run_id, workflow, status, started_at, lock_sha256, code_sha256, requests \
-         FROM runs ORDER BY started_at, run_id",
+        "SELECT run_id, workflow, status, started_at, lock_sha256, code_sha256, requests, \
+         model_label FROM runs ORDER BY started_at, run_id",
         &[],
     )?;
     Ok(rows
@@ -68,6 +70,7 @@ pub fn runs(store: &mut Store) -> Result<Vec<RunRow>, StoreError> {
                 lock_sha256: text(4).unwrap_or_default(),
                 code_sha256: text(5).unwrap_or_default(),
                 requests: r.get(6).and_then(Value::int).unwrap_or(0),
+                model_label: text(7).unwrap_or_default(),
             }
         })
         .collect())

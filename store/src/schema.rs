@@ -278,6 +278,59 @@ pub const RUN_VALIDITY: Table = Table {
     key: &["run_id"],
 };
 
+/// A paired run's round wins per compared lane, as the report computes them
+/// (`artifacts/paired-comparisons.json`, METHODOLOGY §6): `win_share` = `wins` ÷
+/// `rounds_with_winner` (the run's rounds in which a compared lane had an E2E). Lanes of the run
+/// absent here were left out as configuration-incompatible.
+pub const PAIRED_WINS: Table = Table {
+    name: "paired_wins",
+    columns: &[
+        col("run_id", Text),
+        col("lane", Text),
+        col("wins", Real),
+        col("rounds_with_e2e", Int),
+        col("rounds_with_winner", Int),
+        opt("win_share", Real),
+    ],
+    key: &["run_id", "lane"],
+};
+
+/// A paired run's E2E differences A − B per ordered pair of compared lanes over the rounds where
+/// both had an E2E (nearest-rank p50/p95/p99, ms), with the count and the coverage (count ÷
+/// rounds), as the report computes them. The run holds no interval for these: none is stored.
+pub const PAIRED_PAIRS: Table = Table {
+    name: "paired_pairs",
+    columns: &[
+        col("run_id", Text),
+        col("lane_a", Text),
+        col("lane_b", Text),
+        col("count", Int),
+        opt("coverage", Real),
+        opt("e2e_diff_p50", Real),
+        opt("e2e_diff_p95", Real),
+        opt("e2e_diff_p99", Real),
+    ],
+    key: &["run_id", "lane_a", "lane_b"],
+};
+
+/// The request contract a run was sent under, read at publish time from the run: `streaming`
+/// (both workflows always stream), the requests in flight per provider (1 in paired rounds;
+/// NULL for a load run, whose steps set their own), the lock's `timeout_ms`, and the spec's
+/// `request.reasoning_effort` (`''`: the spec sent none) when the spec the lock names is still
+/// there with the locked bytes (`source` = `spec`); NULL when it is not (`source` = `lock`).
+pub const RUN_CONTRACTS: Table = Table {
+    name: "run_contracts",
+    columns: &[
+        col("run_id", Text),
+        col("streaming", Int),
+        opt("concurrency_per_provider", Int),
+        col("timeout_ms", Int),
+        opt("reasoning_effort", Text),
+        col("source", Text),
+    ],
+    key: &["run_id"],
+};
+
 /// One row per check of a run's validity section.
 pub const VALIDITY_CHECKS: Table = Table {
     name: "validity_checks",
@@ -295,7 +348,7 @@ pub const VALIDITY_CHECKS: Table = Table {
 };
 
 /// Every data table, parents first (publish inserts in this order, deletes in reverse).
-pub const TABLES: [Table; 9] = [
+pub const TABLES: [Table; 12] = [
     RUNS,
     LANES,
     REQUESTS,
@@ -305,6 +358,9 @@ pub const TABLES: [Table; 9] = [
     LOAD_REQUESTS,
     RUN_VALIDITY,
     VALIDITY_CHECKS,
+    PAIRED_WINS,
+    PAIRED_PAIRS,
+    RUN_CONTRACTS,
 ];
 
 /// One schema version.
@@ -338,6 +394,11 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 4,
         name: "run_validity, validity_checks",
         ddl: validity_schema,
+    },
+    Migration {
+        version: 5,
+        name: "paired_wins, paired_pairs, run_contracts",
+        ddl: paired_contract_schema,
     },
 ];
 
@@ -386,7 +447,7 @@ fn load_schema() -> String {
 }
 
 fn validity_schema() -> String {
-    TABLES[7..]
+    [RUN_VALIDITY, VALIDITY_CHECKS]
         .iter()
         .map(create_table)
         .collect::<Vec<_>>()
@@ -395,6 +456,15 @@ fn validity_schema() -> String {
 
 fn snapshot_schema() -> String {
     create_table(&SNAPSHOTS)
+}
+
+/// Self-contained (names its tables, not a slice of [`TABLES`]), so it can be renumbered.
+fn paired_contract_schema() -> String {
+    [PAIRED_WINS, PAIRED_PAIRS, RUN_CONTRACTS]
+        .iter()
+        .map(create_table)
+        .collect::<Vec<_>>()
+        .join(";\n")
 }
 
 /// `INSERT` of every column of `table`, with `$n` placeholders.
@@ -471,91 +541,5 @@ pub fn applied_version(store: &mut Store) -> Result<i64, StoreError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_new_store_is_migrated_once_and_a_newer_one_is_refused() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let path = dir.path().join("s.sqlite");
-        let location = path.to_string_lossy().into_owned();
-        let mut store = Store::open(&location).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(applied_version(&mut store).ok(), Some(4));
-        let tables = store
-            .query(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
-                &[],
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
-        let names: Vec<&str> = tables.iter().filter_map(|r| r[0].text()).collect();
-        assert_eq!(
-            names,
-            [
-                "lanes",
-                "load_requests",
-                "load_saturation",
-                "load_steps",
-                "metrics",
-                "requests",
-                "run_validity",
-                "runs",
-                "schema_migrations",
-                "snapshots",
-                "validity_checks"
-            ]
-        );
-        drop(store);
-        // Opening again applies nothing (one row per version).
-        let mut store = Store::open(&location).unwrap_or_else(|e| panic!("{e}"));
-        let rows = store
-            .query(
-                "SELECT version FROM schema_migrations ORDER BY version",
-                &[],
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(
-            rows,
-            vec![
-                vec![Value::Int(1)],
-                vec![Value::Int(2)],
-                vec![Value::Int(3)],
-                vec![Value::Int(4)]
-            ]
-        );
-        store
-            .execute_batch("INSERT INTO schema_migrations (version, name) VALUES (5, 'future')")
-            .unwrap_or_else(|e| panic!("{e}"));
-        drop(store);
-        match Store::open(&location) {
-            Err(StoreError::NewerSchema { found, known, .. }) => assert_eq!((found, known), (5, 4)),
-            Err(e) => panic!("{e}"),
-            Ok(_) => panic!("a store newer than the build was opened"),
-        }
-    }
-
-    #[test]
-    fn statements_are_generated_from_the_table_description() {
-        assert_eq!(
-            insert(&METRICS),
-            "INSERT INTO metrics (run_id, lane, family, metric, value) VALUES ($1, $2, $3, $4, $5)"
-        );
-        assert_eq!(
-            select(&LANES, true),
-            "SELECT run_id, lane_index, lane, provider, region, display_name, model, \
-             input_price_per_mtok, output_price_per_mtok FROM lanes WHERE run_id = $1 \
-             ORDER BY run_id, lane_index"
-        );
-        assert!(create_table(&METRICS).contains("value DOUBLE PRECISION,"));
-        assert!(create_table(&METRICS).contains("metric TEXT NOT NULL,"));
-    }
-
-    #[test]
-    fn a_postgres_url_is_named_without_its_credentials() {
-        // Every form: backend/location.rs.
-        assert_eq!(
-            crate::describe("postgres://bench:s3cret@db.example:5432/results?sslmode=disable"),
-            "postgres://db.example:5432/results"
-        );
-        assert_eq!(crate::describe("results.sqlite"), "results.sqlite");
-    }
-}
+#[path = "schema_tests.rs"]
+mod tests;

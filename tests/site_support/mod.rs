@@ -3,6 +3,8 @@
 //! `jsonschema`), headless Chromium's layout probe and a database of our own on the test server.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod checks;
+
 use crate::browser;
 use crate::coordinator_support::*;
 use crate::real_targets::skip::skip_or_fail;
@@ -112,6 +114,10 @@ pub fn stored(store: &str, run_id: &str) -> BTreeMap<String, BTreeMap<String, Op
 /// separators, counts whole.
 pub fn expected_text(value: f64, metric: &str) -> String {
     let group = |text: String| {
+        let (sign, text) = match text.strip_prefix('-') {
+            Some(rest) => ("-", rest.to_string()),
+            None => ("", text),
+        };
         let (int, frac) = text
             .split_once('.')
             .map_or((text.as_str(), None), |(i, f)| (i, Some(f)));
@@ -122,7 +128,7 @@ pub fn expected_text(value: f64, metric: &str) -> String {
             }
             out.push(c);
         }
-        frac.map_or(out.clone(), |f| format!("{out}.{f}"))
+        sign.to_string() + &frac.map_or(out.clone(), |f| format!("{out}.{f}"))
     };
     match metric {
         m if m.ends_with("_rate") => format!("{}%", group(format!("{:.2}", value * 100.0))),

@@ -126,16 +126,19 @@ pub fn is_load_workflow(store: &mut Store, workflow: &str) -> Result<bool, Store
     Ok(rows.first().and_then(|r| r.first()).and_then(Value::int) > Some(0))
 }
 
-/// Reads the store and computes the history of `workflow`'s load runs.
+/// Reads the store and computes the history of `workflow`'s load runs (only those of model label
+/// `model` when given: one benchmark).
 pub fn compute(
     store: &mut Store,
     workflow: &str,
+    model: Option<&str>,
     rule: RegressionRule,
     baseline: Option<String>,
 ) -> Result<LoadHistory, StoreError> {
     let runs: Vec<RunRow> = load::runs(store)?
         .into_iter()
         .filter(|r| r.workflow == workflow)
+        .filter(|r| model.is_none_or(|m| r.model_label == m))
         .collect();
     let compared: Vec<usize> = (0..runs.len()).filter(|&i| is_compared(&runs[i])).collect();
     let pairs: Vec<(usize, usize)> = pairs(&runs, &compared, baseline.as_deref())?

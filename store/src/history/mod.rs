@@ -37,6 +37,9 @@ pub struct HistoryOptions {
     /// Compare the latest complete run with this run (complete, stored) instead of each complete
     /// run with the previous one.
     pub baseline: Option<String>,
+    /// Only the runs of this model label (one benchmark, as the site shows it); `None`: every
+    /// run of the workflow, whatever its model.
+    pub model: Option<String>,
 }
 
 /// One lane's figures in one run.
@@ -172,6 +175,7 @@ pub fn compute(
     let rows: Vec<RunRow> = load::runs(store)?
         .into_iter()
         .filter(|r| r.workflow == workflow)
+        .filter(|r| options.model.as_ref().is_none_or(|m| &r.model_label == m))
         .collect();
     let compared: Vec<usize> = (0..rows.len()).filter(|&i| is_compared(&rows[i])).collect();
     let pairs = pairs(&rows, &compared, options.baseline.as_deref())?;

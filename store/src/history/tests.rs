@@ -76,6 +76,7 @@ fn tokens_per_second_and_rates_regress_downwards() {
 
 fn row(run_id: &str, status: &str) -> RunRow {
     RunRow {
+        model_label: String::new(),
         run_id: run_id.into(),
         workflow: "micro-single-task".into(),
         status: status.into(),

@@ -16,6 +16,7 @@
 //! reaches the workflow only through that trait method.
 
 mod load;
+pub mod paired;
 mod validity;
 
 use crate::backend::{Store, Value};
@@ -333,6 +334,8 @@ fn insert_run(s: &mut Store, run: &Verified, status: &str) -> Result<(), StoreEr
         Value::from(lock_json),
     ];
     s.execute_many(&schema::insert(&RUNS), &[row])?;
+    let concurrency = matches!(run.body, Body::Paired { .. }).then_some(1);
+    paired::insert_contract(s, lock, concurrency)?;
     let (computed, records) = match &run.body {
         Body::Load(figures) => {
             let lanes = figures
@@ -359,6 +362,7 @@ fn insert_run(s: &mut Store, run: &Verified, status: &str) -> Result<(), StoreEr
         .map(|o| request_row(&lock.run_id, o, records.get(&o.request_id)))
         .collect();
     s.execute_many(&schema::insert(&REQUESTS), &requests)?;
+    paired::insert(s, &lock.run_id, &computed.paired)?;
     if let Some(section) = &computed.metrics.validity {
         validity::insert(s, &lock.run_id, section)?;
     }
