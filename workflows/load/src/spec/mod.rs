@@ -187,7 +187,7 @@ pub enum Measure {
     Requests(u32),
 }
 
-/// Open-loop arrival process of a saturation search.
+/// Open-loop arrival process of a saturation search or a ramp.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Arrivals {
