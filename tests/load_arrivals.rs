@@ -130,6 +130,23 @@ async fn traces_replay_their_arrivals_and_lengths_time_scaled() {
             openbench_common::input_file::sha256_regular(&sample(name), 1 << 30).unwrap();
         assert_eq!(lock.input_files_sha256.get(name), Some(&sha), "{name}");
     }
+    // A trace edited after the run: the report refuses it, naming the file.
+    let edited = tmp.path().join("mooncake-sample.jsonl");
+    let mut text = std::fs::read_to_string(&edited).unwrap();
+    text.push_str(
+        "{\"timestamp\": 9999, \"input_length\": 9, \"output_length\": 1, \"hash_ids\": []}\n",
+    );
+    std::fs::write(&edited, text).unwrap();
+    let err = openbench_load::run::load_results(&dir)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("trace file")
+            && err.contains("mooncake-sample.jsonl")
+            && err.contains("changed"),
+        "{err}"
+    );
 }
 
 /// 20/s against a server that holds each request 195 ms, capped at 2 in flight: capacity is

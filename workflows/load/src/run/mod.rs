@@ -251,12 +251,20 @@ fn refuse_changed_files(
     lock: &RunLock,
 ) -> Result<(), WorkflowError> {
     let files = LoadWorkflow.input_files(spec, dataset);
+    let traces = section::read(spec)
+        .map(|s| trace_paths(&s))
+        .unwrap_or_default();
     let now = input_files_sha256(&files);
     for (name, path) in &files {
         if lock.input_files_sha256.get(name) != now.get(name) {
+            let kind = if traces.contains(name) {
+                "trace"
+            } else {
+                "prompt"
+            };
             return Err(WorkflowError(
                 format!(
-                    "input file {}: changed since run {} was locked (sha256 differs from the \
+                    "{kind} file {}: changed since run {} was locked (sha256 differs from the \
                      lock's)",
                     path.display(),
                     lock.run_id
