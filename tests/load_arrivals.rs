@@ -149,6 +149,41 @@ async fn traces_replay_their_arrivals_and_lengths_time_scaled() {
     );
 }
 
+/// A trace with broken lines is refused when the spec is loaded (`init` first), every line named
+/// with the step's field and the file, beside the section's own problems.
+#[test]
+fn a_broken_trace_is_refused_at_init_naming_the_file_and_every_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("t.csv"),
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.5,10,5\n\
+         2023-11-16 18:15:46.0,10,5\n2023-11-16 18:15:47.0,10,500\n",
+    )
+    .unwrap();
+    let load = format!(
+        "  seed: 1
+  phases: {{warmup_s: 0, measure: {{duration_s: 1}}, cooldown_s: 0}}
+  steps:
+    - {{model: trace, path: t.csv, format: azure_csv}}
+    - {{model: gamma, rate_per_s: 5, burstiness: -1}}
+{WORKLOAD}"
+    );
+    let spec = write_spec(tmp.path(), &provider("p", "sim://plain"), &load, "");
+    let workflow = std::sync::Arc::new(openbench_load::run::LoadWorkflow);
+    let err = openbench_coordinator::prepare_inputs(&spec, workflow, "test-code-digest")
+        .err()
+        .unwrap()
+        .to_string();
+    for part in [
+        "load.steps[1].burstiness: -1 is outside (0, 1000]",
+        "load.steps[0].path: ",
+        "t.csv: line 3: timestamp is 500.000 ms before the line above's",
+        "t.csv: line 4: output length 500 is outside 1..=64",
+    ] {
+        assert!(err.contains(part), "{part:?} not in:\n{err}");
+    }
+}
+
 /// 20/s against a server that holds each request 195 ms, capped at 2 in flight: capacity is
 /// 2/0.195 = 10.3/s, so releases wait for a free place. Request k cannot be sent before
 /// ⌊k/2⌋ × 195 ms (each place is held at least that long), while it is due at k × 50 ms: its
