@@ -3,7 +3,8 @@
 # toolchain.
 #   - Debian: chromium (HTML report screenshots), curl, python3, tmux (the watch TUI test)
 #   - PyPI: rotel, a Rust OpenTelemetry collector the OTLP trace test exports to; duckdb, the
-#     independent reader the results-store test opens the CSV and Parquet exports with
+#     independent reader the results-store test opens the CSV and Parquet exports with;
+#     jsonschema, the independent validator of the site's results JSON
 #   deploy/setup.sh        installs what is missing
 #   deploy/setup.sh --ci   the same
 set -euo pipefail
@@ -33,5 +34,10 @@ DUCKDB_VERSION="${DUCKDB_VERSION:-2.0.1}"
 if ! python3 -c 'import duckdb' 2>/dev/null; then
   echo "[setup] installing duckdb $DUCKDB_VERSION (reads the results store's exports in its test)"
   python3 -m pip install --quiet --disable-pip-version-check "duckdb==$DUCKDB_VERSION"
+fi
+JSONSCHEMA_VERSION="${JSONSCHEMA_VERSION:-4.26.0}"
+if ! python3 -c 'import jsonschema' 2>/dev/null; then
+  echo "[setup] installing jsonschema $JSONSCHEMA_VERSION (validates the site's results JSON in its test)"
+  python3 -m pip install --quiet --disable-pip-version-check "jsonschema==$JSONSCHEMA_VERSION"
 fi
 echo "[setup] done"

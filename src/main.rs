@@ -54,6 +54,10 @@ enum Command {
     History(cmd::store::HistoryArgs),
     /// The store's tables as CSV or Parquet files.
     Export(cmd::store::ExportArgs),
+    /// The published side: publish a stored run as a snapshot, build the static leaderboard
+    /// site from the store, preview it (docs/site.md).
+    #[command(subcommand)]
+    Site(cmd::site::SiteCommand),
     /// Compare two runs of one workflow: writes compare.md and compare.html.
     Compare(cmd::compare::CompareArgs),
     /// Score answers offline against the dataset or self-contained gold.
@@ -111,6 +115,7 @@ fn main() -> ExitCode {
             Command::Publish(args) => cmd::store::publish(args).await,
             Command::History(args) => cmd::store::history(args).await,
             Command::Export(args) => cmd::store::export(args).await,
+            Command::Site(command) => cmd::site::run(command).await,
             Command::Score(args) => cmd::score::run(args).await,
             Command::Dataset(command) => cmd::dataset::run(command).await,
             Command::Probe(command) => cmd::probe::run(command).await,

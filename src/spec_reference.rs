@@ -71,8 +71,12 @@ pub fn markdown() -> String {
          A field with a default may be left out. The smallest spec a load run needs is its \
          `providers` (key, base URL, model) and a `load:` section; \
          `openbench-inference load --target URL --model NAME --concurrency 1,2,4` writes one for \
-         you. Endpoints are base URLs (`https://api.together.xyz/v1`): the adapter adds \
-         `/chat/completions` (a URL already ending in it is kept).\n\n",
+         you. Endpoints are base URLs (`https://api.together.xyz/v1`): the adapter adds the path of \
+         the provider's `api:` dialect, `/chat/completions` by default (a URL already ending in \
+         it is kept). `api: anthropic-messages` adds `/messages` and sends the key in \
+         `x-api-key` (`auth: {scheme: headers, headers: {x-api-key: ANTHROPIC_API_KEY}}`), \
+         `openai-responses` adds `/responses`, `openai-completions` adds `/completions`; \
+         docs/methodology.md maps each dialect's events onto the timings.\n\n",
     );
     out.push_str("## Top level\n\n");
     object_table(&mut out, &schema);

@@ -213,7 +213,7 @@ pub fn simulator_endpoints(
                 what: format!("provider {}: endpoint sim://{profile}", p.key),
                 source: "the embedded simulator is not running".into(),
             })?;
-            out.insert(p.endpoint.clone(), sim.profile_endpoint(profile));
+            out.insert(p.endpoint.clone(), sim.profile_base(profile));
         }
     }
     Ok(out)

@@ -58,6 +58,35 @@ fn a_sentinel_key_echoed_by_hostile_upstreams_is_written_nowhere() {
         );
         outputs.push((format!("probe once {quirk}"), output_text(&o)));
     }
+    // The other API dialects (`--api`; Anthropic's key goes in `x-api-key`), the key quoted back.
+    for api in [
+        "anthropic-messages",
+        "openai-responses",
+        "openai-completions",
+    ] {
+        let o = run_bin(
+            work,
+            &[
+                "probe",
+                "once",
+                "--api",
+                api,
+                "--base-url",
+                &sim_base,
+                "--model",
+                "m",
+                "--user",
+                "hello",
+                "--api-key-env",
+                KEY_ENV,
+                "--header",
+                "x-sim-quirk:echo-key-error",
+                "--json",
+            ],
+            &env,
+        );
+        outputs.push((format!("probe once --api {api}"), output_text(&o)));
+    }
 
     // 2. `smoke` and 3. `run` against the embedded simulator.
     let spec = write_spec(work, &data, &echoing_providers(), 1, 0.01, 5_000);

@@ -9,6 +9,7 @@ mod sim_support;
 use openbench_common::limits::StreamLimits;
 use openbench_common::record::{Classification, ErrorType, Execution, Outcome};
 use openbench_common::request::{ChatMessage, Role};
+use openbench_common::spec::Api;
 use sim_support::SimCall;
 
 const MODEL: &str = "zai-org/GLM-5.3-Flash";
@@ -18,7 +19,13 @@ const KEY: &str = "sk-SENTINEL-7f3a9c-0123456789abcdef";
 /// One request with `quirks` in `x-sim-quirk` against the `plain` profile, a bearer key and
 /// `limits`.
 async fn run_with(quirks: &str, limits: StreamLimits) -> Execution {
+    run_in(Api::OpenaiChat, quirks, limits).await
+}
+
+/// [`run_with`] in the API dialect `api` (Anthropic's key goes in `x-api-key`).
+async fn run_in(api: Api, quirks: &str, limits: StreamLimits) -> Execution {
     sim_support::execute(SimCall {
+        api,
         run_id: "run-hostile",
         profile: "plain",
         time_scale: 1.0,
@@ -81,6 +88,21 @@ async fn a_comment_flood_stops_at_the_event_limit_keeping_every_comment_read() {
             .iter()
             .all(|ev| ev.classification == Classification::Comment)
     );
+}
+
+#[tokio::test]
+async fn every_dialect_stops_a_flood_at_the_event_limit_and_a_long_line_at_the_line_limit() {
+    let limits = StreamLimits {
+        events: 50,
+        ..StreamLimits::default()
+    };
+    for api in Api::ALL {
+        let e = run_in(api, "comment-flood", limits).await;
+        assert_limited(&e, ErrorType::LimitEvents);
+        assert_eq!(e.events.len(), 50, "{api}");
+        let e = run_in(api, "endless-line", StreamLimits::default()).await;
+        assert_limited(&e, ErrorType::LimitLineBytes);
+    }
 }
 
 #[tokio::test]
@@ -182,6 +204,23 @@ async fn a_key_quoted_in_an_error_body_is_stored_nowhere() {
     for start in 0..=KEY.len() - 6 {
         let piece = &KEY[start..start + 6];
         assert!(!json.contains(piece), "{piece:?} in {json}");
+    }
+}
+
+#[tokio::test]
+async fn a_key_quoted_in_an_error_body_is_stored_nowhere_in_any_dialect() {
+    for api in Api::ALL {
+        let e = run_in(api, "echo-key-error", StreamLimits::default()).await;
+        let r = &e.record;
+        assert_eq!(
+            (r.outcome, r.http_status),
+            (Outcome::HttpError, Some(401)),
+            "{api}"
+        );
+        let message = r.error_message.as_deref().unwrap();
+        assert!(message.contains("[redacted]"), "{api}: {message}");
+        let json = serde_json::to_string(&e).unwrap();
+        assert_eq!(key_pieces_in(&json), Vec::<String>::new(), "{api}");
     }
 }
 

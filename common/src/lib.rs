@@ -21,6 +21,7 @@ pub mod spec;
 pub mod stats;
 pub mod tokenizer;
 pub mod untrusted_text;
+pub mod validity;
 pub mod workflow;
 
 /// Version of this program, recorded in locks, manifests and probe descriptions.

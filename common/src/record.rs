@@ -134,6 +134,10 @@ pub enum Classification {
     Metadata,
     /// A provider error inside the stream.
     Error,
+    /// Tool-call argument text (Anthropic `input_json_delta`, Responses
+    /// `response.function_call_arguments.delta`): output, so it counts for TTFO, never answer.
+    /// Last, so the order of the older classifications is unchanged.
+    ToolCall,
 }
 
 impl Classification {
@@ -145,11 +149,14 @@ impl Classification {
         )
     }
 
-    /// True when the event carries reasoning or answer text (the TTFO event).
+    /// True when the event carries reasoning, answer or tool-call text (the TTFO event).
     pub fn has_output(self) -> bool {
         matches!(
             self,
-            Classification::Reasoning | Classification::Answer | Classification::ReasoningAndAnswer
+            Classification::Reasoning
+                | Classification::Answer
+                | Classification::ReasoningAndAnswer
+                | Classification::ToolCall
         )
     }
 }

@@ -2,10 +2,12 @@
 //! and the planned messages, and headers built from the adapter and the probe's credentials.
 //!
 //! Never `stop`, never `seed` (METHODOLOGY §1). Adapters are data: no per-vendor code path.
+//! This is the `openai-chat` body; [`crate::dialect`] builds the others and applies a request's
+//! own output length to any of them. The headers serve every dialect.
 
 use crate::credentials::Credentials;
 use crate::error::ProbeError;
-use openbench_common::request::{ChatMessage, OutputLength};
+use openbench_common::request::ChatMessage;
 use openbench_common::spec::{Auth, ProviderAdapter, RequestContract};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
@@ -57,22 +59,6 @@ pub fn build_body(
     Value::Object(body)
 }
 
-/// Sets a request's own output length over the contract's ceiling (the adapter's max-tokens
-/// field) and, when asked, `ignore_eos: true`; nothing without one, so other bodies keep their
-/// bytes.
-pub fn apply_output(body: &mut Value, adapter: &ProviderAdapter, output: Option<&OutputLength>) {
-    let (Some(output), Some(map)) = (output, body.as_object_mut()) else {
-        return;
-    };
-    map.insert(
-        adapter.max_tokens_field.as_str().into(),
-        json!(output.max_tokens),
-    );
-    if output.ignore_eos {
-        map.insert("ignore_eos".into(), json!(true));
-    }
-}
-
 /// The request headers: auth from credentials (marked sensitive), the adapter's extra headers,
 /// `Accept: text/event-stream` and a JSON content type. Errors name the provider and header,
 /// never a value.
@@ -121,6 +107,11 @@ pub fn build_headers(
                 value.set_sensitive(true);
                 headers.insert(header, value);
             }
+        }
+    }
+    for (name, value) in crate::dialect::dialect_headers(adapter.api) {
+        if !headers.contains_key(*name) {
+            headers.insert(*name, HeaderValue::from_static(value));
         }
     }
     headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));

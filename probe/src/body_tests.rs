@@ -1,4 +1,6 @@
 use super::*;
+use crate::dialect::apply_output;
+use openbench_common::request::OutputLength;
 use openbench_common::request::Role;
 use openbench_common::spec::MaxTokensField;
 

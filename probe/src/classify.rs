@@ -4,7 +4,7 @@
 //! Pure functions over one event's `event:` name and `data:` payload, so every rule is unit
 //! tested without a network.
 
-use openbench_common::record::{Classification, Usage};
+use openbench_common::record::{Classification, ErrorType, Usage};
 use serde_json::Value;
 
 mod common_shape;
@@ -35,10 +35,16 @@ pub struct Chunk {
     /// The provider's error text, whole, for [`Classification::Error`] (the executor redacts it
     /// before it cuts it to a snippet: a secret must not survive as a cut piece).
     pub error: Option<String>,
+    /// The finer error type a dialect's typed error names (Anthropic `overloaded_error` is the
+    /// class of its HTTP 529); `None` keeps `stream_error`.
+    pub error_type: Option<ErrorType>,
+    /// Non-empty tool-call argument text, or empty.
+    pub tool_call: String,
 }
 
 impl Chunk {
-    fn of(classification: Classification) -> Chunk {
+    /// An event of `classification` that carried nothing else (yet).
+    pub fn of(classification: Classification) -> Chunk {
         Chunk {
             classification,
             reasoning: String::new(),
@@ -48,6 +54,8 @@ impl Chunk {
             usage: None,
             timings: None,
             error: None,
+            error_type: None,
+            tool_call: String::new(),
         }
     }
 }
@@ -142,7 +150,7 @@ pub fn classify_json(value: &Value) -> Chunk {
 }
 
 /// What the first choice's `delta` was, which decides a chunk that carried no text.
-enum DeltaShape {
+pub(crate) enum DeltaShape {
     /// Absent, `null` or not an object.
     NotAnObject,
     /// An object; `role` when it had a non-null `role`.
@@ -151,7 +159,7 @@ enum DeltaShape {
 
 /// What a chunk counts as, from the texts, finish reason and usage already read into it, whether
 /// it had a first choice, and the shape of that choice's delta (METHODOLOGY §3).
-fn classification(chunk: &Chunk, has_choice: bool, delta: DeltaShape) -> Classification {
+pub(crate) fn classification(chunk: &Chunk, has_choice: bool, delta: DeltaShape) -> Classification {
     match (chunk.reasoning.is_empty(), chunk.answer.is_empty()) {
         (false, false) => Classification::ReasoningAndAnswer,
         (false, true) => Classification::Reasoning,
@@ -219,7 +227,7 @@ pub fn parse_usage(value: &Value) -> Option<Usage> {
 }
 
 /// The provider's error text: `error.message`, `error` as a string, or a top-level `message`.
-fn error_text(value: &Value) -> Option<String> {
+pub(crate) fn error_text(value: &Value) -> Option<String> {
     let error = value.get("error");
     error
         .and_then(|e| e.get("message"))

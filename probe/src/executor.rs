@@ -6,9 +6,9 @@
 //! same `tokio::time::Instant`, so keep-alive comments never extend it. Each body read is stamped
 //! the moment it arrives, before any parsing.
 
-use crate::body::{build_body, build_headers};
-use crate::classify::classify_event;
+use crate::body::build_headers;
 use crate::credentials::Credentials;
+use crate::dialect::classify;
 use crate::error::ProbeError;
 use crate::limits::{over_events, over_text};
 use crate::record::{Ending, Exchange, StreamState, finalize};
@@ -18,7 +18,7 @@ use openbench_common::error_text::error_chain;
 use openbench_common::limits::StreamLimits;
 use openbench_common::record::{Classification, ErrorType, Execution, Outcome, TerminalRecord};
 use openbench_common::request::PlannedRequest;
-use openbench_common::spec::{ProviderAdapter, RequestContract};
+use openbench_common::spec::{Api, ProviderAdapter, RequestContract};
 use reqwest::header::HeaderMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -188,8 +188,12 @@ impl Executor {
         record.set_identity(&req.identity);
         record.requested_model.clone_from(&inner.adapter.model);
 
-        let mut body = build_body(&inner.adapter, &inner.contract, &req.messages);
-        crate::body::apply_output(&mut body, &inner.adapter, req.output.as_ref());
+        let body = crate::dialect::build_body(
+            &inner.adapter,
+            &inner.contract,
+            &req.messages,
+            req.output.as_ref(),
+        );
         let request = serde_json::to_vec(&body)
             .map_err(|e| e.to_string())
             .and_then(|bytes| {
@@ -321,6 +325,7 @@ impl Executor {
             deadline_ms,
             limits,
             redactor: &self.inner.redactor,
+            api: self.inner.adapter.api,
         };
         read_stream(response, &read, state, exchange).await
     }
@@ -334,6 +339,8 @@ struct Read<'a> {
     limits: &'a StreamLimits,
     /// Provider texts are redacted before they are cut to a snippet.
     redactor: &'a Redactor,
+    /// The dialect each event is read in.
+    api: Api,
 }
 
 /// Reads and frames the 2xx body until `[DONE]`, a provider error, a failure, a limit, the end
@@ -350,6 +357,7 @@ async fn read_stream(
         deadline_ms,
         limits,
         redactor,
+        api,
     } = *read_bounds;
     let mut decoder = SseDecoder::with_limits(limits);
     let mut frames = Vec::new();
@@ -383,7 +391,7 @@ async fn read_stream(
             Ok(Ok(None)) => {
                 if let Some(event) = decoder.finish(at) {
                     frames.push(SseFrame::Event(event));
-                    if let Some(ending) = process(&mut frames, state, limits, redactor) {
+                    if let Some(ending) = process(&mut frames, state, limits, redactor, api) {
                         return ending;
                     }
                 }
@@ -402,7 +410,7 @@ async fn read_stream(
             Ok(Ok(Some(bytes))) => bytes,
         };
         let framed = decoder.feed(&bytes, at, &mut frames);
-        if let Some(ending) = process(&mut frames, state, limits, redactor) {
+        if let Some(ending) = process(&mut frames, state, limits, redactor, api) {
             if state.saw_done {
                 drain(response, deadline).await;
             }
@@ -418,12 +426,13 @@ async fn read_stream(
 }
 
 /// Folds framed items into the state; returns an ending when one of them ends the stream or
-/// would pass a limit (that one is not kept).
-fn process(
+/// would pass a limit (that one is not kept). The one fold for every dialect (`api`).
+pub(crate) fn process(
     frames: &mut Vec<SseFrame>,
     state: &mut StreamState,
     limits: &StreamLimits,
     redactor: &Redactor,
+    api: Api,
 ) -> Option<Ending> {
     for frame in frames.drain(..) {
         if let Some(ending) = over_events(state, limits) {
@@ -431,7 +440,7 @@ fn process(
         }
         match frame {
             SseFrame::Comment { at, .. } => state.push_comment(at),
-            SseFrame::Event(event) => match classify_event(event.event.as_deref(), &event.data) {
+            SseFrame::Event(event) => match classify(api, event.event.as_deref(), &event.data) {
                 Err(e) => {
                     return Some(Ending::Transport {
                         error_type: ErrorType::InvalidSse,
@@ -443,6 +452,7 @@ fn process(
                         return Some(ending);
                     }
                     let error = chunk.error.clone();
+                    let error_type = chunk.error_type;
                     let classification = chunk.classification;
                     let label = if event.event.as_deref() == Some("error") {
                         "event: error: "
@@ -460,6 +470,7 @@ fn process(
                                     "{label}{}",
                                     redactor.snippet_after(&before, &text)
                                 ),
+                                error_type,
                             });
                         }
                         Classification::Done => return Some(Ending::Completed),

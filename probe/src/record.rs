@@ -69,6 +69,9 @@ pub enum Ending {
     Stream {
         /// The provider's error text.
         message: String,
+        /// The class a dialect's typed error names (Anthropic `overloaded_error`: `http_5xx`,
+        /// as its HTTP 529 would be); `None` is `stream_error`.
+        error_type: Option<ErrorType>,
     },
 }
 
@@ -102,9 +105,12 @@ impl Ending {
                 Some(*error_type),
                 Some(message.clone()),
             ),
-            Ending::Stream { message } => (
+            Ending::Stream {
+                message,
+                error_type,
+            } => (
                 Outcome::StreamError,
-                Some(ErrorType::StreamError),
+                Some(error_type.unwrap_or(ErrorType::StreamError)),
                 Some(message.clone()),
             ),
         }
@@ -155,6 +161,8 @@ impl StreamState {
             usage,
             timings,
             error: _,
+            error_type: _,
+            tool_call: _,
         } = chunk;
         if classification.has_output() && self.ttfo.is_none() {
             self.ttfo = Some(at);
@@ -173,8 +181,13 @@ impl StreamState {
         if self.model.is_none() {
             self.model = model;
         }
-        if usage.is_some() {
-            self.usage = usage;
+        if let Some(usage) = usage {
+            // A dialect may report usage in parts (Anthropic: input at `message_start`, output
+            // at `message_delta`): a later count replaces only the fields it carries.
+            self.usage = Some(match self.usage.take() {
+                Some(held) => merge_usage(held, usage),
+                None => usage,
+            });
         }
         if timings.is_some() {
             self.timings = timings;
@@ -223,6 +236,17 @@ impl StreamState {
     /// True when the stream reached `[DONE]` or a `finish_reason`.
     pub fn finished(&self) -> bool {
         self.saw_done || self.finish_reason.is_some()
+    }
+}
+
+/// `held` with every count `later` carries put over it.
+fn merge_usage(held: Usage, later: Usage) -> Usage {
+    Usage {
+        prompt_tokens: later.prompt_tokens.or(held.prompt_tokens),
+        completion_tokens: later.completion_tokens.or(held.completion_tokens),
+        total_tokens: later.total_tokens.or(held.total_tokens),
+        cached_tokens: later.cached_tokens.or(held.cached_tokens),
+        reasoning_tokens: later.reasoning_tokens.or(held.reasoning_tokens),
     }
 }
 

@@ -12,7 +12,7 @@ use crate::endpoint_policy::{Denied, EndpointPolicy};
 use crate::executor::Executor;
 use openbench_common::credentials::CredentialsError;
 use openbench_common::probe_session::SessionOpen;
-use openbench_common::spec::{Endpoint, ProviderAdapter, chat_completions_url};
+use openbench_common::spec::{Endpoint, ProviderAdapter};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
@@ -248,16 +248,18 @@ fn resolve(
         endpoint: adapter.endpoint.clone(),
         why: why.to_string(),
     };
-    // A base URL (`…/v1`) gets the chat completions path here, the one place it is added.
+    // A base URL (`…/v1`, or the simulator's route for a `sim://` endpoint) gets the dialect's
+    // path here, the one place it is added.
+    let api = adapter.api;
     let url = match (rules.local.get(&adapter.endpoint), adapter.endpoint_kind()) {
-        (Some(local), _) => local.clone(),
-        (None, Endpoint::Url(url)) => chat_completions_url(url),
+        (Some(local), _) => api.post_url(local),
+        (None, Endpoint::Url(url)) => api.post_url(url),
         (None, Endpoint::FromEnv { var }) => {
             let url = credentials.get(var).unwrap_or_default();
             if !matches!(Endpoint::parse(url), Endpoint::Url(_)) {
                 return Err(refuse(&format!("{var} must hold an http(s) URL")));
             }
-            chat_completions_url(url)
+            api.post_url(url)
         }
         (None, Endpoint::Simulator { .. }) => {
             return Err(refuse(

@@ -79,6 +79,10 @@ pub struct Draft {
     pub created: u64,
     /// The model echoed.
     pub model: String,
+    /// The dialect the response is rendered in.
+    pub api: openbench_common::spec::Api,
+    /// Approximate prompt tokens of the request (for dialects that always report usage).
+    pub prompt_tokens: u64,
 }
 
 impl Draft {
@@ -119,6 +123,8 @@ pub fn draft(
         id_hex: draws.id_hex(),
         created: 1_767_225_600 + (draws.uniform() * 1e6) as u64,
         model,
+        api: request.api,
+        prompt_tokens: request.prompt_tokens,
     };
     let (answer_kind, answer_text) = answer::choose(profile, answers, &request.user_prompt, draws);
     draft.answer_kind = answer_kind;
@@ -201,6 +207,8 @@ pub fn draft(
         Quirk::ObjectError,
         Quirk::EventError,
         Quirk::NonJsonData,
+        Quirk::OverloadedError,
+        Quirk::ResponseFailed,
     ];
     let stream_fault = faults.into_iter().find(|q| has(*q));
     if stream_fault.is_some() {

@@ -12,6 +12,7 @@
 pub mod answer;
 pub mod capacity;
 pub mod coalesce;
+pub mod dialect;
 pub mod draft;
 pub mod hostile;
 pub mod profile;

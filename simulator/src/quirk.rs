@@ -91,6 +91,17 @@ pub enum Quirk {
     /// Hostile: HTTP 401 whose error message holds the bearer token in hex (both cases) and in
     /// URL-safe base64.
     EchoKeyEncodedError,
+    /// Anthropic-style `event: ping` keep-alive events (`{"type":"ping"}`) between events, in
+    /// any dialect (an Anthropic stream has them with `keep-alive` too, and one after
+    /// `message_start` always).
+    Ping,
+    /// A mid-stream overload after two answer chunks, then close: Anthropic `event: error` with
+    /// `overloaded_error`, Responses `response.failed` with `server_is_overloaded`, chat and
+    /// legacy completions `event: error` with type `overloaded_error`.
+    OverloadedError,
+    /// A failure after two answer chunks, then close: Responses `response.failed` (other
+    /// dialects: their error event, as `event-error`).
+    ResponseFailed,
 }
 
 /// Every quirk with its stable name and a one-line description, in listing order.
@@ -190,6 +201,22 @@ pub const CATALOGUE: &[(Quirk, &str, &str)] = &[
         Quirk::NonJsonData,
         "non-json-data",
         "a non-JSON data: payload after two answer chunks",
+    ),
+    (
+        Quirk::OverloadedError,
+        "overloaded-error",
+        "mid-stream overload after two answer chunks (Anthropic error event overloaded_error, \
+         Responses response.failed server_is_overloaded)",
+    ),
+    (
+        Quirk::ResponseFailed,
+        "response-failed",
+        "Responses 'response.failed' after two answer chunks (others: their error event)",
+    ),
+    (
+        Quirk::Ping,
+        "ping",
+        "Anthropic-style 'event: ping' keep-alive events between events",
     ),
     (Quirk::Http429, "http-429", "HTTP 429 with Retry-After: 2"),
     (
@@ -327,6 +354,8 @@ impl Quirk {
             self,
             Quirk::Truncated
                 | Quirk::ErrorObject
+                | Quirk::OverloadedError
+                | Quirk::ResponseFailed
                 | Quirk::ObjectError
                 | Quirk::EventError
                 | Quirk::NonJsonData
@@ -371,7 +400,7 @@ mod tests {
             assert_eq!(Quirk::from_name(name), Some(*quirk));
             assert_eq!(quirk.name(), *name);
         }
-        assert_eq!(CATALOGUE.len(), 39);
+        assert_eq!(CATALOGUE.len(), 42);
     }
 
     #[test]

@@ -2,12 +2,14 @@
 //! (batching, byte-by-byte writes, a UTF-8 character split across writes).
 
 use crate::answer::AnswerKind;
+use crate::dialect::{self, Rendered, Tracker};
 use crate::draft::{Draft, Event, Outline, Payload, draft};
 use crate::profile::Profile;
 use crate::quirk::Quirk;
 use crate::request::SimRequest;
 use crate::rng::Draws;
 use crate::sse::{Chunker, Framing, Label};
+use openbench_common::spec::Api;
 use openbench_common::workflow::CannedAnswer;
 use serde_json::{Value, json};
 
@@ -84,7 +86,7 @@ pub fn respond(
 /// Renders a draft into writes.
 pub fn render(draft: &Draft) -> Replay {
     let shape = match &draft.outline {
-        Outline::HttpError(q) => http_error(*q),
+        Outline::HttpError(q) => http_error(*q, draft.api),
         Outline::Hang => Shape::Hang,
         Outline::Drip => Shape::Stream {
             writes: Vec::new(),
@@ -108,9 +110,17 @@ pub fn render(draft: &Draft) -> Replay {
     }
 }
 
-/// The response of an HTTP-error quirk.
-fn http_error(quirk: Quirk) -> Shape {
-    let error = |message: &str, kind: &str| json!({"error": {"message": message, "type": kind}});
+/// The response of an HTTP-error quirk, in the dialect's error shape (Anthropic's
+/// `{"type":"error","error":{…}}`, OpenAI's `{"error":{…}}`).
+fn http_error(quirk: Quirk, api: Api) -> Shape {
+    let error = |message: &str, kind: &str| {
+        let error = json!({"message": message, "type": anthropic_type(api, kind)});
+        if api == Api::AnthropicMessages {
+            json!({"type": "error", "error": error})
+        } else {
+            json!({"error": error})
+        }
+    };
     match quirk {
         Quirk::Http429 => {
             let mut body = error("Rate limit reached (simulated)", "rate_limit_error");
@@ -142,6 +152,44 @@ fn http_error(quirk: Quirk) -> Shape {
     }
 }
 
+/// An error type in the dialect's vocabulary: Anthropic says `api_error` where OpenAI says
+/// `server_error`.
+fn anthropic_type(api: Api, kind: &str) -> &str {
+    match (api, kind) {
+        (Api::AnthropicMessages, "server_error") => "api_error",
+        _ => kind,
+    }
+}
+
+/// The events one drafted payload becomes in the draft's dialect (none for a payload the
+/// dialect has no event for, such as a role chunk in Anthropic's stream).
+fn events(draft: &Draft, chunker: &Chunker, payload: &Payload, t: &mut Tracker) -> Vec<Rendered> {
+    match draft.api {
+        Api::OpenaiChat => vec![event_data(draft, chunker, payload)],
+        Api::AnthropicMessages => dialect::anthropic(draft, payload, t),
+        Api::OpenaiResponses => dialect::responses(draft, payload, t),
+        Api::OpenaiCompletions => match payload {
+            Payload::Role => Vec::new(),
+            Payload::Reasoning(piece) => vec![(
+                Label::Reasoning,
+                None,
+                dialect::completion_chunk(draft, "", Some(piece), None),
+            )],
+            Payload::Answer(piece) => vec![(
+                Label::Answer,
+                None,
+                dialect::completion_chunk(draft, piece, None, None),
+            )],
+            Payload::Finish(reason) => vec![(
+                Label::Finish,
+                None,
+                dialect::completion_chunk(draft, "", None, Some(reason)),
+            )],
+            _ => vec![event_data(draft, chunker, payload)],
+        },
+    }
+}
+
 /// The label, optional `event:` name and `data` of one event.
 fn event_data(
     draft: &Draft,
@@ -163,7 +211,13 @@ fn event_data(
             None,
             json!({"object": "error", "message": message, "type": "InternalServerError", "code": 500}).to_string(),
         ),
-        Payload::Fault(Quirk::EventError) => (
+        Payload::Fault(Quirk::OverloadedError) => (
+            Label::Error,
+            Some("error"),
+            json!({"error": {"message": "Overloaded (simulated)", "type": "overloaded_error"}})
+                .to_string(),
+        ),
+        Payload::Fault(Quirk::EventError | Quirk::ResponseFailed) => (
             Label::Error,
             Some("error"),
             json!({"error": {"message": message, "type": "server_error"}}).to_string(),
@@ -209,28 +263,34 @@ fn to_writes(draft: &Draft, events: &[Event]) -> Vec<Write> {
         crlf: draft.has(Quirk::Crlf),
         multiline: draft.has(Quirk::MultilineData),
     };
-    let keep_alive = draft.has(Quirk::KeepAlive);
+    let keep_alive = draft.has(Quirk::KeepAlive) || draft.has(Quirk::Ping);
+    let ping = dialect::keep_alive(draft.api, draft);
+    let mut tracker = Tracker::default();
     let mut writes = Vec::new();
+    let opening = dialect::opening(draft.api, draft, &mut tracker);
+    if let Some(write) = one_write(framing, draft.headers_at_ms, &opening) {
+        writes.push(write);
+    }
     let mut previous = draft.headers_at_ms;
     for event in events {
         if keep_alive {
+            let bytes = match &ping {
+                Some((_, name, data)) => framing.event(*name, data),
+                None => framing.comment(),
+            };
             writes.push(Write {
                 at_ms: (previous + event.at_ms) / 2.0,
                 min_gap_ms: 0.0,
-                bytes: framing.comment(),
+                bytes,
                 label: Label::Comment,
                 tokens: 0,
             });
         }
         previous = event.at_ms;
-        let (label, name, data) = event_data(draft, &chunker, &event.payload);
-        writes.push(Write {
-            at_ms: event.at_ms,
-            min_gap_ms: 0.0,
-            bytes: framing.event(name, &data),
-            label,
-            tokens: u32::from(matches!(label, Label::Reasoning | Label::Answer)),
-        });
+        let rendered = self::events(draft, &chunker, &event.payload, &mut tracker);
+        if let Some(write) = one_write(framing, event.at_ms, &rendered) {
+            writes.push(write);
+        }
     }
     if draft.has(Quirk::BatchedEvents) {
         writes = batch(writes, 4);
@@ -251,6 +311,21 @@ fn to_writes(draft: &Draft, events: &[Event]) -> Vec<Write> {
         split_utf8(&mut writes);
     }
     writes
+}
+
+/// One write of `events` at `at_ms`, labelled by its last event; `None` for no events.
+fn one_write(framing: Framing, at_ms: f64, events: &[Rendered]) -> Option<Write> {
+    let label = events.last()?.0;
+    Some(Write {
+        at_ms,
+        min_gap_ms: 0.0,
+        bytes: events
+            .iter()
+            .flat_map(|(_, name, data)| framing.event(*name, data))
+            .collect(),
+        label,
+        tokens: u32::from(matches!(label, Label::Reasoning | Label::Answer)),
+    })
 }
 
 /// Merges every `n` consecutive writes into one, timed at the last of them.

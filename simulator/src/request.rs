@@ -1,12 +1,19 @@
-//! What the simulator reads from an incoming chat completion request.
+//! What the simulator reads from an incoming request, in any of the API dialects it serves.
 
 use crate::SimError;
 use crate::quirk::{self, Quirk};
-use serde_json::Value;
+use openbench_common::spec::Api;
+use serde_json::{Value, json};
 
 /// The parts of a request body and headers that shape the response.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimRequest {
+    /// The dialect the request came in (by its route); the response is rendered in it.
+    pub api: Api,
+    /// What seeds the response's draws: the model as sent, the messages as `[role, content]`
+    /// pairs and the output settings, the same bytes for the same request in every dialect, so
+    /// providers that differ only in `api:` get the same answers and latencies.
+    pub seed_key: Vec<u8>,
     /// The requested model without any `+quirk` suffix: what the response echoes.
     pub model: String,
     /// The last `user` message's text (empty when there is none).
@@ -25,8 +32,19 @@ pub struct SimRequest {
 }
 
 impl SimRequest {
-    /// Parses a body and the two simulator headers; every error names the field.
+    /// Parses an `openai-chat` body and the two simulator headers (see [`SimRequest::parse_as`]).
     pub fn parse(
+        body: &[u8],
+        quirk_header: Option<&str>,
+        schedule_header: Option<&str>,
+    ) -> Result<SimRequest, SimError> {
+        SimRequest::parse_as(Api::OpenaiChat, body, quirk_header, schedule_header)
+    }
+
+    /// Parses a body of `api`'s dialect and the two simulator headers; every error names the
+    /// field.
+    pub fn parse_as(
+        api: Api,
         body: &[u8],
         quirk_header: Option<&str>,
         schedule_header: Option<&str>,
@@ -52,17 +70,13 @@ impl SimRequest {
                 }
             }
         }
-        let messages = json
-            .get("messages")
-            .and_then(Value::as_array)
-            .ok_or_else(|| bad("messages", "missing or not an array"))?;
+        let messages = crate::dialect::messages(api, &json).map_err(|(f, m)| bad(f, m))?;
         let mut user_prompt = String::new();
         let mut chars = 0usize;
-        for m in messages {
-            let text = m.get("content").and_then(Value::as_str).unwrap_or_default();
+        for (role, text) in &messages {
             chars += text.chars().count();
-            if m.get("role").and_then(Value::as_str) == Some("user") {
-                user_prompt = text.to_string();
+            if role == "user" {
+                user_prompt = text.clone();
             }
         }
         let include_usage = json
@@ -71,12 +85,22 @@ impl SimRequest {
             .unwrap_or(false);
         let schedule = schedule_header.map(parse_schedule).transpose()?;
         let ignore_eos = json.get("ignore_eos").and_then(Value::as_bool) == Some(true);
-        let exact_answer_tokens = ["max_tokens", "max_completion_tokens"]
+        let ceiling = ["max_tokens", "max_completion_tokens", "max_output_tokens"]
             .iter()
-            .find_map(|field| json.get(*field).and_then(Value::as_u64))
+            .find_map(|field| json.get(*field).and_then(Value::as_u64));
+        let exact_answer_tokens = ceiling
             .filter(|_| ignore_eos)
             .map(|n| n.min(u64::from(u32::MAX)) as u32);
+        // System prompts are left out: a dialect without `response_format` asks for the JSON
+        // object in its system prompt, and every provider of a run gets the same one anyway.
+        let turns: Vec<&(String, String)> =
+            messages.iter().filter(|(r, _)| r != "system").collect();
+        let seed_key = json!([raw_model, turns, exact_answer_tokens])
+            .to_string()
+            .into_bytes();
         Ok(SimRequest {
+            api,
+            seed_key,
             exact_answer_tokens,
             model,
             user_prompt,

@@ -16,6 +16,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
+use openbench_common::spec::Api;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -61,7 +62,7 @@ struct Shared {
 
 impl Shared {
     /// The 0-based occurrence of this (profile, body) on this server.
-    fn occurrence(&self, profile: &str, body: &[u8]) -> u64 {
+    fn occurrence(&self, profile: &str, api: Api, body: &[u8]) -> u64 {
         let Ok(mut seen) = self.seen.lock() else {
             return 0;
         };
@@ -69,7 +70,9 @@ impl Shared {
             seen.clear();
         }
         let digest = Sha256::digest(body).to_vec();
-        let count = seen.entry((profile.to_string(), digest)).or_insert(0);
+        let count = seen
+            .entry((format!("{profile} {api}"), digest))
+            .or_insert(0);
         let occurrence = *count;
         *count += 1;
         occurrence
@@ -100,6 +103,18 @@ impl SimServer {
     /// `http://HOST:PORT/v1`: the OpenAI base URL of the default profile.
     pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
+    }
+
+    /// `http://HOST:PORT/profiles/<profile>/v1` with any capacity query (`?slots=2`): the base
+    /// URL every dialect's path is added to (`Api::post_url` puts the query after the path).
+    pub fn profile_base(&self, profile: &str) -> String {
+        let (name, query) = crate::capacity::split_profile(profile);
+        let query = if query.is_empty() {
+            String::new()
+        } else {
+            format!("?{query}")
+        };
+        format!("http://{}/profiles/{name}/v1{query}", self.addr)
     }
 
     /// `http://HOST:PORT/profiles/<profile>/v1/chat/completions`; a capacity query after the
@@ -187,6 +202,11 @@ pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimServer, Sim
             "/profiles/{profile}/v1/chat/completions",
             post(named_profile),
         )
+        .route("/v1/{route}", post(default_profile_dialect))
+        .route(
+            "/profiles/{profile}/v1/{route}",
+            post(named_profile_dialect),
+        )
         .route("/debug/writes/{id}", get(debug_writes))
         .with_state(shared.clone());
     // Every chunk is its own segment: no Nagle delay between a write and the client's read.
@@ -214,7 +234,41 @@ async fn default_profile(
     body: Bytes,
 ) -> Response {
     let name = shared.config.default_profile.clone();
-    respond(shared, &name, uri.query(), headers, body).await
+    respond(shared, Api::OpenaiChat, &name, uri.query(), headers, body).await
+}
+
+/// The dialect served at `/v1/<route>`: `messages`, `responses` or `completions`.
+fn route_api(route: &str) -> Option<Api> {
+    Api::ALL
+        .into_iter()
+        .find(|api| api.path().strip_prefix('/') == Some(route))
+}
+
+async fn default_profile_dialect(
+    State(shared): State<Arc<Shared>>,
+    Path(route): Path<String>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let Some(api) = route_api(&route) else {
+        return json_error(StatusCode::NOT_FOUND, &format!("no route /v1/{route}"));
+    };
+    let name = shared.config.default_profile.clone();
+    respond(shared, api, &name, uri.query(), headers, body).await
+}
+
+async fn named_profile_dialect(
+    State(shared): State<Arc<Shared>>,
+    Path((name, route)): Path<(String, String)>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let Some(api) = route_api(&route) else {
+        return json_error(StatusCode::NOT_FOUND, &format!("no route /v1/{route}"));
+    };
+    respond(shared, api, &name, uri.query(), headers, body).await
 }
 
 async fn named_profile(
@@ -224,7 +278,7 @@ async fn named_profile(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    respond(shared, &name, uri.query(), headers, body).await
+    respond(shared, Api::OpenaiChat, &name, uri.query(), headers, body).await
 }
 
 async fn debug_writes(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
@@ -250,6 +304,7 @@ fn json_error(status: StatusCode, message: &str) -> Response {
 /// Plans and plays one response; `query` selects a capacity (see [`crate::capacity`]).
 async fn respond(
     shared: Arc<Shared>,
+    api: Api,
     profile_name: &str,
     query: Option<&str>,
     headers: HeaderMap,
@@ -262,13 +317,15 @@ async fn respond(
         Err(e) => return json_error(StatusCode::NOT_FOUND, &e.to_string()),
     };
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let request = match SimRequest::parse(&body, text("x-sim-quirk"), text("x-sim-schedule")) {
-        Ok(r) => r,
-        Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.to_string()),
-    };
+    let request =
+        match SimRequest::parse_as(api, &body, text("x-sim-quirk"), text("x-sim-schedule")) {
+            Ok(r) => r,
+            Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.to_string()),
+        };
     if let Some(quirk) = hostile::pick(&request.forced) {
         let bearer = text("authorization")
             .and_then(|v| v.strip_prefix("Bearer "))
+            .or_else(|| text("x-api-key"))
             .unwrap_or("");
         let until = received + Duration::from_secs_f64(HANG_MS * shared.config.time_scale / 1000.0);
         return hostile::respond(quirk, bearer, until, shared.cancel.clone());
@@ -288,8 +345,15 @@ async fn respond(
         },
     };
     let log_key = text("x-sim-id").map(str::to_string);
-    let occurrence = shared.occurrence(profile_name, &body);
-    let mut draws = Draws::for_occurrence(shared.config.seed, profile_name, &body, occurrence);
+    // Counted per dialect and seeded from the dialect-neutral key: the same request sent in two
+    // dialects draws the same answer and times.
+    let occurrence = shared.occurrence(profile_name, api, &request.seed_key);
+    let mut draws = Draws::for_occurrence(
+        shared.config.seed,
+        profile_name,
+        &request.seed_key,
+        occurrence,
+    );
     let plan = render::respond(profile, &request, &shared.config.answers, &mut draws);
     let scale = if plan.exact {
         1.0

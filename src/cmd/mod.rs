@@ -16,6 +16,7 @@ pub mod runs;
 pub mod score;
 pub mod sim;
 pub mod sim_upstream;
+pub mod site;
 pub mod spec_reference;
 pub mod store;
 pub mod watch;

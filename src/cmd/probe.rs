@@ -4,7 +4,9 @@
 use anyhow::{Context, bail};
 use openbench_common::record::{Classification, Execution, TerminalRecord};
 use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Role};
-use openbench_common::spec::{Auth, LoadedSpec, MaxTokensField, ProviderAdapter, RequestContract};
+use openbench_common::spec::{
+    Api, Auth, LoadedSpec, MaxTokensField, ProviderAdapter, RequestContract,
+};
 use openbench_probe::auth::{Exposure, ProbeToken, TOKEN_ENV, check_exposure};
 use openbench_probe::connections::ConnectionLimits;
 use openbench_probe::endpoint_policy::{EndpointPolicy, is_variable_name};
@@ -43,9 +45,14 @@ pub enum MaxField {
 /// Arguments of `probe once`.
 #[derive(Debug, clap::Args)]
 pub struct OnceArgs {
-    /// Base URL of the API (`…/v1`); `/chat/completions` is appended.
+    /// Base URL of the API (`…/v1`); the dialect's path (`/chat/completions` for the default
+    /// `openai-chat`) is appended.
     #[arg(long)]
     base_url: String,
+    /// API dialect: `openai-chat`, `anthropic-messages` (the key goes as `x-api-key`),
+    /// `openai-responses` or `openai-completions`.
+    #[arg(long, default_value = "openai-chat", value_parser = parse_api)]
+    api: Api,
     /// Model id to request.
     #[arg(long)]
     model: String,
@@ -182,8 +189,13 @@ fn once_adapter(args: &OnceArgs) -> anyhow::Result<(ProviderAdapter, Credentials
         }
         None => None,
     };
+    let anthropic = args.api == Api::AnthropicMessages;
     let auth = if args.headers.is_empty() {
         match &key {
+            // Anthropic takes the key itself in `x-api-key`, never as a bearer token.
+            Some((name, _)) if anthropic => Auth::Headers {
+                headers: BTreeMap::from([("x-api-key".to_string(), name.clone())]),
+            },
             Some((name, _)) => Auth::Bearer { env: name.clone() },
             None => Auth::None,
         }
@@ -197,10 +209,14 @@ fn once_adapter(args: &OnceArgs) -> anyhow::Result<(ProviderAdapter, Credentials
             headers.insert(name.trim().to_string(), var.clone());
             secrets.push((var, value.trim().to_string()));
         }
-        if let Some((_, value)) = &key {
-            let var = "OPENBENCH_ONCE_AUTHORIZATION".to_string();
-            headers.insert("Authorization".into(), var.clone());
-            secrets.push((var, format!("Bearer {value}")));
+        if let Some((name, value)) = &key {
+            if anthropic {
+                headers.insert("x-api-key".into(), name.clone());
+            } else {
+                let var = "OPENBENCH_ONCE_AUTHORIZATION".to_string();
+                headers.insert("Authorization".into(), var.clone());
+                secrets.push((var, format!("Bearer {value}")));
+            }
         }
         Auth::Headers { headers }
     };
@@ -209,8 +225,9 @@ fn once_adapter(args: &OnceArgs) -> anyhow::Result<(ProviderAdapter, Credentials
             .context("--body-extra: expected a JSON object (e.g. '{\"top_k\": -1}')")?,
         None => BTreeMap::new(),
     };
-    let endpoint = openbench_common::spec::chat_completions_url(&args.base_url);
+    let endpoint = args.api.post_url(&args.base_url);
     let adapter = ProviderAdapter {
+        api: args.api,
         auth,
         max_tokens_field: match args.max_tokens_field {
             MaxField::MaxTokens => MaxTokensField::MaxTokens,
@@ -221,6 +238,14 @@ fn once_adapter(args: &OnceArgs) -> anyhow::Result<(ProviderAdapter, Credentials
         ..ProviderAdapter::open("once", &endpoint, &args.model)
     };
     Ok((adapter, Credentials::from_pairs(secrets)))
+}
+
+/// An `--api` value: one of the dialect names a spec's `api:` takes.
+fn parse_api(name: &str) -> Result<Api, String> {
+    Api::parse(name).ok_or_else(|| {
+        let names: Vec<&str> = Api::ALL.iter().map(|a| a.as_str()).collect();
+        format!("unknown API dialect {name:?}; one of {}", names.join(", "))
+    })
 }
 
 async fn once(args: OnceArgs) -> anyhow::Result<ExitCode> {

@@ -21,7 +21,7 @@ pub const DEFAULT_STORE: &str = "openbench-results.sqlite";
 pub struct StoreArg {
     /// The results store: a SQLite file path (created if absent) or a `postgres://` URL.
     #[arg(long = "store", env = "OPENBENCH_STORE", default_value = DEFAULT_STORE, hide_env_values = true)]
-    location: String,
+    pub location: String,
 }
 
 /// Arguments of `publish`.

@@ -60,6 +60,14 @@ pub enum StoreError {
         /// Why it cannot be one.
         detail: String,
     },
+    /// A snapshot could not be published (unknown or unfinished run, another approval).
+    #[error("snapshot of run {run_id}: {detail}")]
+    Snapshot {
+        /// The run named.
+        run_id: String,
+        /// Why it was refused.
+        detail: String,
+    },
     /// A stored value is not what the schema promises.
     #[error("results store {store}: run {run_id}: {detail}")]
     Corrupt {

@@ -16,6 +16,7 @@ pub mod labels;
 pub mod load;
 pub mod publish;
 pub mod schema;
+pub mod snapshot;
 
 pub use backend::{LocationError, Store, Value, describe};
 pub use error::StoreError;

@@ -6,7 +6,7 @@
 use openbench_common::limits::StreamLimits;
 use openbench_common::record::Execution;
 use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity};
-use openbench_common::spec::{Auth, ProviderAdapter, RequestContract};
+use openbench_common::spec::{Api, Auth, ProviderAdapter, RequestContract};
 use openbench_probe::{Credentials, Executor};
 use openbench_simulator::{SimConfig, start};
 use std::collections::BTreeMap;
@@ -34,6 +34,8 @@ pub struct SimCall<'a> {
     pub limits: StreamLimits,
     /// The messages.
     pub messages: Vec<ChatMessage>,
+    /// The API dialect spoken (the simulator serves each at its path).
+    pub api: Api,
 }
 
 /// Starts a simulator (seed 11, default profile `plain`), builds the executor for `call` and runs
@@ -57,12 +59,24 @@ pub async fn execute(call: SimCall<'_>) -> Execution {
     let mut adapter = ProviderAdapter {
         display_name: "Simulator".into(),
         extra_headers,
-        ..ProviderAdapter::open("sim", &sim.profile_endpoint(call.profile), call.model)
+        api: call.api,
+        ..ProviderAdapter::open(
+            "sim",
+            &call.api.post_url(&sim.profile_base(call.profile)),
+            call.model,
+        )
     };
     let credentials = match call.bearer {
         Some(key) => {
-            adapter.auth = Auth::Bearer {
-                env: KEY_ENV.into(),
+            // Anthropic takes the key in `x-api-key`; the others as a bearer token.
+            adapter.auth = if call.api == Api::AnthropicMessages {
+                Auth::Headers {
+                    headers: BTreeMap::from([("x-api-key".to_string(), KEY_ENV.to_string())]),
+                }
+            } else {
+                Auth::Bearer {
+                    env: KEY_ENV.into(),
+                }
             };
             Credentials::from_pairs([(KEY_ENV, key)])
         }

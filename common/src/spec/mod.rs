@@ -11,9 +11,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+pub use api::Api;
 pub use endpoint::{CHAT_COMPLETIONS_PATH, Endpoint, chat_completions_url};
 pub use request::{DEFAULT_TIMEOUT_MS, RequestContract};
 
+mod api;
 mod endpoint;
 mod request;
 mod rules;
@@ -219,12 +221,17 @@ pub struct ProviderAdapter {
     #[serde(default)]
     pub display_name: String,
     /// The base URL from the provider's docs (`https://api.together.xyz/v1`; the adapter adds
-    /// `/chat/completions`, and a URL already ending in it is kept as it is), or
+    /// the `api:` dialect's path, `/chat/completions` by default, and a URL already ending in it
+    /// is kept as it is), or
     /// `sim://<profile>` for the embedded simulator, or `env://<VAR>` to read the base URL from
     /// the environment (a user's own deployment).
     pub endpoint: String,
     /// Model id to request; the response must echo it.
     pub model: String,
+    /// The API dialect (default `openai-chat`): the path added to the base URL, the request body
+    /// and the event stream read (docs/spec.md, docs/methodology.md).
+    #[serde(default, skip_serializing_if = "Api::is_default")]
+    pub api: Api,
     /// Authentication (default `{scheme: none}`: local servers, the simulator).
     #[serde(default = "default_auth")]
     pub auth: Auth,
@@ -283,8 +290,8 @@ impl ProviderAdapter {
     /// secret, so it is never resolved here).
     pub fn post_target(&self) -> String {
         match self.endpoint_kind() {
-            Endpoint::Url(url) => format!("POST {}", chat_completions_url(url)),
-            Endpoint::FromEnv { var } => format!("POST ${var}{CHAT_COMPLETIONS_PATH}"),
+            Endpoint::Url(url) => format!("POST {}", self.api.post_url(url)),
+            Endpoint::FromEnv { var } => format!("POST ${var}{}", self.api.path()),
             Endpoint::Simulator { .. } | Endpoint::Unknown(_) => self.endpoint.clone(),
         }
     }
@@ -302,6 +309,7 @@ impl ProviderAdapter {
             display_name: String::new(),
             endpoint: endpoint.to_string(),
             model: model.to_string(),
+            api: Api::OpenaiChat,
             auth: Auth::None,
             max_tokens_field: MaxTokensField::MaxTokens,
             include_usage: false,

@@ -180,8 +180,8 @@ impl ProviderAdapter {
                 problems.push(format!("{at}.auth: env name {name:?} must be [A-Za-z0-9_]"));
             }
         }
-        for reserved in CONTRACT_BODY_FIELDS {
-            if p.extra_body.contains_key(reserved) {
+        for reserved in CONTRACT_BODY_FIELDS.iter().chain(p.api.contract_fields()) {
+            if p.extra_body.contains_key(*reserved) {
                 problems.push(format!(
                     "{at}.extra_body.{reserved}: the contract owns this field"
                 ));
