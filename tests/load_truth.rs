@@ -128,7 +128,10 @@ async fn throughput_equals_the_servers_completion_rate_closed_and_open_past_capa
     let (endpoint, oracle) = start_oracle(Answer::Held);
     let tmp = tempfile::tempdir().unwrap();
     // Capacity: 2 slots ÷ (4 + 5 × 2 ms = 14 ms, ≈ 20 ms with timer rounding) ≈ 100/s; 200/s
-    // is about twice that.
+    // is about twice that. The queue then grows by ≈ 100 requests a second, near the default
+    // 1,000 in flight by the step's end (past it on a busy machine), so the spec raises
+    // `max_in_flight` to 2,000: the client is meant to keep its schedule here, and a capped
+    // release is now (rightly) late by its wait.
     let steps = "{model: closed, concurrency: 8}, {model: constant, rate_per_s: 200}";
     let spec = write_spec(tmp.path(), &[("p", &endpoint)], steps, ASKED);
     let (dir, results) = run_load(&spec, "T-truth").await;
