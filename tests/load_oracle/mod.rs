@@ -216,7 +216,6 @@ load:
     output_tokens: {{dist: fixed, tokens: {asked}}}
   ignore_eos: [{keys}]
   slo: {{e2e_sched_ms: 1000}}
-  max_in_flight: 2000
 "
     );
     let path = dir.join("spec.yaml");
