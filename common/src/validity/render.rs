@@ -60,7 +60,7 @@ fn rows(section: &ValiditySection) -> Vec<[String; 6]> {
                 number(c.value),
                 number(c.threshold),
                 c.unit.clone(),
-                if c.passed { "pass" } else { "FAIL" }.to_string(),
+                c.verdict().to_string(),
             ]
         })
         .collect()
