@@ -128,9 +128,16 @@ async fn throughput_equals_the_servers_completion_rate_closed_and_open_past_capa
     let (endpoint, oracle) = start_oracle(Answer::Held);
     let tmp = tempfile::tempdir().unwrap();
     // Capacity: 2 slots ÷ (4 + 5 × 2 ms = 14 ms, ≈ 20 ms with timer rounding) ≈ 100/s; 200/s
-    // is about twice that.
+    // is about twice that. The queue then grows by ≈ 100 requests a second, near the default
+    // 1,000 in flight by the step's end (past it on a busy machine), so this spec raises
+    // `max_in_flight` to 2,000: the client is meant to keep its schedule here, and a capped
+    // release is now (rightly) late by its wait.
     let steps = "{model: closed, concurrency: 8}, {model: constant, rate_per_s: 200}";
     let spec = write_spec(tmp.path(), &[("p", &endpoint)], steps, ASKED);
+    // The `load:` section is the spec's last: one more field of it.
+    let mut text = std::fs::read_to_string(&spec).unwrap();
+    text.push_str("  max_in_flight: 2000\n");
+    std::fs::write(&spec, text).unwrap();
     let (dir, results) = run_load(&spec, "T-truth").await;
     let ends = oracle.ends_us.lock().unwrap().clone();
     for (phase, step) in results.steps.iter().enumerate() {

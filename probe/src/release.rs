@@ -22,7 +22,10 @@ pub const FINE_WINDOW: Duration = Duration::from_millis(3);
 pub const MAX_AHEAD: Duration = Duration::from_secs(60);
 
 /// The monotonic instant at which the probe's wall clock reads `release_at_unix_us`, taken
-/// against the clocks now; `None` for 0 (send at once). A time already past is due now.
+/// against the clocks now; `None` for 0 (send at once). A time already past stays in the past:
+/// the request is sent at once and its lag counts from its release, so a release the coordinator
+/// handed over late (its lane full at `max_in_flight`, or a slow link) is timed from its
+/// schedule, not from when it arrived.
 pub fn due_instant(release_at_unix_us: i64) -> Option<Instant> {
     if release_at_unix_us == 0 {
         return None;
@@ -30,8 +33,13 @@ pub fn due_instant(release_at_unix_us: i64) -> Option<Instant> {
     let now = Instant::now();
     let now_us = unix_micros(SystemTime::now());
     let ahead_us = release_at_unix_us.saturating_sub(now_us);
-    let ahead = Duration::from_micros(u64::try_from(ahead_us).unwrap_or(0));
-    Some(now.checked_add(ahead).unwrap_or(now))
+    let offset = Duration::from_micros(ahead_us.unsigned_abs());
+    let due = if ahead_us >= 0 {
+        now.checked_add(offset)
+    } else {
+        now.checked_sub(offset)
+    };
+    Some(due.unwrap_or(now))
 }
 
 /// Waits until `due`, returning as close after it as the machine allows (never before).
@@ -67,16 +75,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn zero_means_at_once_and_a_past_time_is_due_now() {
-        assert_eq!(due_instant(0), None);
-        let before = Instant::now();
-        let due = due_instant(1).unwrap_or(before);
-        // 1 µs after the epoch is long past: due now, not in the past.
-        assert!(due >= before);
-        assert!(due <= Instant::now());
-    }
-
-    #[test]
     fn a_future_wall_time_maps_to_the_same_distance_on_the_monotonic_clock() {
         let now_us = unix_micros(SystemTime::now());
         let before = Instant::now();
@@ -94,6 +92,20 @@ mod tests {
             wait_until(due).await;
             assert!(Instant::now() >= due, "{micros} µs: returned early");
         }
+    }
+
+    #[test]
+    fn zero_means_at_once_and_a_release_already_past_keeps_its_lateness() {
+        // 150 ms past: due 150 ms before now (never clamped to now), so the lag of a send now
+        // counts those 150 ms; planted "past is due now" gives a lag near 0.
+        let past = unix_micros(SystemTime::now()) - 150_000;
+        let due = due_instant(past).unwrap();
+        let lag = lag_ms(due, Instant::now());
+        assert!(lag >= 149.0, "{lag}");
+        // Ahead stays ahead.
+        let ahead = due_instant(unix_micros(SystemTime::now()) + 50_000).unwrap();
+        assert!(ahead > Instant::now() + Duration::from_millis(40));
+        assert_eq!(due_instant(0), None);
     }
 
     #[test]

@@ -228,7 +228,7 @@ async fn run_step(
     let planned = match load {
         Load::Closed(_) => None,
         Load::Open(_) => {
-            let steps = section.sweep_steps();
+            let steps = section.sweep_steps(&openbench_load::trace::Traces::new());
             let releases = steps
                 .first()
                 .and_then(|s| OpenSchedule::new(s, section.seed))

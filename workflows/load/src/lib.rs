@@ -18,4 +18,5 @@ pub mod report;
 pub mod rng;
 pub mod run;
 pub mod spec;
+pub mod trace;
 pub mod workload;

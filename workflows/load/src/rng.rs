@@ -62,6 +62,12 @@ impl Stream {
     pub fn exponential(&mut self) -> f64 {
         -(1.0 - self.uniform()).ln()
     }
+
+    /// One draw of `dist` (a `rand_distr` distribution) from this stream: value-stable for the
+    /// `rand_distr` version Cargo.lock pins.
+    pub fn sample<D: rand_distr::Distribution<f64>>(&mut self, dist: &D) -> f64 {
+        dist.sample(&mut self.rng)
+    }
 }
 
 #[cfg(test)]

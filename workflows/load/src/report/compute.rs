@@ -241,6 +241,9 @@ pub fn model_name(model: &StepModel) -> &'static str {
             arrivals: Arrivals::Poisson,
             ..
         } => "poisson",
+        StepModel::Gamma { .. } => "gamma",
+        StepModel::Ramp { .. } => "ramp",
+        StepModel::Trace { .. } => "trace",
     }
 }
 
@@ -288,7 +291,7 @@ fn group_row(
     results: &LoadResults,
 ) -> Row {
     let settings = &results.settings;
-    let target: Option<f64> = step.model.target_rate().map(|_| {
+    let target: Option<f64> = step.model.is_open().then(|| {
         lanes
             .iter()
             .map(|l| l.target_rate_per_s.unwrap_or(0.0))

@@ -16,6 +16,7 @@ pub use workload::{StepSource, Workload};
 
 use crate::report;
 use crate::spec::{JsonlFormat, LoadSection, WorkloadSpec};
+use crate::trace::{read_traces, trace_paths};
 use crate::workload::jsonl::{FilePrompt, parse_prompts};
 use openbench_common::hash::sha256_hex;
 use openbench_common::record::TerminalRecord;
@@ -70,23 +71,37 @@ impl Workflow for LoadWorkflow {
         }
     }
     fn section_file_problems(&self, spec: &Spec, dataset_dir: &Path) -> Vec<String> {
-        match section::workload_as_written(spec) {
-            Some(WorkloadSpec::Jsonl { path, format, .. }) if !path.trim().is_empty() => {
-                read_file(dataset_dir, &path, format)
+        let Some(written) = section::as_written(spec) else {
+            return Vec::new();
+        };
+        let mut problems = match &written.workload {
+            WorkloadSpec::Jsonl { path, format, .. } if !path.trim().is_empty() => {
+                read_file(dataset_dir, path, *format)
                     .err()
                     .unwrap_or_default()
             }
             _ => Vec::new(),
+        };
+        if let Err(trace_problems) =
+            read_traces(&written, dataset_dir, spec.request.max_output_tokens)
+        {
+            problems.extend(trace_problems);
         }
+        problems
     }
     fn input_files(&self, spec: &Spec, dataset: &DatasetRelease) -> Vec<(String, PathBuf)> {
-        match section::read(spec).map(|s| s.workload) {
-            Ok(WorkloadSpec::Jsonl { path, .. }) => {
-                let full = dataset.dir.join(&path);
-                vec![(path, full)]
-            }
-            _ => Vec::new(),
+        let Ok(section) = section::read(spec) else {
+            return Vec::new();
+        };
+        let mut files = Vec::new();
+        if let WorkloadSpec::Jsonl { path, .. } = &section.workload {
+            files.push((path.clone(), dataset.dir.join(path)));
         }
+        for path in trace_paths(&section) {
+            let full = dataset.dir.join(&path);
+            files.push((path, full));
+        }
+        files
     }
     fn load_dataset(&self, dir: &Path, manifest: &str) -> Result<DatasetRelease, WorkflowError> {
         if manifest == NO_DATASET {
@@ -107,7 +122,7 @@ impl Workflow for LoadWorkflow {
                 .map_err(|e| WorkflowError(Box::new(e)))?;
         }
         let phases = if attempt == 0 {
-            plan::first_steps(&ctx.section)
+            plan::first_steps(&ctx.section, &ctx.traces)
                 .iter()
                 .map(|step| plan::step_phase(step, &ctx.section, &ctx.layout, &ctx.workload))
                 .collect()
@@ -228,20 +243,28 @@ fn read_file(
     Ok(prompts)
 }
 
-/// Refuses a run whose prompt file is no longer the one its lock hashed, naming the file: the
-/// report rebuilds each request's prompt from it.
+/// Refuses a run whose prompt or trace file is no longer the one its lock hashed, naming the
+/// file: the report rebuilds each request's prompt (and a trace step's schedule) from it.
 fn refuse_changed_files(
     spec: &Spec,
     dataset: &DatasetRelease,
     lock: &RunLock,
 ) -> Result<(), WorkflowError> {
     let files = LoadWorkflow.input_files(spec, dataset);
+    let traces = section::read(spec)
+        .map(|s| trace_paths(&s))
+        .unwrap_or_default();
     let now = input_files_sha256(&files);
     for (name, path) in &files {
         if lock.input_files_sha256.get(name) != now.get(name) {
+            let kind = if traces.contains(name) {
+                "trace"
+            } else {
+                "prompt"
+            };
             return Err(WorkflowError(
                 format!(
-                    "prompt file {}: changed since run {} was locked (sha256 differs from the \
+                    "{kind} file {}: changed since run {} was locked (sha256 differs from the \
                      lock's)",
                     path.display(),
                     lock.run_id
@@ -265,6 +288,8 @@ pub fn context(
             .map_err(|problems| WorkflowError(problems.join("; ").into()))?,
         _ => Vec::new(),
     };
+    let traces = read_traces(&section, &dataset.dir, spec.request.max_output_tokens)
+        .map_err(|problems| WorkflowError(problems.join("; ").into()))?;
     let items = dataset.items.values().flatten().cloned().collect();
     let workload = Workload::new(&section, file, items, spec.request.max_output_tokens);
     let gold = match (&section.workload, score) {
@@ -276,6 +301,7 @@ pub fn context(
         section,
         workload: Arc::new(workload),
         gold,
+        traces,
     })
 }
 

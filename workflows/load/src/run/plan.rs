@@ -15,6 +15,7 @@ use super::workload::{StepSource, Workload};
 use crate::arrivals::{OpenSchedule, Window, closed_window, ms_to_ns};
 use crate::metrics::saturation::next_rate;
 use crate::spec::{LoadSection, Measure, Step, StepModel};
+use crate::trace::Traces;
 use openbench_common::rundir::Lane;
 use openbench_common::schedule::{LoadPhase, Pacing, Phase};
 use std::sync::Arc;
@@ -118,7 +119,10 @@ pub fn step_phase(
 ) -> Phase {
     let name = format!("step-{} {}", step.index, step.model.label());
     match step.model {
-        StepModel::Open { .. } => {
+        StepModel::Open { .. }
+        | StepModel::Gamma { .. }
+        | StepModel::Ramp { .. }
+        | StepModel::Trace { .. } => {
             let mut per_region = vec![Vec::new(); layout.regions];
             if let Some(schedule) = OpenSchedule::new(step, section.seed) {
                 for release in schedule.releases() {
@@ -131,7 +135,7 @@ pub fn step_phase(
                 .iter()
                 .map(|&r| per_region.get(r).cloned().unwrap_or_default())
                 .collect();
-            let source = source_of(step, layout, workload);
+            let source = source_of(step, section.seed, layout, workload);
             Phase::OpenLoop(LoadPhase {
                 name,
                 load: step.model.label(),
@@ -161,7 +165,7 @@ pub fn step_phase(
                     cooldown_ms: step.phases.cooldown_s * 1000.0,
                 },
             };
-            let source = source_of(step, layout, workload);
+            let source = source_of(step, section.seed, layout, workload);
             Phase::ClosedLoop(LoadPhase {
                 name,
                 load: step.model.label(),
@@ -173,10 +177,20 @@ pub fn step_phase(
     }
 }
 
-/// The request source of `step`: how it numbers its requests and builds their prompts.
-pub fn source_of(step: &Step, layout: &LaneLayout, workload: &Arc<Workload>) -> StepSource {
+/// The request source of `step`: how it numbers its requests and builds their prompts (a
+/// `trace` step's from its file's lengths, seeded by `seed`).
+pub fn source_of(
+    step: &Step,
+    seed: u64,
+    layout: &LaneLayout,
+    workload: &Arc<Workload>,
+) -> StepSource {
     let source = match step.model {
-        StepModel::Open { .. } => StepSource::open(step.index, layout.regions, workload.clone()),
+        StepModel::Trace { .. } => StepSource::open(step.index, layout.regions, workload.clone())
+            .with_trace(step.trace.clone(), seed),
+        StepModel::Open { .. } | StepModel::Gamma { .. } | StepModel::Ramp { .. } => {
+            StepSource::open(step.index, layout.regions, workload.clone())
+        }
         StepModel::Closed { concurrency } => {
             let before: Vec<u32> = (0..layout.regions)
                 .map(|r| (0..r).map(|q| layout.users_of(concurrency, q)).sum())
@@ -204,10 +218,11 @@ pub fn smoke_phase(layout: &LaneLayout, workload: &Arc<Workload>) -> Phase {
     })
 }
 
-/// The first steps of the run: a sweep's every step; a search's first.
-pub fn first_steps(section: &LoadSection) -> Vec<Step> {
+/// The first steps of the run: a sweep's every step (its `trace` steps with their files from
+/// `traces`); a search's first.
+pub fn first_steps(section: &LoadSection, traces: &Traces) -> Vec<Step> {
     match &section.saturation {
-        None => section.sweep_steps(),
+        None => section.sweep_steps(traces),
         Some(search) => section
             .saturation_step(0, search.start_rate_per_s)
             .into_iter()
@@ -259,7 +274,7 @@ mod tests {
             "workload": {"kind": "tasks"}
         }))
         .unwrap();
-        let step = &section.sweep_steps()[0];
+        let step = &section.sweep_steps(&Traces::new())[0];
         // Releases at k/5 s; the window [1, 3) s holds k = 5..=14: 10 of them, k odd at region
         // 1 (5, 7, 9, 11, 13) and k even at region 0 (6, 8, 10, 12, 14): 2.5/s each.
         assert_eq!(
@@ -267,5 +282,26 @@ mod tests {
             [Some(2.5), Some(2.5)]
         );
         assert_eq!(lane_targets(step, 1, &layout(&["a"])), [Some(5.0)]);
+    }
+
+    #[test]
+    fn a_ramps_target_is_what_it_plans_in_the_window() {
+        let section: LoadSection = serde_json::from_value(serde_json::json!({
+            "seed": 1,
+            "phases": {"warmup_s": 1.0, "measure": {"duration_s": 3.0}, "cooldown_s": 0.0},
+            "steps": [{"model": "ramp", "arrivals": "constant", "from_rate_per_s": 2.0,
+                       "to_rate_per_s": 6.0, "ramp_s": 4.0}],
+            "workload": {"kind": "tasks"}
+        }))
+        .unwrap();
+        let step = &section.sweep_steps(&Traces::new())[0];
+        // Λ(t) = 2t + t²/2: Λ(1) = 2.5, Λ(4) = 16, so k = 3..=15 are due in [1, 4): 13 in 3 s,
+        // 4.33/s: whole requests, not the 13.5 the ramp expects over the window (4.5/s).
+        assert_eq!(lane_targets(step, 1, &layout(&["a"])), [Some(13.0 / 3.0)]);
+        // Over two regions: k odd (3, 5, …, 15: 7) and k even (4, …, 14: 6).
+        assert_eq!(
+            lane_targets(step, 1, &layout(&["a", "b"])),
+            [Some(6.0 / 3.0), Some(7.0 / 3.0)]
+        );
     }
 }

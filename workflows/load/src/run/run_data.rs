@@ -9,6 +9,7 @@ use crate::metrics::step::{StepSettings, step_metrics};
 use crate::metrics::{ReadGroup, RequestSample, Slo};
 use crate::report::{LaneLoad, LoadResults, ReportSettings, StepResults};
 use crate::spec::{LoadSection, Step, StepModel, WorkloadSpec};
+use crate::trace::Traces;
 use openbench_common::record::{Outcome, StreamEvent, TerminalRecord};
 use openbench_common::schedule::LoadPosition;
 use openbench_common::tokenizer::count_tokens;
@@ -28,6 +29,8 @@ pub struct RunContext {
     pub workload: Arc<Workload>,
     /// Gold answers by item id (the `tasks` workload only).
     pub gold: Option<BTreeMap<String, GoldRef>>,
+    /// The `trace` steps' files, by step index.
+    pub traces: Traces,
 }
 
 impl RunContext {
@@ -58,7 +61,7 @@ impl RunContext {
                 target_rate_per_s: target,
                 concurrency: match step.model {
                     StepModel::Closed { concurrency } => Some(self.layout.users_of(concurrency, r)),
-                    StepModel::Open { .. } => None,
+                    _ => None,
                 },
             })
             .collect()
@@ -114,11 +117,11 @@ impl RunContext {
             .get(lane_index)
             .copied()
             .unwrap_or(false);
-        if !held || matches!(*self.workload, Workload::Tasks { .. }) {
+        if !held || (matches!(*self.workload, Workload::Tasks { .. }) && step.trace.is_none()) {
             return None;
         }
         let at = self.position(step, record, lane_index);
-        let built = source_of(step, &self.layout, &self.workload).built(&at);
+        let built = source_of(step, self.section.seed, &self.layout, &self.workload).built(&at);
         Some(u64::from(built.prompt.max_output_tokens))
     }
 
@@ -143,7 +146,7 @@ impl RunContext {
             return 0;
         };
         let at = self.position(step, record, lane_index);
-        source_of(step, &self.layout, &self.workload)
+        source_of(step, self.section.seed, &self.layout, &self.workload)
             .built(&at)
             .prompt
             .input_tokens
@@ -210,7 +213,7 @@ pub fn steps_run<'a>(
     records: &'a BTreeMap<String, TerminalRecord>,
 ) -> Vec<(Step, Vec<&'a TerminalRecord>)> {
     let mut phases = by_phase(records);
-    let mut steps: Vec<Step> = first_steps(&ctx.section);
+    let mut steps: Vec<Step> = first_steps(&ctx.section, &ctx.traces);
     let mut history = Vec::new();
     let mut out = Vec::new();
     let mut i = 0;

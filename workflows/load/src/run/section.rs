@@ -46,13 +46,11 @@ pub fn read(spec: &Spec) -> Result<LoadSection, Vec<String>> {
     }
 }
 
-/// The section's workload as written, when the section parses at all (whatever else is wrong
-/// with it): what names the files read at `init` beside the section's own problems.
-pub fn workload_as_written(spec: &Spec) -> Option<WorkloadSpec> {
+/// The section as written, when it parses at all (whatever else is wrong with it): what names
+/// the files read at `init` (prompt file, traces) beside the section's own problems.
+pub fn as_written(spec: &Spec) -> Option<LoadSection> {
     let value = spec.workflow_sections.get(SECTION)?;
-    serde_json::from_value::<LoadSection>(value.clone())
-        .ok()
-        .map(|section| section.workload)
+    serde_json::from_value::<LoadSection>(value.clone()).ok()
 }
 
 /// What the section names that the spec lacks (an `ignore_eos` provider) or leaves empty (the

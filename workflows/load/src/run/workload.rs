@@ -6,8 +6,10 @@
 //! `step × 10¹² + index`, so every step and every lane asks the same prompts in the same order.
 
 use crate::spec::{LengthDist, LoadSection, WorkloadSpec};
+use crate::trace::Trace;
 use crate::workload::jsonl::FilePrompt;
 use crate::workload::synthetic::Synthetic;
+use crate::workload::trace_prompt::trace_text;
 use crate::workload::{Prompt, output_tokens};
 use openbench_common::request::{ChatMessage, OutputLength, Role};
 use openbench_common::schedule::{LoadPosition, RequestContent, RequestSource};
@@ -147,6 +149,36 @@ impl Workload {
     }
 }
 
+/// Request `index` of a trace step: the file's request of that index, group `trace`, key
+/// `line-N` (with `/conversation-ID` when the file names one).
+fn trace_built(trace: &Trace, seed: u64, index: u64) -> Built {
+    let Some(entry) = usize::try_from(index)
+        .ok()
+        .and_then(|i| trace.entries.get(i))
+    else {
+        return Built {
+            group: "trace".into(),
+            key: String::new(),
+            prompt: empty(1),
+        };
+    };
+    let user = trace_text(entry, seed);
+    let key = match &entry.conversation {
+        Some(c) => format!("line-{}/conversation-{c}", entry.line),
+        None => format!("line-{}", entry.line),
+    };
+    Built {
+        group: "trace".into(),
+        key,
+        prompt: Prompt {
+            system: None,
+            input_tokens: count_tokens(&user),
+            user,
+            max_output_tokens: entry.output_tokens,
+        },
+    }
+}
+
 fn empty(max_output_tokens: u32) -> Prompt {
     Prompt {
         system: None,
@@ -176,6 +208,8 @@ pub struct StepSource {
     region_of: Vec<usize>,
     /// Whether each lane's provider is sent `ignore_eos` (base order).
     ignore_eos: Vec<bool>,
+    /// A `trace` step's file and the spec's seed: request k is the file's k-th request.
+    trace: Option<(Arc<Trace>, u64)>,
 }
 
 impl StepSource {
@@ -189,6 +223,7 @@ impl StepSource {
             workload,
             region_of: Vec::new(),
             ignore_eos: Vec::new(),
+            trace: None,
         }
     }
 
@@ -208,6 +243,7 @@ impl StepSource {
             workload,
             region_of: Vec::new(),
             ignore_eos: Vec::new(),
+            trace: None,
         }
     }
 
@@ -215,6 +251,13 @@ impl StepSource {
     pub fn with_lanes(mut self, region_of: Vec<usize>, ignore_eos: Vec<bool>) -> StepSource {
         self.region_of = region_of;
         self.ignore_eos = ignore_eos;
+        self
+    }
+
+    /// The same source, building each request from the trace's request of the same index
+    /// (its lengths, its blocks), the prompts seeded by `seed` ([`trace_text`]).
+    pub fn with_trace(mut self, trace: Option<Arc<Trace>>, seed: u64) -> StepSource {
+        self.trace = trace.map(|t| (t, seed));
         self
     }
 
@@ -233,7 +276,17 @@ impl StepSource {
 
     /// The built prompt of the request at `at`.
     pub fn built(&self, at: &LoadPosition) -> Built {
-        self.workload.build(self.prompt_index(at))
+        let index = self.prompt_index(at);
+        match &self.trace {
+            Some((trace, seed)) => trace_built(trace, *seed, index % STEP_STRIDE),
+            None => self.workload.build(index),
+        }
+    }
+
+    /// True when requests carry their own output length (every workload but `tasks`, and
+    /// every trace step).
+    fn sets_output(&self) -> bool {
+        self.trace.is_some() || !matches!(*self.workload, Workload::Tasks { .. })
     }
 }
 
@@ -242,7 +295,7 @@ impl RequestSource for StepSource {
         let built = self.built(at);
         // A drawn output length is sent as the request's own ceiling (with `ignore_eos` where
         // the spec lists the provider); the tasks keep the contract's, as micro-single-task.
-        let output = (!matches!(*self.workload, Workload::Tasks { .. })).then(|| OutputLength {
+        let output = self.sets_output().then(|| OutputLength {
             max_tokens: built.prompt.max_output_tokens,
             ignore_eos: self.ignore_eos.get(at.lane_index).copied().unwrap_or(false),
         });
@@ -265,3 +318,7 @@ impl RequestSource for StepSource {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "workload_tests.rs"]
+mod tests;

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 mod steps;
 #[cfg(test)]
 mod tests;
-mod validate;
+pub(crate) mod validate;
 
 pub use steps::{Step, StepModel};
 pub use validate::{Limits, SLO_METRICS};
@@ -115,6 +115,54 @@ pub enum LoadModel {
         /// Mean requests per second per lane.
         rate_per_s: f64,
     },
+    /// Open loop, gamma-distributed gaps of mean 1/rate, drawn from the seed: vLLM `bench
+    /// serve`'s `--burstiness` (shape = burstiness, scale = 1/(rate × burstiness); 1 is Poisson,
+    /// below 1 burstier, above 1 more even).
+    Gamma {
+        /// Mean requests per second per lane.
+        rate_per_s: f64,
+        /// The gamma shape: the gaps' coefficient of variation is 1/√burstiness.
+        burstiness: f64,
+    },
+    /// Open loop whose rate rises (or falls) linearly from `from_rate_per_s` at the step's start
+    /// to `to_rate_per_s` at `ramp_s`, then stays there.
+    Ramp {
+        /// Even (`constant`) or seeded Poisson arrivals along the ramp.
+        arrivals: Arrivals,
+        /// Rate at the step's start, requests per second per lane (0 allowed).
+        from_rate_per_s: f64,
+        /// Rate from `ramp_s` on.
+        to_rate_per_s: f64,
+        /// Seconds the rate takes to go from one to the other.
+        ramp_s: f64,
+    },
+    /// Open loop replaying a trace file's arrivals, each request with the file's input and
+    /// output lengths.
+    Trace {
+        /// The file, relative to the spec unless absolute (like `load.workload.path`).
+        path: String,
+        /// Its shape.
+        format: TraceFormat,
+        /// Every recorded offset is multiplied by this (0.5 replays twice as fast).
+        #[serde(default = "default_time_scale")]
+        time_scale: f64,
+    },
+}
+
+fn default_time_scale() -> f64 {
+    1.0
+}
+
+/// The shape of a trace file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceFormat {
+    /// Azure LLM inference traces (2023, 2024): CSV `TIMESTAMP,ContextTokens,GeneratedTokens`,
+    /// timestamps `YYYY-MM-DD HH:MM:SS[.fraction]`.
+    AzureCsv,
+    /// Mooncake / FAST'25 traces: JSONL `timestamp` (ms), `input_length`, `output_length`,
+    /// `hash_ids` (ids of 512-token prompt blocks).
+    MooncakeJsonl,
 }
 
 /// How each step's time is split.
@@ -139,7 +187,7 @@ pub enum Measure {
     Requests(u32),
 }
 
-/// Open-loop arrival process of a saturation search.
+/// Open-loop arrival process of a saturation search or a ramp.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Arrivals {

@@ -1,6 +1,8 @@
 //! A sweep expanded into steps: what each step runs, in order.
 
 use super::{Arrivals, LoadModel, LoadSection, Phases};
+use crate::trace::{Trace, Traces};
+use std::sync::Arc;
 
 /// The load of one step.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -17,29 +19,76 @@ pub enum StepModel {
         /// Target requests per second per lane.
         rate_per_s: f64,
     },
+    /// Open loop with gamma-distributed gaps (vLLM's `burstiness`).
+    Gamma {
+        /// Mean requests per second per lane.
+        rate_per_s: f64,
+        /// Gamma shape.
+        burstiness: f64,
+    },
+    /// Open loop whose rate rises linearly, then stays.
+    Ramp {
+        /// Even or Poisson arrivals along the ramp.
+        arrivals: Arrivals,
+        /// Rate at the step's start.
+        from_rate_per_s: f64,
+        /// Rate from `ramp_s` on.
+        to_rate_per_s: f64,
+        /// Length of the ramp, seconds.
+        ramp_s: f64,
+    },
+    /// Open loop replaying the step's trace ([`Step::trace`]), its offsets × `time_scale`.
+    Trace {
+        /// Multiplier of every recorded offset.
+        time_scale: f64,
+    },
 }
 
 impl StepModel {
-    /// The target rate of an open-loop step; a closed loop has none (its rate is an outcome).
+    /// The nominal rate of an open-loop step (a ramp's final rate; a trace has none: its
+    /// target is what it plans in the window); a closed loop has none (its rate is an outcome).
     pub fn target_rate(&self) -> Option<f64> {
         match self {
-            StepModel::Closed { .. } => None,
-            StepModel::Open { rate_per_s, .. } => Some(*rate_per_s),
+            StepModel::Closed { .. } | StepModel::Trace { .. } => None,
+            StepModel::Open { rate_per_s, .. } | StepModel::Gamma { rate_per_s, .. } => {
+                Some(*rate_per_s)
+            }
+            StepModel::Ramp { to_rate_per_s, .. } => Some(*to_rate_per_s),
         }
     }
 
-    /// A short label for tables: `closed c=4`, `constant 2.5/s`, `poisson 8/s`.
+    /// True for every model released on a schedule (everything but a closed loop).
+    pub fn is_open(&self) -> bool {
+        !matches!(self, StepModel::Closed { .. })
+    }
+
+    /// A short label for tables: `closed c=4`, `constant 2.5/s`, `poisson 8/s`,
+    /// `gamma 8/s b=0.5`, `ramp poisson 1→8/s in 30s`, `trace ×0.5`.
     pub fn label(&self) -> String {
+        let name = |a: &Arrivals| match a {
+            Arrivals::Constant => "constant",
+            Arrivals::Poisson => "poisson",
+        };
         match self {
             StepModel::Closed { concurrency } => format!("closed c={concurrency}"),
             StepModel::Open {
-                arrivals: Arrivals::Constant,
+                arrivals,
                 rate_per_s,
-            } => format!("constant {rate_per_s}/s"),
-            StepModel::Open {
-                arrivals: Arrivals::Poisson,
+            } => format!("{} {rate_per_s}/s", name(arrivals)),
+            StepModel::Gamma {
                 rate_per_s,
-            } => format!("poisson {rate_per_s}/s"),
+                burstiness,
+            } => format!("gamma {rate_per_s}/s b={burstiness}"),
+            StepModel::Ramp {
+                arrivals,
+                from_rate_per_s,
+                to_rate_per_s,
+                ramp_s,
+            } => format!(
+                "ramp {} {from_rate_per_s}→{to_rate_per_s}/s in {ramp_s}s",
+                name(arrivals)
+            ),
+            StepModel::Trace { time_scale } => format!("trace ×{time_scale}"),
         }
     }
 }
@@ -56,6 +105,25 @@ impl From<&LoadModel> for StepModel {
                 arrivals: Arrivals::Poisson,
                 rate_per_s,
             },
+            LoadModel::Gamma {
+                rate_per_s,
+                burstiness,
+            } => StepModel::Gamma {
+                rate_per_s,
+                burstiness,
+            },
+            LoadModel::Ramp {
+                arrivals,
+                from_rate_per_s,
+                to_rate_per_s,
+                ramp_s,
+            } => StepModel::Ramp {
+                arrivals,
+                from_rate_per_s,
+                to_rate_per_s,
+                ramp_s,
+            },
+            LoadModel::Trace { time_scale, .. } => StepModel::Trace { time_scale },
         }
     }
 }
@@ -69,12 +137,15 @@ pub struct Step {
     pub model: StepModel,
     /// Warm-up, measured window, cool-down.
     pub phases: Phases,
+    /// A `trace` step's file, read (`None` for every other model).
+    pub trace: Option<Arc<Trace>>,
 }
 
 impl LoadSection {
-    /// The steps of a `steps:` sweep, in the order written. A saturation search has no fixed
-    /// list: its steps come one at a time from [`crate::metrics::saturation::next_rate`].
-    pub fn sweep_steps(&self) -> Vec<Step> {
+    /// The steps of a `steps:` sweep, in the order written, each `trace` step with its file from
+    /// `traces` (read by [`crate::trace::read_traces`]). A saturation search has no fixed list:
+    /// its steps come one at a time from [`crate::metrics::saturation::next_rate`].
+    pub fn sweep_steps(&self, traces: &Traces) -> Vec<Step> {
         self.steps
             .iter()
             .enumerate()
@@ -82,6 +153,7 @@ impl LoadSection {
                 index,
                 model: StepModel::from(model),
                 phases: self.phases.clone(),
+                trace: traces.get(&index).cloned(),
             })
             .collect()
     }
@@ -96,6 +168,7 @@ impl LoadSection {
                 rate_per_s,
             },
             phases: self.phases.clone(),
+            trace: None,
         })
     }
 }

@@ -26,7 +26,7 @@ fn a_good_section_parses_validates_and_expands_in_order() {
     load.validate("spec.yaml", &LIMITS).unwrap();
     assert_eq!(load.goodput_threshold, 0.9);
     assert_eq!(load.sustain_fraction, 0.95);
-    let steps = load.sweep_steps();
+    let steps = load.sweep_steps(&crate::trace::Traces::new());
     let labels: Vec<String> = steps.iter().map(|s| s.model.label()).collect();
     assert_eq!(labels, ["closed c=4", "constant 2.5/s", "poisson 8/s"]);
     assert_eq!(steps[2].index, 2);
@@ -135,7 +135,7 @@ workload: {kind: tasks}
 "#;
     let load = LoadSection::from_yaml(text, "s.yaml").unwrap();
     assert_eq!(load.problems(&LIMITS), Vec::<String>::new());
-    assert!(load.sweep_steps().is_empty());
+    assert!(load.sweep_steps(&crate::trace::Traces::new()).is_empty());
     let step = load.saturation_step(3, 8.0).unwrap();
     assert_eq!(step.model.label(), "constant 8/s");
     assert_eq!(step.index, 3);
@@ -212,4 +212,62 @@ fn providers_times_the_lane_bound_above_the_probes_20000_is_refused() {
     };
     assert!(load.problems(&limits(2)).is_empty());
     assert_eq!(load.problems(&limits(3)).len(), 1);
+}
+
+#[test]
+fn gamma_ramp_and_trace_steps_parse_label_and_are_checked() {
+    let text = r#"
+seed: 1
+phases: {warmup_s: 1, measure: {duration_s: 10}, cooldown_s: 1}
+steps:
+  - {model: gamma, rate_per_s: 8, burstiness: 0.5}
+  - {model: ramp, arrivals: poisson, from_rate_per_s: 1, to_rate_per_s: 8, ramp_s: 30}
+  - {model: trace, path: traces/a.csv, format: azure_csv}
+  - {model: trace, path: m.jsonl, format: mooncake_jsonl, time_scale: 0.5}
+workload: {kind: tasks}
+"#;
+    let load = LoadSection::from_yaml(text, "s.yaml").unwrap();
+    assert_eq!(load.problems(&LIMITS), Vec::<String>::new());
+    let steps = load.sweep_steps(&crate::trace::Traces::new());
+    let labels: Vec<String> = steps.iter().map(|s| s.model.label()).collect();
+    assert_eq!(
+        labels,
+        [
+            "gamma 8/s b=0.5",
+            "ramp poisson 1→8/s in 30s",
+            "trace ×1",
+            "trace ×0.5"
+        ]
+    );
+    assert!(steps.iter().all(|s| s.model.is_open()));
+    assert_eq!(load.lane_in_flight_bound(), 1000);
+    let bad = r#"
+seed: 1
+phases: {warmup_s: 1, measure: {duration_s: 10}, cooldown_s: 1}
+steps:
+  - {model: gamma, rate_per_s: 8, burstiness: 0}
+  - {model: ramp, arrivals: constant, from_rate_per_s: -1, to_rate_per_s: 0, ramp_s: 0}
+  - {model: trace, path: " ", format: azure_csv, time_scale: 0}
+  - {model: ramp, arrivals: constant, from_rate_per_s: 2, to_rate_per_s: 0, ramp_s: 1}
+workload: {kind: tasks}
+"#;
+    let load = LoadSection::from_yaml(bad, "s.yaml").unwrap();
+    assert_eq!(
+        load.problems(&LIMITS),
+        [
+            "load.steps[0].burstiness: 0 is outside (0, 1000]",
+            "load.steps[1].from_rate_per_s: -1 is outside [0, 10000]",
+            "load.steps[1].to_rate_per_s: 0 is outside (0, 10000]",
+            "load.steps[1].ramp_s: 0 is outside (0, 86400]",
+            "load.steps[2].path: must name a trace file",
+            "load.steps[2].time_scale: 0 is outside (0, 1000]",
+            "load.steps[3].to_rate_per_s: 0 must be above 0",
+        ]
+    );
+    let unknown = "seed: 1\nphases: {warmup_s: 1, measure: {duration_s: 1}, cooldown_s: 1}\n\
+                   steps: [{model: trace, path: a, format: burstgpt}]\nworkload: {kind: tasks}\n";
+    let err = LoadSection::from_yaml(unknown, "s.yaml")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("burstgpt"), "{err}");
 }

@@ -33,6 +33,10 @@ pub const MAX_STEP_REQUESTS: f64 = 10_000_000.0;
 pub const MAX_INPUT_TOKENS: u32 = 1_000_000;
 /// Most distinct prompts a shared-prefix workload may build.
 pub const MAX_SHARED_PREFIX_PROMPTS: u64 = 1_000_000;
+/// Largest gamma shape (`burstiness`): gaps with a coefficient of variation of 0.03.
+pub const MAX_BURSTINESS: f64 = 1_000.0;
+/// Largest `time_scale` of a trace replay.
+pub const MAX_TIME_SCALE: f64 = 1_000.0;
 /// Most bisections of a saturation search.
 pub const MAX_REFINE_STEPS: u32 = 20;
 
@@ -81,6 +85,45 @@ impl LoadSection {
                         &self.phases,
                         &mut say,
                     );
+                }
+                LoadModel::Gamma {
+                    rate_per_s,
+                    burstiness,
+                } => {
+                    rate_problems(
+                        &format!("{at}.rate_per_s"),
+                        *rate_per_s,
+                        &self.phases,
+                        &mut say,
+                    );
+                    if !(*burstiness > 0.0 && *burstiness <= MAX_BURSTINESS) {
+                        say(format!(
+                            "{at}.burstiness: {burstiness} is outside (0, {MAX_BURSTINESS}]"
+                        ));
+                    }
+                }
+                LoadModel::Ramp {
+                    from_rate_per_s,
+                    to_rate_per_s,
+                    ramp_s,
+                    ..
+                } => ramp_problems(
+                    &at,
+                    (*from_rate_per_s, *to_rate_per_s, *ramp_s),
+                    &self.phases,
+                    &mut say,
+                ),
+                LoadModel::Trace {
+                    path, time_scale, ..
+                } => {
+                    if path.trim().is_empty() {
+                        say(format!("{at}.path: must name a trace file"));
+                    }
+                    if !(*time_scale > 0.0 && *time_scale <= MAX_TIME_SCALE) {
+                        say(format!(
+                            "{at}.time_scale: {time_scale} is outside (0, {MAX_TIME_SCALE}]"
+                        ));
+                    }
                 }
             }
         }
@@ -225,6 +268,36 @@ fn rate_problems(at: &str, rate: f64, phases: &Phases, say: &mut impl FnMut(Stri
                 "{at}: {rate}/s plans {planned:.0} requests per lane in one step, above {MAX_STEP_REQUESTS:.0}"
             ));
         }
+    }
+}
+
+/// A ramp: a start rate in [0, max], a final rate as any open-loop rate (positive, a request in
+/// the window, bounded plan; checked at the higher of the two), and a ramp of (0, one day].
+fn ramp_problems(
+    at: &str,
+    (from, to, ramp_s): (f64, f64, f64),
+    phases: &Phases,
+    say: &mut impl FnMut(String),
+) {
+    if !(0.0..=MAX_RATE_PER_S).contains(&from) {
+        say(format!(
+            "{at}.from_rate_per_s: {from} is outside [0, {MAX_RATE_PER_S}]"
+        ));
+    }
+    rate_problems(
+        &format!("{at}.to_rate_per_s"),
+        if from > to { from } else { to },
+        phases,
+        say,
+    );
+    if from > to && to <= 0.0 {
+        // A falling ramp was checked at its start rate; its end must still send.
+        say(format!("{at}.to_rate_per_s: {to} must be above 0"));
+    }
+    if !(ramp_s > 0.0 && ramp_s <= MAX_PHASE_S) {
+        say(format!(
+            "{at}.ramp_s: {ramp_s} is outside (0, {MAX_PHASE_S}]"
+        ));
     }
 }
 

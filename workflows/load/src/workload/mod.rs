@@ -11,6 +11,7 @@ use crate::spec::LengthDist;
 
 pub mod jsonl;
 pub mod synthetic;
+pub mod trace_prompt;
 
 /// One request's messages and the output length it asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
