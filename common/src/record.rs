@@ -350,6 +350,21 @@ pub struct TerminalRecord {
     /// interruption holds two timelines, and the report says so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sitting: Option<u32>,
+    /// Tool calls the stream carried, in the order each began (METHODOLOGY §3b); absent when
+    /// none, so records without them keep their bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<crate::tool::ToolCall>,
+    /// Time to the first tool-call token: the offset of the first event with tool-call text
+    /// (a name or argument fragment), ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttf_tool_call_ms: Option<f64>,
+    /// Tool-call E2E: the offset of the last event with tool-call text, ms; only for a
+    /// completed 2xx stream with a tool call (as E2E is for the answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_e2e_ms: Option<f64>,
+    /// A tool call that was malformed or truncated; absent for none or a well-formed one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_error: Option<crate::tool::ToolCallError>,
 }
 
 impl TerminalRecord {
@@ -413,6 +428,10 @@ impl TerminalRecord {
             scheduled_offset_ms: None,
             sent_offset_ms: None,
             sitting: None,
+            tool_calls: Vec::new(),
+            ttf_tool_call_ms: None,
+            tool_call_e2e_ms: None,
+            tool_call_error: None,
             usage: None,
             provider_request_id: None,
             rate_limit_headers: BTreeMap::new(),

@@ -255,6 +255,11 @@ impl Redactor {
         {
             self.redact_in_place(s);
         }
+        for call in &mut r.tool_calls {
+            for s in [&mut call.id, &mut call.name, &mut call.arguments] {
+                self.redact_in_place(s);
+            }
+        }
         let headers = std::mem::take(&mut r.rate_limit_headers);
         r.rate_limit_headers = headers
             .into_iter()

@@ -105,6 +105,7 @@ pub async fn execute(call: SimCall<'_>) -> Execution {
         deadline_ms: call.deadline_ms,
         output: None,
         load: None,
+        tool: None,
     };
     executor.execute(&request).await
 }
