@@ -70,6 +70,7 @@ async fn every_dialect_calls_the_forced_tool_with_the_seeded_answer() {
             "{api}: {:?}",
             r.error_message
         );
+        assert_eq!(r.offered_tool.as_deref(), Some("answer"), "{api}");
         assert_eq!(r.tool_calls.len(), 1, "{api}");
         let call = &r.tool_calls[0];
         assert_eq!(call.name, "answer", "{api}");

@@ -350,6 +350,10 @@ pub struct TerminalRecord {
     /// interruption holds two timelines, and the report says so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sitting: Option<u32>,
+    /// The name of the tool the request offered (absent when it offered none), so a record
+    /// says on its own that its answer is expected as a call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_tool: Option<String>,
     /// Tool calls the stream carried, in the order each began (METHODOLOGY §3b); absent when
     /// none, so records without them keep their bytes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -428,6 +432,7 @@ impl TerminalRecord {
             scheduled_offset_ms: None,
             sent_offset_ms: None,
             sitting: None,
+            offered_tool: None,
             tool_calls: Vec::new(),
             ttf_tool_call_ms: None,
             tool_call_e2e_ms: None,

@@ -187,6 +187,7 @@ impl Executor {
         let mut record = TerminalRecord::new(String::new(), Outcome::Completed);
         record.set_identity(&req.identity);
         record.requested_model.clone_from(&inner.adapter.model);
+        record.offered_tool = req.tool.as_ref().map(|t| t.name.clone());
 
         let mut body = crate::dialect::build_body(
             &inner.adapter,

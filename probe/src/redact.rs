@@ -240,7 +240,10 @@ impl Redactor {
         ] {
             self.redact_whole_in_place(s);
         }
-        for s in [&mut r.probe_id, &mut r.scheduled_at].into_iter().flatten() {
+        for s in [&mut r.probe_id, &mut r.scheduled_at, &mut r.offered_tool]
+            .into_iter()
+            .flatten()
+        {
             self.redact_whole_in_place(s);
         }
         // From the upstream: every forbidden piece.

@@ -157,7 +157,9 @@ pub struct Benchmark {
     /// Human label of the model under test, for reports.
     #[serde(default)]
     pub model_label: String,
-    /// The workflow's own benchmark keys (micro-single-task: `families`), checked by it.
+    /// The workflow's own benchmark keys, checked by it (micro-single-task: `families`, and
+    /// `answer_via`: `json_object`, the default, or `tool_call` for every family's tool-call
+    /// variant, which providers of `api: openai-completions` cannot take).
     #[serde(flatten)]
     pub workflow_fields: BTreeMap<String, serde_json::Value>,
 }

@@ -50,11 +50,6 @@ pub struct NoTools {
     pub tool: String,
 }
 
-/// True when `api` can offer a tool.
-pub fn supports_tools(api: Api) -> bool {
-    api != Api::OpenaiCompletions
-}
-
 /// Adds `tool` and its tool choice to a built body, as `api` takes them.
 pub fn offer(body: &mut Value, api: Api, tool: &ToolOffer) -> Result<(), NoTools> {
     let (tools, choice) = match api {
@@ -85,6 +80,7 @@ pub fn offer(body: &mut Value, api: Api, tool: &ToolOffer) -> Result<(), NoTools
             },
         ),
         Api::OpenaiCompletions => {
+            debug_assert!(!api.has_tools());
             return Err(NoTools {
                 api,
                 tool: tool.name.clone(),

@@ -84,7 +84,8 @@ fn legacy_completions_refuse_a_tool() {
         "the openai-completions API has no tools: a request offering tool \"triage\" cannot be sent"
     );
     assert!(body.get("tools").is_none());
-    assert!(!supports_tools(Api::OpenaiCompletions));
+    assert!(!Api::OpenaiCompletions.has_tools());
+    assert!(Api::ALL.iter().filter(|a| a.has_tools()).count() == 3);
 }
 
 fn call(id: &str, arguments: &str) -> Vec<ToolCall> {

@@ -324,9 +324,7 @@ impl AnswerChunks {
         let mut groups: Vec<(f64, String)> = Vec::new();
         for (at, text) in events.values().flatten() {
             match groups.last_mut() {
-                Some((first, joined)) if *at - *first <= READ_COALESCE_MS => {
-                    joined.push_str(text)
-                }
+                Some((first, joined)) if *at - *first <= READ_COALESCE_MS => joined.push_str(text),
                 _ => groups.push((*at, text.clone())),
             }
         }

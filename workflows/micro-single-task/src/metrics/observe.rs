@@ -127,7 +127,7 @@ pub fn observe(
                 family.as_str()
             ));
         }
-        scoring::score_answer(&g, &record.answer_text)
+        scoring::tool_call::score_record(&g, &record)
     } else {
         scoring::failed(
             family,
