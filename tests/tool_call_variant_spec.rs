@@ -236,6 +236,47 @@ fn tool_call_variant_scores_exactly_and_like_json_answers() {
         some_wrong,
         "the profile draws failures, so the columns are not trivially full"
     );
+
+    // The latency columns are the call's: one TTFA and E2E per completed call, each p50 among
+    // the records' own first tool-call tokens and tool-call E2Es.
+    for p in metrics["providers"].as_array().unwrap() {
+        let provider = p["provider"].as_str().unwrap();
+        let mine: Vec<TerminalRecord> = records(&tools.join(layout::FULL_RESULTS))
+            .into_iter()
+            .filter(|r| r.provider == provider && r.outcome == Outcome::Completed)
+            .collect();
+        let firsts: Vec<f64> = mine.iter().filter_map(|r| r.ttf_tool_call_ms).collect();
+        let lasts: Vec<f64> = mine.iter().filter_map(|r| r.tool_call_e2e_ms).collect();
+        let pooled = &p["pooled"];
+        assert_eq!(
+            pooled["ttfa_population"].as_u64(),
+            Some(firsts.len() as u64),
+            "{provider}"
+        );
+        assert_eq!(
+            pooled["e2e_latency_population"].as_u64(),
+            Some(lasts.len() as u64),
+            "{provider}"
+        );
+        assert!(firsts.len() >= 8, "{provider}: {firsts:?}");
+        let within =
+            |v: f64, all: &[f64]| all.iter().any(|x| *x <= v) && all.iter().any(|x| *x >= v);
+        assert!(
+            within(pooled["ttfa_p50"].as_f64().unwrap(), &firsts),
+            "{provider}"
+        );
+        assert!(
+            within(pooled["e2e_latency_p50"].as_f64().unwrap(), &lasts),
+            "{provider}"
+        );
+        assert!(
+            pooled["output_tokens_per_second_population"]
+                .as_u64()
+                .unwrap()
+                > 0,
+            "{provider}"
+        );
+    }
 }
 
 #[test]

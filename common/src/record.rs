@@ -10,6 +10,17 @@ use std::collections::BTreeMap;
 /// Version of the record layout, bumped on any incompatible change.
 pub const RECORD_SCHEMA_VERSION: u32 = 1;
 
+/// Visible-answer tokens/s = (N − 1) / ((E2E − TTFA) in s); `None` unless N ≥ 2 and E2E > TTFA
+/// (METHODOLOGY §3; the tool-call variant's report applies it to the call, docs/methodology.md
+/// §5).
+pub fn tokens_per_second(answer_tokens: u64, ttfa_ms: f64, e2e_ms: f64) -> Option<f64> {
+    if answer_tokens >= 2 && e2e_ms > ttfa_ms {
+        Some((answer_tokens - 1) as f64 / ((e2e_ms - ttfa_ms) / 1000.0))
+    } else {
+        None
+    }
+}
+
 /// How a request ended (METHODOLOGY §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -16,14 +16,7 @@ pub fn ms(offset: Duration) -> f64 {
     offset.as_nanos() as f64 / 1e6
 }
 
-/// Visible-answer tokens/s = (N − 1) / ((E2E − TTFA) in s); `None` unless N ≥ 2 and E2E > TTFA.
-pub fn tokens_per_second(answer_tokens: u64, ttfa_ms: f64, e2e_ms: f64) -> Option<f64> {
-    if answer_tokens >= 2 && e2e_ms > ttfa_ms {
-        Some((answer_tokens - 1) as f64 / ((e2e_ms - ttfa_ms) / 1000.0))
-    } else {
-        None
-    }
-}
+pub use openbench_common::record::tokens_per_second;
 
 /// The finer error type of a non-2xx status.
 pub fn status_error_type(status: u16) -> ErrorType {
