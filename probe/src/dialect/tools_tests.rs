@@ -196,3 +196,20 @@ fn parallel_chat_calls_are_kept_apart_by_index() {
     assert_eq!(r.tool_call_e2e_ms, Some(30.0));
     assert_eq!(r.tool_call_error, None);
 }
+
+#[test]
+fn an_anthropic_call_with_an_unquoted_value_is_malformed() {
+    // The shape of anthropic-sdk-python's tests/lib/streaming/fixtures/
+    // tool_use_invalid_json_response.txt (a `caller` on the block, a bare word as a value).
+    let r = replay(Api::AnthropicMessages, "anthropic_tool_malformed.sse");
+    assert_eq!(r.outcome, Outcome::Completed);
+    assert_eq!(
+        r.tool_calls,
+        call("toolu_3", r#"{"category": "bug", "priority": p1}"#)
+    );
+    assert_eq!(r.tool_call_error, Some(ToolCallError::MalformedToolCall));
+    // Opened at 20 ms, fragments at 30 and 40 ms.
+    assert_eq!(r.ttf_tool_call_ms, Some(20.0));
+    assert_eq!(r.tool_call_e2e_ms, Some(40.0));
+    assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
+}
