@@ -78,6 +78,14 @@ impl Probe for FakeProbe {
             probe_id: "far@fake".into(),
         }))
     }
+
+    /// A probe of an older build: no canaries to report (the run's section then has none).
+    async fn health(
+        &self,
+        _request: tonic::Request<openbench_proto::v1::HealthRequest>,
+    ) -> Result<tonic::Response<openbench_proto::v1::HealthResponse>, tonic::Status> {
+        Err(tonic::Status::unimplemented("no health"))
+    }
 }
 
 /// The coordinator's health pings: this probe stalls its requests but its link is healthy.

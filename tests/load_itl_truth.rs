@@ -122,16 +122,10 @@ async fn itl_per_token_equals_the_servers_token_interval_however_it_frames_token
                  runtime ({late} of {ticks} ticks late) did not keep time"
             );
         }
-        // Each completed measured request gives one value per token after its first read's:
-        // 24 tokens, less 1 (one or varied: the first event has 1 token), 4 (four) or 3
-        // (batched: the first write holds 3 one-token events). The server's log holds every
-        // request, warm-up ones too.
-        let per_request = match *key {
-            "four" => 20,
-            "batched" => 21,
-            _ => 23,
-        };
-        assert_eq!(itl.count % per_request, 0, "{key}: {} values", itl.count);
+        // Each completed measured request gives one value per token after its first read
+        // group's (at most 23 of its 24 tokens; fewer when a late client took two writes in one
+        // read, which then form one group). The server's log holds every request, warm-up ones
+        // too.
         assert!(itl.count > 0 && truth.len() >= itl.count, "{key}");
         let per_event = gaps.p50.unwrap();
         match *key {

@@ -398,7 +398,7 @@ fn reset_postgres(url: &str) {
     client
         .batch_execute(
             "DROP TABLE IF EXISTS load_requests, load_saturation, load_steps, metrics, requests, \
-             lanes, runs, snapshots, schema_migrations CASCADE",
+             lanes, runs, snapshots, run_validity, validity_checks, schema_migrations CASCADE",
         )
         .unwrap();
 }

@@ -22,6 +22,7 @@ pub mod stats;
 pub mod tokenizer;
 pub mod tool;
 pub mod untrusted_text;
+pub mod validity;
 pub mod workflow;
 
 /// Version of this program, recorded in locks, manifests and probe descriptions.

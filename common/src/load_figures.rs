@@ -20,6 +20,8 @@ pub struct LoadFigures {
     pub saturation: Vec<LoadSaturationRow>,
     /// One row per request of the steps the report counts (harness failures included).
     pub requests: Vec<LoadRequestRow>,
+    /// The run's validity section (docs/validity.md); `None` for a run made before it.
+    pub validity: Option<crate::validity::assess::ValiditySection>,
 }
 
 /// Failed measured requests by class (the load report's failure table).

@@ -23,6 +23,7 @@ pub mod probe_links;
 pub mod round_jobs;
 pub mod run_dir;
 pub mod runner;
+mod runtime_health;
 mod schedule_files;
 pub mod session_open;
 pub mod sitting_report;

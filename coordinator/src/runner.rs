@@ -314,6 +314,7 @@ async fn execute_plan(
         infra.shutdown().await;
         return Err(e.into());
     }
+    let canaries = crate::runtime_health::SittingCanaries::start(&infra);
     let mut sitting = SittingReport::empty(progress);
     let mut work: VecDeque<Work> = work.into();
     while let Some(phase) = work.pop_front() {
@@ -391,6 +392,10 @@ async fn execute_plan(
             }
         }
     }
+    let health = canaries
+        .finish(&infra, manifest.sessions, plan.attempt)
+        .await;
+    manifest.runtime_health.push(health);
     infra.shutdown().await;
     manifest.links.extend(sitting.links.clone());
     manifest.outages.extend(sitting.outages.iter().cloned());

@@ -22,6 +22,7 @@ pub mod error;
 pub mod executor;
 pub mod genai_metrics;
 pub mod genai_span;
+mod health;
 pub mod identity;
 pub mod limits;
 pub mod link;

@@ -33,8 +33,8 @@ use openbench_common::request::PlannedRequest;
 use openbench_common::spec::MAX_TIMEOUT_MS;
 use openbench_proto::v1::probe_server::Probe;
 use openbench_proto::v1::{
-    DescribeRequest, DescribeResponse, ExecuteRequest, ExecuteResponse, OpenSessionRequest,
-    OpenSessionResponse, ProbeIdentity,
+    DescribeRequest, DescribeResponse, ExecuteRequest, ExecuteResponse, HealthRequest,
+    HealthResponse, OpenSessionRequest, OpenSessionResponse, ProbeIdentity,
 };
 use ractor::{Actor, ActorRef, rpc::CallResult};
 use std::collections::{BTreeMap, HashMap};
@@ -104,6 +104,8 @@ struct OpenSession {
     providers: BTreeMap<String, (ActorRef<ProviderMsg>, SpanTemplate)>,
     /// Cancelled when a newer session replaces this one: its requests still in flight end.
     cancel: CancellationToken,
+    /// The stall canaries of this session's life (the work runtime and the gRPC thread).
+    canaries: crate::health::SessionCanaries,
 }
 
 /// What the service knows and does; shared with the requests' tasks on the work runtime.
@@ -351,6 +353,7 @@ impl Service {
             timeout_ms: session.contract.timeout_ms,
             providers,
             cancel: CancellationToken::new(),
+            canaries: crate::health::SessionCanaries::start(&self.work),
         });
         let replaced = self
             .session
@@ -427,6 +430,21 @@ impl Probe for ProbeService {
         request: Request<OpenSessionRequest>,
     ) -> Result<Response<OpenSessionResponse>, Status> {
         self.0.open_session(request).await
+    }
+
+    async fn health(
+        &self,
+        request: Request<HealthRequest>,
+    ) -> Result<Response<HealthResponse>, Status> {
+        let asked = request.into_inner().session_id;
+        let session = self.0.session.lock().ok().and_then(|slot| slot.clone());
+        match session {
+            Some(open) if open.id == asked => Ok(Response::new(open.canaries.answer()?)),
+            _ => Err(Status::failed_precondition(format!(
+                "session {asked} {SESSION_NOT_OPEN} {}",
+                self.0.region
+            ))),
+        }
     }
 }
 

@@ -132,13 +132,14 @@ pub fn run(store: &mut Store, row: &RunRow) -> Result<StoredRun, StoreError> {
     });
     let observations: Vec<Observation> = order.iter().map(|&i| observations[i].clone()).collect();
     let answer_tokens: Vec<Option<u64>> = order.iter().map(|&i| answer_tokens[i]).collect();
-    let metrics = metrics::compute(&MetricsInput {
+    let mut metrics = metrics::compute(&MetricsInput {
         lock: &lock,
         lanes: &lanes,
         observations: &observations,
         plan: None,
         records_file: "store",
     });
+    metrics.validity = stored_validity(store, &row.run_id)?;
     Ok(StoredRun {
         row: row.clone(),
         lock,
@@ -147,6 +148,28 @@ pub fn run(store: &mut Store, row: &RunRow) -> Result<StoredRun, StoreError> {
         answer_tokens,
         metrics,
     })
+}
+
+/// The validity section stored with `run_id` (`run_validity.section_json`); `None` for a run
+/// stored without one.
+pub fn stored_validity(
+    store: &mut Store,
+    run_id: &str,
+) -> Result<Option<openbench_common::validity::assess::ValiditySection>, StoreError> {
+    let rows = store.query(
+        "SELECT section_json FROM run_validity WHERE run_id = $1",
+        &[Value::from(run_id)],
+    )?;
+    let Some(text) = rows.first().and_then(|r| r.first()).and_then(Value::text) else {
+        return Ok(None);
+    };
+    serde_json::from_str(text)
+        .map(Some)
+        .map_err(|e| StoreError::Corrupt {
+            store: store.name().to_string(),
+            run_id: run_id.to_string(),
+            detail: format!("run_validity.section_json: {e}"),
+        })
 }
 
 fn with_store(e: StoreError, store: &Store) -> StoreError {

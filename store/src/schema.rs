@@ -264,8 +264,38 @@ pub const SNAPSHOTS: Table = Table {
     key: &["run_id"],
 };
 
+/// One row per run that measured its own validity (docs/validity.md): whether every check
+/// passed and the run's own timing error, which `compare` and `history` read.
+pub const RUN_VALIDITY: Table = Table {
+    name: "run_validity",
+    columns: &[
+        col("run_id", Text),
+        col("passed", Int),
+        col("failed_checks", Int),
+        col("measured_error_ms", Real),
+        col("section_json", Text),
+    ],
+    key: &["run_id"],
+};
+
+/// One row per check of a run's validity section.
+pub const VALIDITY_CHECKS: Table = Table {
+    name: "validity_checks",
+    columns: &[
+        col("run_id", Text),
+        col("check_index", Int),
+        col("item", Text),
+        col("scope", Text),
+        col("value", Real),
+        col("threshold", Real),
+        col("unit", Text),
+        col("passed", Int),
+    ],
+    key: &["run_id", "check_index"],
+};
+
 /// Every data table, parents first (publish inserts in this order, deletes in reverse).
-pub const TABLES: [Table; 7] = [
+pub const TABLES: [Table; 9] = [
     RUNS,
     LANES,
     REQUESTS,
@@ -273,6 +303,8 @@ pub const TABLES: [Table; 7] = [
     LOAD_STEPS,
     LOAD_SATURATION,
     LOAD_REQUESTS,
+    RUN_VALIDITY,
+    VALIDITY_CHECKS,
 ];
 
 /// One schema version.
@@ -301,6 +333,11 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 3,
         name: "snapshots",
         ddl: snapshot_schema,
+    },
+    Migration {
+        version: 4,
+        name: "run_validity, validity_checks",
+        ddl: validity_schema,
     },
 ];
 
@@ -341,7 +378,15 @@ fn initial_schema() -> String {
 }
 
 fn load_schema() -> String {
-    TABLES[4..]
+    TABLES[4..7]
+        .iter()
+        .map(create_table)
+        .collect::<Vec<_>>()
+        .join(";\n")
+}
+
+fn validity_schema() -> String {
+    TABLES[7..]
         .iter()
         .map(create_table)
         .collect::<Vec<_>>()
@@ -435,7 +480,7 @@ mod tests {
         let path = dir.path().join("s.sqlite");
         let location = path.to_string_lossy().into_owned();
         let mut store = Store::open(&location).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(applied_version(&mut store).ok(), Some(3));
+        assert_eq!(applied_version(&mut store).ok(), Some(4));
         let tables = store
             .query(
                 "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
@@ -452,9 +497,11 @@ mod tests {
                 "load_steps",
                 "metrics",
                 "requests",
+                "run_validity",
                 "runs",
                 "schema_migrations",
-                "snapshots"
+                "snapshots",
+                "validity_checks"
             ]
         );
         drop(store);
@@ -471,15 +518,16 @@ mod tests {
             vec![
                 vec![Value::Int(1)],
                 vec![Value::Int(2)],
-                vec![Value::Int(3)]
+                vec![Value::Int(3)],
+                vec![Value::Int(4)]
             ]
         );
         store
-            .execute_batch("INSERT INTO schema_migrations (version, name) VALUES (4, 'future')")
+            .execute_batch("INSERT INTO schema_migrations (version, name) VALUES (5, 'future')")
             .unwrap_or_else(|e| panic!("{e}"));
         drop(store);
         match Store::open(&location) {
-            Err(StoreError::NewerSchema { found, known, .. }) => assert_eq!((found, known), (4, 3)),
+            Err(StoreError::NewerSchema { found, known, .. }) => assert_eq!((found, known), (5, 4)),
             Err(e) => panic!("{e}"),
             Ok(_) => panic!("a store newer than the build was opened"),
         }

@@ -38,6 +38,7 @@ impl RunManifest {
             outages: Vec::new(),
             finished_phases: BTreeMap::new(),
             records_chain: None,
+            runtime_health: Vec::new(),
             updated_at: crate::clock::now_rfc3339(),
         }
     }

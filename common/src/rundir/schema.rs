@@ -253,6 +253,10 @@ pub struct RunManifest {
     /// when the sitting ended (absent while one runs, and in runs written before chains).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub records_chain: Option<super::chain::ChainHead>,
+    /// What each sitting measured of its own runtimes (stall canaries, CPU, load), in sitting
+    /// order; the validity section reads it (docs/validity.md). Absent in runs before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtime_health: Vec<crate::validity::SittingHealth>,
     /// Last update, RFC 3339 UTC.
     pub updated_at: String,
 }

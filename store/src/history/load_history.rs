@@ -90,6 +90,9 @@ pub struct LoadRegression {
     pub b: Option<f64>,
     /// `users`, `/s` or `%`.
     pub unit: &'static str,
+    /// Either run's stored validity section failed (docs/validity.md): the regression may be
+    /// the machine's, and is labelled so.
+    pub validity_failed: bool,
 }
 
 /// Everything `history` found for a load workflow.
@@ -151,6 +154,18 @@ pub fn compute(
     for &(from, to) in &pairs {
         regressions.extend(saturation_falls(&saturation, from, to, &rule));
         regressions.extend(goodput_falls(&steps, from, to, &rule));
+    }
+    let mut failed = std::collections::BTreeMap::new();
+    for &(from, to) in &pairs {
+        for run in [from, to] {
+            if let std::collections::btree_map::Entry::Vacant(slot) = failed.entry(run) {
+                let section = load::stored_validity(store, &runs[run].run_id)?;
+                slot.insert(section.is_some_and(|v| !v.passed()));
+            }
+        }
+    }
+    for r in &mut regressions {
+        r.validity_failed = failed.get(&r.from) == Some(&true) || failed.get(&r.to) == Some(&true);
     }
     Ok(LoadHistory {
         workflow: workflow.to_string(),
@@ -263,6 +278,7 @@ fn saturation_falls(
                 a: a.load,
                 b: b.load,
                 unit: if a.kind == "closed" { "users" } else { "/s" },
+                validity_failed: false,
             })
         })
         .collect()
@@ -291,6 +307,7 @@ fn goodput_falls(
                 a: was,
                 b: now,
                 unit,
+                validity_failed: false,
             };
         if (a.goodput_fraction - b.goodput_fraction) * 100.0 >= rule.min_rate_change_points {
             out.push(regression(

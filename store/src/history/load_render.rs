@@ -48,8 +48,13 @@ fn regression_text(h: &LoadHistory, r: &LoadRegression) -> String {
         }
         _ => String::new(),
     };
+    let label = if r.validity_failed {
+        " (rests on a run whose validity failed)"
+    } else {
+        ""
+    };
     format!(
-        "{} → {}: {}, {}: {} → {}{change}",
+        "{} → {}: {}, {}: {} → {}{change}{label}",
         run_label(h, r.from),
         run_label(h, r.to),
         r.row,

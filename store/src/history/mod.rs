@@ -111,7 +111,7 @@ pub struct History {
 
 /// True when `c` is a regression under `rule`.
 pub fn is_regression(c: &Change, rule: &RegressionRule) -> bool {
-    if !c.excludes_zero() || c.is_better() {
+    if !c.is_difference() || c.is_better() {
         return false;
     }
     let (Some(a), Some(delta)) = (c.a, c.delta) else {

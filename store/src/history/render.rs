@@ -157,7 +157,7 @@ fn blocks(h: &History) -> Vec<Block> {
     for step in &h.steps {
         for lane in &step.lanes {
             for cell in &lane.cells {
-                for c in cell.changes.iter().filter(|c| c.excludes_zero()) {
+                for c in cell.changes.iter().filter(|c| c.is_difference()) {
                     lines.push(format!(
                         "{} → {}: {}, {}: {}",
                         run_label(h, step.from),

@@ -12,6 +12,8 @@ fn change(metric: Metric, a: f64, b: f64, low: f64, high: f64) -> Change {
         low: Some(low),
         high: Some(high),
         replicates: 1000,
+        error_floor_ms: 0.0,
+        validity_failed: false,
     }
 }
 
@@ -124,4 +126,13 @@ fn a_baseline_is_compared_with_the_latest_complete_run_only() {
         refused("r9"),
         "history --baseline r9: no stored run of this workflow has that id"
     );
+}
+
+#[test]
+fn a_slowdown_within_the_runs_measured_error_is_no_regression() {
+    // +12% on 10 ms (1.2 ms) with an interval above zero, but the runs' own error is 2 ms.
+    let mut c = change(Metric::E2eP50, 10.0, 11.2, 0.5, 2.0);
+    assert!(is_regression(&c, &RULE));
+    c.error_floor_ms = 2.0;
+    assert!(!is_regression(&c, &RULE));
 }

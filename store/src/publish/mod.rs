@@ -16,6 +16,7 @@
 //! reaches the workflow only through that trait method.
 
 mod load;
+mod validity;
 
 use crate::backend::{Store, Value};
 use crate::schema::{self, LANES, METRICS, REQUESTS, RUNS, TABLES};
@@ -339,6 +340,9 @@ fn insert_run(s: &mut Store, run: &Verified, status: &str) -> Result<(), StoreEr
                 .iter()
                 .map(|(l, p, r)| (l.as_str(), p.as_str(), r.as_str()));
             s.execute_many(&schema::insert(&LANES), &lane_rows(lock, lanes))?;
+            if let Some(section) = &figures.validity {
+                validity::insert(s, &lock.run_id, section)?;
+            }
             return load::insert(s, &lock.run_id, figures);
         }
         Body::Paired { computed, records } => (computed, records),
@@ -355,6 +359,9 @@ fn insert_run(s: &mut Store, run: &Verified, status: &str) -> Result<(), StoreEr
         .map(|o| request_row(&lock.run_id, o, records.get(&o.request_id)))
         .collect();
     s.execute_many(&schema::insert(&REQUESTS), &requests)?;
+    if let Some(section) = &computed.metrics.validity {
+        validity::insert(s, &lock.run_id, section)?;
+    }
     s.execute_many(
         &schema::insert(&METRICS),
         &metric_rows(&lock.run_id, &computed.metrics),

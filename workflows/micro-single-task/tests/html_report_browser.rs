@@ -143,6 +143,7 @@ fn simulated_input() -> HtmlReportInput {
     let lanes: Vec<String> = providers.iter().map(|p| p.lane.clone()).collect();
     HtmlReportInput {
         time_scale: None,
+        validity: None,
         title: "Inference benchmark: GLM 5.3 Flash (simulated)".to_string(),
         subtitle: "Run run-browser-test · micro-single-task · 600 rounds · 10 providers"
             .to_string(),

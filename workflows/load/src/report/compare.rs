@@ -168,17 +168,38 @@ pub struct Change {
     pub high: Option<f64>,
     /// Replicates in which both runs had the figure.
     pub replicates: usize,
+    /// The larger of the two runs' own measured timing error, ms (0 when neither measured it):
+    /// a latency change no larger is not called better or worse (docs/validity.md).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub error_floor_ms: f64,
+    /// Either run's validity section failed: its verdict is labelled so.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub validity_failed: bool,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 impl Change {
-    /// `better` or `worse` when the interval excludes zero, else `—`.
+    /// `better` or `worse` when the interval excludes zero and a latency change is larger than
+    /// the runs' own measured error (else `—`, or `— (within measured error)`), labelled when
+    /// it rests on a run whose validity failed.
     pub fn verdict(&self) -> &'static str {
         match (self.low, self.high, self.delta) {
             (Some(l), Some(h), Some(d)) if l > 0.0 || h < 0.0 => {
-                if (d > 0.0) == self.figure.higher_is_better() {
-                    "better"
-                } else {
-                    "worse"
+                let latency = !self.figure.is_fraction();
+                if latency && self.error_floor_ms > 0.0 && d.abs() <= self.error_floor_ms {
+                    return "— (within measured error)";
+                }
+                match (
+                    (d > 0.0) == self.figure.higher_is_better(),
+                    self.validity_failed,
+                ) {
+                    (true, false) => "better",
+                    (false, false) => "worse",
+                    (true, true) => "better (validity failed)",
+                    (false, true) => "worse (validity failed)",
                 }
             }
             _ => "—",
@@ -281,6 +302,18 @@ struct Pair<'a> {
 }
 
 impl Pair<'_> {
+    /// The larger of the two runs' measured timing error, ms.
+    fn error_floor_ms(&self) -> f64 {
+        let error = |m: &LoadMetrics| m.validity.as_ref().map_or(0.0, |v| v.measured_error_ms());
+        error(self.a.1).max(error(self.b.1))
+    }
+
+    /// Whether either run's validity failed.
+    fn validity_failed(&self) -> bool {
+        let failed = |m: &LoadMetrics| m.validity.as_ref().is_some_and(|v| !v.passed());
+        failed(self.a.1) || failed(self.b.1)
+    }
+
     fn step(&self) -> StepComparison {
         let (va, vb) = (view(self.a), view(self.b));
         let mut rows = Vec::new();
@@ -355,6 +388,8 @@ impl Pair<'_> {
                     low,
                     high,
                     replicates: deltas.len(),
+                    error_floor_ms: self.error_floor_ms(),
+                    validity_failed: self.validity_failed(),
                 }
             })
             .collect();

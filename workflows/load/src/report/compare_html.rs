@@ -23,8 +23,10 @@ fn table(out: &mut String, rows: &[Vec<String>]) {
         for (i, text) in cells.iter().enumerate() {
             if i == 0 {
                 let _ = write!(out, "<th scope=\"row\">{}</th>", escape(text));
-            } else if i + 1 == cells.len() && (text == "better" || text == "worse") {
-                let _ = write!(out, "<td class=\"{text}\">{text}</td>");
+            } else if i + 1 == cells.len()
+                && let Some(class) = ["better", "worse"].iter().find(|w| text.starts_with(*w))
+            {
+                let _ = write!(out, "<td class=\"{class}\">{}</td>", escape(text));
             } else {
                 let _ = write!(out, "<td>{}</td>", escape(text));
             }

@@ -126,3 +126,54 @@ fn compare_runs_writes_markdown_html_and_json_deterministically() {
     assert_eq!(v["steps"][0]["rows"][0]["changes"][0]["figure"], "ttfa_p50");
     assert_eq!(v["replicates"], 100);
 }
+
+/// A run health whose one canary had p99 `p99_ms` and max `max_ms` (CPU unread).
+fn health(p99_ms: f64, max_ms: f64) -> Option<super::validity::RunHealth> {
+    use openbench_common::validity::{RuntimeHealth, SittingHealth};
+    let canary = RuntimeHealth {
+        runtime: "coordinator".into(),
+        started_at: "2026-01-01T00:00:00Z".into(),
+        period_ms: 10.0,
+        ticks: 100,
+        lateness_ms_p50: 1.0,
+        lateness_ms_p99: p99_ms,
+        lateness_ms_max: max_ms,
+        worst: Vec::new(),
+        cpu: None,
+    };
+    Some(super::validity::RunHealth {
+        sittings: vec![SittingHealth {
+            session: 1,
+            attempt: 0,
+            coordinator: vec![canary],
+            probes: Default::default(),
+        }],
+        links: Default::default(),
+    })
+}
+
+#[test]
+fn a_latency_change_within_the_runs_measured_error_is_no_verdict() {
+    // TTFA +3 ms with an interval of exactly +3: outside zero, but run B's canary p99 is 4 ms
+    // (the larger error of the two): no verdict. Goodput is a fraction: its rule is unchanged.
+    let (mut a, mut b) = (forty("A", 100.0, &[]), forty("B", 103.0, &[]));
+    a.health = health(2.0, 3.0);
+    b.health = health(4.0, 6.0);
+    let c = comparison(&a, &b, 200, 9);
+    let lane = &c.steps[0].rows[0];
+    let ttfa = lane
+        .changes
+        .iter()
+        .find(|ch| ch.figure == Figure::TtfaP50)
+        .unwrap();
+    assert_eq!(ttfa.error_floor_ms, 4.0);
+    assert_eq!(ttfa.verdict(), "— (within measured error)");
+    // +200 ms is far beyond it: worse, and labelled when run B's validity failed (a 150 ms
+    // stall breaks the 100 ms canary max).
+    let mut b = forty("B", 300.0, &[]);
+    b.health = health(4.0, 150.0);
+    let c = comparison(&a, &b, 200, 9);
+    let ttfa = c.steps[0].rows[0].changes[0].clone();
+    assert!(ttfa.validity_failed);
+    assert_eq!(ttfa.verdict(), "worse (validity failed)");
+}

@@ -52,6 +52,10 @@ pub struct LoadMetrics {
     pub steps: Vec<StepView>,
     /// Saturation points, lanes first then providers with several lanes, by name.
     pub saturation: Vec<Saturation>,
+    /// How far the run's own measurement can be trusted (docs/validity.md); absent for a run
+    /// made before it was measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validity: Option<openbench_common::validity::assess::ValiditySection>,
 }
 
 /// The rules' settings as the report states them.
@@ -162,6 +166,7 @@ pub fn compute(results: &LoadResults) -> LoadMetrics {
     let s = &results.settings;
     let saturation = saturation(&steps, s.goodput_threshold);
     let held_notes: Vec<String> = steps.iter().flat_map(held_length_notes).collect();
+    let validity = super::validity::section(results, &steps);
     LoadMetrics {
         run_id: results.run_id.clone(),
         scored: results.scored,
@@ -184,6 +189,7 @@ pub fn compute(results: &LoadResults) -> LoadMetrics {
             .collect(),
         steps,
         saturation,
+        validity,
     }
 }
 

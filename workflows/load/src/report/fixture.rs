@@ -159,6 +159,7 @@ pub fn results() -> LoadResults {
         },
         scored: false,
         notes: vec!["provider b does not honour ignore_eos".into()],
+        health: None,
     }
 }
 

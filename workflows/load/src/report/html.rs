@@ -41,6 +41,13 @@ pub fn render(m: &LoadMetrics) -> String {
         &subtitle,
         EXTRA_CSS,
     );
+    if let Some(validity) = &m.validity {
+        let _ = writeln!(
+            out,
+            "<section>{}</section>",
+            openbench_common::validity::render::html(validity, escape)
+        );
+    }
     if !m.notes.is_empty() {
         out.push_str("<section><h2>Notes</h2><ul>");
         for note in &m.notes {

@@ -89,9 +89,16 @@ pub fn summary_text(metrics: &LoadMetrics) -> String {
 pub fn render(metrics: &LoadMetrics) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# Load report: {}\n", metrics.run_id);
+    if let Some(validity) = &metrics.validity {
+        let banner = openbench_common::validity::render::banner(validity);
+        let _ = writeln!(out, "{}\n", openbench_report_kit::format::cell(&banner));
+    }
     header(&mut out, metrics);
     for table in tables(metrics) {
         print_table(&mut out, &table);
+    }
+    if let Some(validity) = &metrics.validity {
+        out.push_str(&openbench_common::validity::render::markdown(validity));
     }
     out.push_str(
         "Definitions: docs/load.md, \"Reports\". Percentiles are nearest rank; latencies in ms.\n",

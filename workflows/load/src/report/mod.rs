@@ -39,6 +39,7 @@ mod retry_after;
 pub mod tables;
 #[cfg(test)]
 mod tests;
+pub mod validity;
 
 pub use retry_after::retry_after_s;
 
@@ -56,6 +57,9 @@ pub struct LoadResults {
     /// Lines the report states in its header (e.g. providers whose output length could not be
     /// held with `ignore_eos`, harness failures set apart), in order.
     pub notes: Vec<String>,
+    /// What the run measured of its own runtimes and links (the manifest's); `None` for a run
+    /// made before validity was measured, which then reports no validity section.
+    pub health: Option<validity::RunHealth>,
 }
 
 /// The rules' settings, from the spec's `load:` section.

@@ -297,13 +297,15 @@ fn gold_of(
 /// dataset, records and events, as the report's input.
 pub fn load_results(run_dir: &Path) -> Result<report::LoadResults, WorkflowError> {
     let run = read_run(run_dir)?;
-    Ok(run_data::results_of(
+    let mut results = run_data::results_of(
         &run.ctx,
         &run.lock.run_id,
         &run.records,
         &run.chunks,
         run.notes,
-    ))
+    );
+    results.health = report::validity::run_health(run_dir);
+    Ok(results)
 }
 
 /// A load run directory as read for its report (before any figure is computed).

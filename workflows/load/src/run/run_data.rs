@@ -421,6 +421,7 @@ pub fn results_of(
         },
         scored: matches!(ctx.section.workload, WorkloadSpec::Tasks),
         notes: ceiling_notes,
+        health: None,
     }
 }
 

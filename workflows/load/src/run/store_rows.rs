@@ -18,13 +18,14 @@ use std::path::Path;
 /// The store's rows of the load run in `run_dir`.
 pub fn figures(run_dir: &Path) -> Result<LoadFigures, WorkflowError> {
     let run = read_run(run_dir)?;
-    let results = results_of(
+    let mut results = results_of(
         &run.ctx,
         &run.lock.run_id,
         &run.records,
         &run.chunks,
         run.notes.clone(),
     );
+    results.health = crate::report::validity::run_health(run_dir);
     let metrics = compute(&results);
     let windows: Vec<_> = results.steps.iter().map(|s| s.window).collect();
     Ok(LoadFigures {
@@ -39,6 +40,7 @@ pub fn figures(run_dir: &Path) -> Result<LoadFigures, WorkflowError> {
         steps: step_rows(&metrics),
         saturation: saturation_rows(&metrics),
         requests: request_rows(&run, &windows),
+        validity: metrics.validity.clone(),
     })
 }
 

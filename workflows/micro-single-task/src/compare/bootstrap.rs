@@ -105,5 +105,7 @@ pub fn change(
         low,
         high,
         replicates: deltas.len(),
+        error_floor_ms: 0.0,
+        validity_failed: false,
     }
 }

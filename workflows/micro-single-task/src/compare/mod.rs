@@ -11,7 +11,7 @@ pub mod bootstrap;
 pub mod differences;
 pub mod render;
 
-use crate::metrics::{Observation, Summary};
+use crate::metrics::{Observation, RunMetrics, Summary};
 use crate::report::{self, GoldTable, ReportError};
 use crate::scoring::Family;
 use openbench_common::rundir::{RunDirError, RunLock};
@@ -174,12 +174,31 @@ pub struct Change {
     pub high: Option<f64>,
     /// Replicates in which both runs had the metric.
     pub replicates: usize,
+    /// The larger of the two runs' own measured timing error, ms (their validity sections'
+    /// `measured_error_ms`; 0 when neither measured it): a latency change no larger is noise.
+    pub error_floor_ms: f64,
+    /// Either run's validity section failed: a verdict rests on a run that may have measured
+    /// the machine rather than the provider.
+    pub validity_failed: bool,
 }
 
 impl Change {
     /// True when the interval lies wholly above or wholly below zero.
     pub fn excludes_zero(&self) -> bool {
         matches!((self.low, self.high), (Some(l), Some(h)) if l > 0.0 || h < 0.0)
+    }
+
+    /// True for a latency change no larger than the runs' own measured timing error.
+    pub fn within_measured_error(&self) -> bool {
+        self.metric.unit() == Unit::Ms
+            && self.error_floor_ms > 0.0
+            && self.delta.is_some_and(|d| d.abs() <= self.error_floor_ms)
+    }
+
+    /// True when the change may be called better or worse: its interval excludes zero and it
+    /// is larger than the runs' own measured error (docs/validity.md).
+    pub fn is_difference(&self) -> bool {
+        self.excludes_zero() && !self.within_measured_error()
     }
 
     /// True when B is better than A (meaningful only when [`Change::excludes_zero`]).
@@ -397,6 +416,8 @@ pub fn compare_lanes(
         ) else {
             continue;
         };
+        let floor = error_floor(a.metrics, b.metrics);
+        let failed = validity_failed(a.metrics, b.metrics);
         let reps_a = resampler_a.lane_replicates(ia, families);
         let reps_b = resampler_b.lane_replicates(ib, families);
         let mut cells = Vec::new();
@@ -416,12 +437,15 @@ pub fn compare_lanes(
             let changes = Metric::ALL
                 .iter()
                 .map(|m| {
-                    bootstrap::change(
+                    let mut change = bootstrap::change(
                         *m,
                         (sa, sb),
                         (&reps_a[cell], &reps_b[cell]),
                         rounds.0.min(rounds.1) >= bootstrap::MIN_ROUNDS,
-                    )
+                    );
+                    change.error_floor_ms = floor;
+                    change.validity_failed = failed;
+                    change
                 })
                 .collect();
             cells.push(CellComparison {
@@ -439,6 +463,18 @@ pub fn compare_lanes(
         });
     }
     lanes
+}
+
+/// The larger of two runs' own measured timing error, ms (0 for runs without a section).
+pub fn error_floor(a: &RunMetrics, b: &RunMetrics) -> f64 {
+    let error = |m: &RunMetrics| m.validity.as_ref().map_or(0.0, |v| v.measured_error_ms());
+    error(a).max(error(b))
+}
+
+/// Whether either run's validity section failed.
+pub fn validity_failed(a: &RunMetrics, b: &RunMetrics) -> bool {
+    let failed = |m: &RunMetrics| m.validity.as_ref().is_some_and(|v| !v.passed());
+    failed(a) || failed(b)
 }
 
 /// Writes `compare.md` and `compare.html` into `out_dir` (created if needed); returns the paths.
@@ -461,3 +497,7 @@ pub(crate) fn of_lane(observations: &[Observation], lane: u32) -> Vec<&Observati
         .filter(|o| o.lane == lane && !o.is_harness())
         .collect()
 }
+
+#[cfg(test)]
+#[path = "validity_tests.rs"]
+mod validity_tests;

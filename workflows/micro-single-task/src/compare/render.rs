@@ -58,8 +58,13 @@ pub fn interval(c: &Change) -> String {
 
 /// The plain-words verdict of a change, only when its interval excludes zero.
 pub fn verdict(c: &Change) -> Option<String> {
-    if !c.excludes_zero() {
-        return None;
+    if !c.is_difference() {
+        return c.excludes_zero().then(|| {
+            format!(
+                "within the runs' measured error ({:.2} ms)",
+                c.error_floor_ms
+            )
+        });
     }
     let up = c.delta? > 0.0;
     let word = match (c.metric.unit(), up) {
@@ -70,7 +75,12 @@ pub fn verdict(c: &Change) -> Option<String> {
         (Unit::Rate, true) => "higher",
         (Unit::Rate, false) => "lower",
     };
-    let judgement = if c.is_better() { "better" } else { "worse" };
+    let judgement = match (c.is_better(), c.validity_failed) {
+        (true, false) => "better",
+        (false, false) => "worse",
+        (true, true) => "better; rests on a run whose validity failed",
+        (false, true) => "worse; rests on a run whose validity failed",
+    };
     let size = signed(c.metric.unit(), c.delta.map(f64::abs));
     Some(format!(
         "{} {word} in B by {} ({judgement})",
@@ -308,7 +318,7 @@ pub fn html(c: &Comparison) -> String {
                 .changes
                 .iter()
                 .map(|ch| {
-                    let class = match (ch.excludes_zero(), ch.is_better()) {
+                    let class = match (ch.is_difference(), ch.is_better()) {
                         (false, _) => "",
                         (true, true) => "better",
                         (true, false) => "worse",

@@ -167,6 +167,7 @@ impl HtmlReportInput {
         }
         HtmlReportInput {
             time_scale: lock.simulator_time_scale,
+            validity: m.validity.clone(),
             title: format!("Inference benchmark: {}", lock.model_label),
             header_notes: ctx.accepted.to_vec(),
             subtitle: format!(

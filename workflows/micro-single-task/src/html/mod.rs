@@ -147,6 +147,8 @@ pub struct HtmlReportInput {
     /// The simulator's time scale when the run was simulated: the summary then also shows the
     /// figures in simulated time.
     pub time_scale: Option<f64>,
+    /// The run's validity section (docs/validity.md); `None` for a run before it.
+    pub validity: Option<openbench_common::validity::assess::ValiditySection>,
 }
 
 /// Providers sorted alphabetically by display name (case-insensitive), then lane.
@@ -171,6 +173,11 @@ pub fn render_html(input: &HtmlReportInput) -> String {
              padding:8px 12px\"><strong>Accepted records.</strong> {}</p>\n",
             escape(note)
         ));
+    }
+    if let Some(validity) = &input.validity {
+        out.push_str("<section>");
+        out.push_str(&openbench_common::validity::render::html(validity, escape));
+        out.push_str("</section>\n");
     }
     sections::summary(&mut out, &providers, input.time_scale);
     let legend = sections::legend(&providers, &palette);

@@ -62,6 +62,7 @@ fn fixture() -> HtmlReportInput {
         .collect();
     HtmlReportInput {
         time_scale: None,
+        validity: None,
         title: "Inference benchmark: test".to_string(),
         subtitle: "Run run-1 · micro-single-task · 42 rounds · 3 providers".to_string(),
         header_notes: Vec::new(),

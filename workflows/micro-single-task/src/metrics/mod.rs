@@ -125,6 +125,10 @@ pub struct RunMetrics {
     pub providers: Vec<ProviderMetrics>,
     /// Eligible lanes by pooled E2E p99.
     pub ranking: Vec<RankEntry>,
+    /// How far the run's own measurement can be trusted (docs/validity.md); absent for a run
+    /// made before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validity: Option<openbench_common::validity::assess::ValiditySection>,
 }
 
 /// What metrics are computed from.
@@ -290,6 +294,7 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         },
         providers,
         ranking,
+        validity: None,
     }
 }
 

@@ -112,6 +112,10 @@ pub fn render(ctx: &ReportContext<'_>) -> String {
     let lock = ctx.lock;
     let mut out = String::new();
     let _ = writeln!(out, "# {} — run {}\n", lock.model_label, lock.run_id);
+    if let Some(validity) = &m.validity {
+        let banner = openbench_common::validity::render::banner(validity);
+        let _ = writeln!(out, "> {}\n", openbench_report_kit::format::cell(&banner));
+    }
     for note in ctx.accepted {
         let _ = writeln!(out, "> **Accepted records.** {note}\n");
     }
@@ -133,6 +137,9 @@ pub fn render(ctx: &ReportContext<'_>) -> String {
         m.records_file
     );
     summary_section(&mut out, m);
+    if let Some(validity) = &m.validity {
+        out.push_str(&openbench_common::validity::render::markdown(validity));
+    }
     if let Some(scale) = lock.simulator_time_scale {
         let _ = writeln!(
             out,

@@ -5,6 +5,7 @@
 pub mod faults_section;
 pub mod markdown;
 mod paired_section;
+pub mod validity;
 
 /// Record admission and table formatting are the report kit's, shared with any workflow.
 pub use openbench_report_kit::{admission, format};
@@ -100,7 +101,7 @@ pub fn compute_with(
     options: &ReportOptions,
 ) -> Result<Computed, ReportError> {
     let names = reported_files(run_dir)?;
-    let records_name = names.results;
+    let records_name = names.results.clone();
     let records_path = layout::path(run_dir, &records_name);
     let mut lanes = metrics::LaneTable::default();
     let mut period: Option<(String, String)> = None;
@@ -179,13 +180,14 @@ pub fn compute_with(
         },
         options,
     )?;
-    let metrics = metrics::compute(&MetricsInput {
+    let mut metrics = metrics::compute(&MetricsInput {
         lock,
         lanes: &lanes,
         observations: &observations,
         plan: plan.as_ref(),
         records_file: &records_name,
     });
+    metrics.validity = validity::section(run_dir, &names);
     let compared: Vec<PairedLane> = metrics
         .providers
         .iter()
