@@ -103,6 +103,7 @@ fn call(session_id: &str, n: usize) -> ExecuteRequest {
         deadline_ms: 20_000,
         output: None,
         load: None,
+        tool: None,
     };
     ExecuteRequest {
         planned_request_json: serde_json::to_string(&planned).unwrap(),

@@ -185,6 +185,9 @@ async fn every_catalogue_entry_has_a_test_here() {
         // The dialect quirks: tests/dialects_loopback.rs.
         "overloaded-error",
         "response-failed",
+        // The tool-call quirks: tests/tool_calls_loopback.rs.
+        "malformed-tool-call",
+        "truncated-tool-call",
         "ping",
         "http-429",
         "http-500",

@@ -89,6 +89,7 @@ async fn execute(executor: Executor, r: usize) -> Execution {
         deadline_ms: 20_000,
         output: None,
         load: None,
+        tool: None,
     };
     executor.execute(&request).await
 }

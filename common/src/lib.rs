@@ -20,6 +20,7 @@ pub mod semconv;
 pub mod spec;
 pub mod stats;
 pub mod tokenizer;
+pub mod tool;
 pub mod untrusted_text;
 pub mod validity;
 pub mod workflow;

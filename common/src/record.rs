@@ -10,6 +10,17 @@ use std::collections::BTreeMap;
 /// Version of the record layout, bumped on any incompatible change.
 pub const RECORD_SCHEMA_VERSION: u32 = 1;
 
+/// Visible-answer tokens/s = (N − 1) / ((E2E − TTFA) in s); `None` unless N ≥ 2 and E2E > TTFA
+/// (METHODOLOGY §3; the tool-call variant's report applies it to the call, docs/methodology.md
+/// §5).
+pub fn tokens_per_second(answer_tokens: u64, ttfa_ms: f64, e2e_ms: f64) -> Option<f64> {
+    if answer_tokens >= 2 && e2e_ms > ttfa_ms {
+        Some((answer_tokens - 1) as f64 / ((e2e_ms - ttfa_ms) / 1000.0))
+    } else {
+        None
+    }
+}
+
 /// How a request ended (METHODOLOGY §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -350,6 +361,25 @@ pub struct TerminalRecord {
     /// interruption holds two timelines, and the report says so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sitting: Option<u32>,
+    /// The name of the tool the request offered (absent when it offered none), so a record
+    /// says on its own that its answer is expected as a call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_tool: Option<String>,
+    /// Tool calls the stream carried, in the order each began (METHODOLOGY §3b); absent when
+    /// none, so records without them keep their bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<crate::tool::ToolCall>,
+    /// Time to the first tool-call token: the offset of the first event with tool-call text
+    /// (a name or argument fragment), ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttf_tool_call_ms: Option<f64>,
+    /// Tool-call E2E: the offset of the last event with tool-call text, ms; only for a
+    /// completed 2xx stream with a tool call (as E2E is for the answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_e2e_ms: Option<f64>,
+    /// A tool call that was malformed or truncated; absent for none or a well-formed one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_error: Option<crate::tool::ToolCallError>,
 }
 
 impl TerminalRecord {
@@ -413,6 +443,11 @@ impl TerminalRecord {
             scheduled_offset_ms: None,
             sent_offset_ms: None,
             sitting: None,
+            offered_tool: None,
+            tool_calls: Vec::new(),
+            ttf_tool_call_ms: None,
+            tool_call_e2e_ms: None,
+            tool_call_error: None,
             usage: None,
             provider_request_id: None,
             rate_limit_headers: BTreeMap::new(),

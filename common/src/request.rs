@@ -46,6 +46,10 @@ pub struct PlannedRequest {
     /// paired-rounds plans keep their bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<String>,
+    /// The tool this request offers (a workflow's `answer_via: tool_call`), rendered in the
+    /// provider's dialect. Serialised only when present, so plans without it keep their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<crate::tool::ToolOffer>,
 }
 
 /// How long one request's answer may (or, with `ignore_eos`, must) run.
@@ -182,6 +186,7 @@ mod tests {
             deadline_ms: 7,
             output: None,
             load: None,
+            tool: None,
         };
         let json = serde_json::to_string(&planned).unwrap_or_default();
         assert_eq!(

@@ -59,6 +59,10 @@ pub trait RoundPrompts: Send + Sync {
     fn check(&self, round: &PlannedRound) -> Result<(), String>;
     /// The messages every lane of `round` sends.
     fn messages(&self, round: &PlannedRound) -> Vec<ChatMessage>;
+    /// The tool every lane of `round` offers (a workflow's tool-call variant); none by default.
+    fn tool(&self, _round: &PlannedRound) -> Option<crate::tool::ToolOffer> {
+        None
+    }
 }
 
 impl std::fmt::Debug for dyn RoundPrompts {

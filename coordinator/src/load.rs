@@ -138,6 +138,7 @@ impl Shared {
             deadline_ms: self.deadline_ms,
             output: content.output,
             load: Some(self.load.clone()),
+            tool: None,
         })
     }
 

@@ -77,6 +77,7 @@ impl RoundJob {
                     deadline_ms: self.deadline_ms,
                     output: None,
                     load: None,
+                    tool: self.prompts.tool(round),
                 };
                 (lane.into_owned(), request)
             })

@@ -40,6 +40,9 @@ pub struct Chunk {
     pub error_type: Option<ErrorType>,
     /// Non-empty tool-call argument text, or empty.
     pub tool_call: String,
+    /// The event's share of each tool call it touches (start, fragment, end), for the record's
+    /// reconstructed calls.
+    pub tool_parts: Vec<crate::dialect::tools::ToolPart>,
 }
 
 impl Chunk {
@@ -56,6 +59,7 @@ impl Chunk {
             error: None,
             error_type: None,
             tool_call: String::new(),
+            tool_parts: Vec::new(),
         }
     }
 }
@@ -138,6 +142,12 @@ pub fn classify_json(value: &Value) -> Chunk {
     if let Some(delta) = delta {
         chunk.reasoning = reasoning_text(delta);
         chunk.answer = answer_text(delta);
+        chunk.tool_parts = crate::dialect::tools::chat_parts(delta);
+        chunk.tool_call = chunk
+            .tool_parts
+            .iter()
+            .map(|p| p.arguments.as_str())
+            .collect();
     }
     let shape = match delta.and_then(Value::as_object) {
         Some(d) => DeltaShape::Object {
@@ -164,6 +174,7 @@ pub(crate) fn classification(chunk: &Chunk, has_choice: bool, delta: DeltaShape)
         (false, false) => Classification::ReasoningAndAnswer,
         (false, true) => Classification::Reasoning,
         (true, false) => Classification::Answer,
+        (true, true) if has_tool_text(chunk) => Classification::ToolCall,
         (true, true) if chunk.finish_reason.is_some() => Classification::Finish,
         (true, true) if chunk.usage.is_some() && !has_choice => Classification::Usage,
         (true, true) => match delta {
@@ -172,6 +183,11 @@ pub(crate) fn classification(chunk: &Chunk, has_choice: bool, delta: DeltaShape)
             DeltaShape::NotAnObject => Classification::Metadata,
         },
     }
+}
+
+/// True when the chunk carries tool-call text: an arguments fragment or a function name.
+pub(crate) fn has_tool_text(chunk: &Chunk) -> bool {
+    !chunk.tool_call.is_empty() || chunk.tool_parts.iter().any(|p| p.has_text())
 }
 
 /// First non-empty of `reasoning_content`, `reasoning`, `reasoning_details[].text` (joined).

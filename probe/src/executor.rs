@@ -187,15 +187,20 @@ impl Executor {
         let mut record = TerminalRecord::new(String::new(), Outcome::Completed);
         record.set_identity(&req.identity);
         record.requested_model.clone_from(&inner.adapter.model);
+        record.offered_tool = req.tool.as_ref().map(|t| t.name.clone());
 
-        let body = crate::dialect::build_body(
+        let mut body = crate::dialect::build_body(
             &inner.adapter,
             &inner.contract,
             &req.messages,
             req.output.as_ref(),
         );
-        let request = serde_json::to_vec(&body)
-            .map_err(|e| e.to_string())
+        let offered = req.tool.as_ref().map_or(Ok(()), |tool| {
+            crate::dialect::tools::offer(&mut body, inner.adapter.api, tool)
+                .map_err(|e| e.to_string())
+        });
+        let request = offered
+            .and_then(|()| serde_json::to_vec(&body).map_err(|e| e.to_string()))
             .and_then(|bytes| {
                 inner
                     .client

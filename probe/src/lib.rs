@@ -38,6 +38,7 @@ pub use service::MAX_PROBE_IN_FLIGHT;
 pub mod session_open;
 pub mod sse;
 pub mod tls;
+pub mod tool_fold;
 pub use openbench_proto::trace_context;
 
 pub use error::ProbeError;

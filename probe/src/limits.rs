@@ -29,6 +29,8 @@ pub fn over_text(state: &StreamState, chunk: &Chunk, limits: &StreamLimits) -> O
         "answer"
     } else if over(state.reasoning_len(), chunk.reasoning.len()) {
         "reasoning"
+    } else if over(state.tool_len(), chunk.tool_call.len()) {
+        "tool-call"
     } else {
         return None;
     };

@@ -16,14 +16,7 @@ pub fn ms(offset: Duration) -> f64 {
     offset.as_nanos() as f64 / 1e6
 }
 
-/// Visible-answer tokens/s = (N − 1) / ((E2E − TTFA) in s); `None` unless N ≥ 2 and E2E > TTFA.
-pub fn tokens_per_second(answer_tokens: u64, ttfa_ms: f64, e2e_ms: f64) -> Option<f64> {
-    if answer_tokens >= 2 && e2e_ms > ttfa_ms {
-        Some((answer_tokens - 1) as f64 / ((e2e_ms - ttfa_ms) / 1000.0))
-    } else {
-        None
-    }
-}
+pub use openbench_common::record::tokens_per_second;
 
 /// The finer error type of a non-2xx status.
 pub fn status_error_type(status: u16) -> ErrorType {
@@ -135,6 +128,8 @@ pub struct StreamState {
     timings: Option<serde_json::Value>,
     /// `[DONE]` arrived.
     pub saw_done: bool,
+    /// The tool calls so far.
+    tools: crate::tool_fold::ToolCalls,
 }
 
 impl StreamState {
@@ -163,7 +158,9 @@ impl StreamState {
             error: _,
             error_type: _,
             tool_call: _,
+            tool_parts,
         } = chunk;
+        self.tools.push(at, tool_parts);
         if classification.has_output() && self.ttfo.is_none() {
             self.ttfo = Some(at);
         }
@@ -193,6 +190,7 @@ impl StreamState {
             self.timings = timings;
         }
         if let Some(reason) = &finish_reason {
+            self.tools.finish(reason);
             self.finish_reason = Some(clip_label(reason.clone()));
         }
         if classification == Classification::Done {
@@ -226,6 +224,11 @@ impl StreamState {
     /// Bytes of answer text held.
     pub fn answer_len(&self) -> usize {
         self.answer.len()
+    }
+
+    /// Bytes of tool-call argument text held.
+    pub fn tool_len(&self) -> usize {
+        self.tools.len()
     }
 
     /// Bytes of reasoning text held.
@@ -309,6 +312,15 @@ pub fn finalize(
         }
     }
     record.truncated_by_length = state.finish_reason.as_deref() == Some("length");
+    record.ttf_tool_call_ms = state.tools.first.map(ms);
+    if success && outcome == Outcome::Completed && !state.tools.is_empty() {
+        record.tool_call_e2e_ms = state.tools.last.map(ms);
+    }
+    let (calls, tool_error) = state
+        .tools
+        .judge(outcome == Outcome::Completed, record.truncated_by_length);
+    record.tool_calls = calls;
+    record.tool_call_error = tool_error;
     record.abrupt_end = matches!(ending, Ending::CompletedAbruptly { .. });
     record.finish_reason = state.finish_reason;
     record.answer_text = state.answer;

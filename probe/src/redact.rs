@@ -240,7 +240,10 @@ impl Redactor {
         ] {
             self.redact_whole_in_place(s);
         }
-        for s in [&mut r.probe_id, &mut r.scheduled_at].into_iter().flatten() {
+        for s in [&mut r.probe_id, &mut r.scheduled_at, &mut r.offered_tool]
+            .into_iter()
+            .flatten()
+        {
             self.redact_whole_in_place(s);
         }
         // From the upstream: every forbidden piece.
@@ -254,6 +257,11 @@ impl Redactor {
         .flatten()
         {
             self.redact_in_place(s);
+        }
+        for call in &mut r.tool_calls {
+            for s in [&mut call.id, &mut call.name, &mut call.arguments] {
+                self.redact_in_place(s);
+            }
         }
         let headers = std::mem::take(&mut r.rate_limit_headers);
         r.rate_limit_headers = headers

@@ -97,14 +97,18 @@ fn prompt_messages(prompt: &str) -> Vec<(String, String)> {
 /// sequence numbers.
 #[derive(Debug, Default)]
 pub struct Tracker {
-    /// The open content block: `Some(true)` reasoning, `Some(false)` answer.
-    open: Option<bool>,
+    /// The open content block: `Some(true)` reasoning, `Some(false)` answer (or tool call).
+    pub(crate) open: Option<bool>,
     /// Index of the open (or next) block.
-    index: u32,
+    pub(crate) index: u32,
     /// Reasoning and answer pieces sent (one token each).
-    tokens: u64,
+    pub(crate) tokens: u64,
     /// Responses `sequence_number`.
     sequence: u64,
+    /// The tool call's arguments sent so far (empty until it starts).
+    pub(crate) tool_arguments: String,
+    /// The tool call has started.
+    pub(crate) tool_started: bool,
 }
 
 /// The events a stream opens with at the headers, before any drafted event.
@@ -140,7 +144,8 @@ pub fn opening(api: Api, draft: &Draft, t: &mut Tracker) -> Vec<Rendered> {
 }
 
 impl Tracker {
-    fn next(&mut self) -> u64 {
+    /// The next Responses `sequence_number`.
+    pub(crate) fn next(&mut self) -> u64 {
         let n = self.sequence;
         self.sequence += 1;
         n
@@ -159,7 +164,7 @@ pub fn keep_alive(api: Api, draft: &Draft) -> Option<Rendered> {
 }
 
 /// The Responses `response` object with `status` and, when finished, its usage.
-fn response_object(draft: &Draft, status: &str, usage: Option<(u64, u64)>) -> Value {
+pub(crate) fn response_object(draft: &Draft, status: &str, usage: Option<(u64, u64)>) -> Value {
     let mut response = json!({"id": format!("resp_{}", draft.id_hex), "object": "response",
         "created_at": draft.created, "status": status, "model": draft.model, "output": []});
     if let Some((input, output)) = usage {
@@ -237,7 +242,8 @@ fn open_block(t: &mut Tracker, thinking: bool, out: &mut Vec<Rendered>) {
     t.open = Some(thinking);
 }
 
-fn close_block(t: &mut Tracker, out: &mut Vec<Rendered>) {
+/// Closes the open content block (`content_block_stop`), if any.
+pub(crate) fn close_block(t: &mut Tracker, out: &mut Vec<Rendered>) {
     if t.open.take().is_some() {
         let data = json!({"type": "content_block_stop", "index": t.index});
         out.push((Label::Role, Some("content_block_stop"), data.to_string()));

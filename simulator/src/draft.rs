@@ -83,6 +83,9 @@ pub struct Draft {
     pub api: openbench_common::spec::Api,
     /// Approximate prompt tokens of the request (for dialects that always report usage).
     pub prompt_tokens: u64,
+    /// The forced tool the answer is a call of (its arguments are the answer text); `None`
+    /// answers in text.
+    pub tool: Option<String>,
 }
 
 impl Draft {
@@ -125,6 +128,7 @@ pub fn draft(
         model,
         api: request.api,
         prompt_tokens: request.prompt_tokens,
+        tool: request.tool.clone(),
     };
     let (answer_kind, answer_text) = answer::choose(profile, answers, &request.user_prompt, draws);
     draft.answer_kind = answer_kind;
@@ -189,8 +193,14 @@ pub fn draft(
     if has(Quirk::EmptyAnswer) {
         text.clear();
     }
-    if has(Quirk::FinishLength) {
+    let tool_call = draft.tool.is_some();
+    let cut_call = tool_call && has(Quirk::TruncatedToolCall);
+    if has(Quirk::FinishLength) || cut_call {
         text = answer::first_half(&text);
+    }
+    if tool_call && has(Quirk::MalformedToolCall) {
+        // Single-quoted keys, as a broken chat template's Python-repr arguments are.
+        text = text.replace('"', "'");
     }
     let mut pieces = answer::pieces(&text, lo, hi, draws);
     // `ignore_eos`: the answer runs to exactly the asked length, padded with one-token words.
@@ -232,7 +242,7 @@ pub fn draft(
             payload: Payload::Fault(fault),
         }),
         None => {
-            let reason = if has(Quirk::FinishLength) || exact.is_some() {
+            let reason = if has(Quirk::FinishLength) || cut_call || exact.is_some() {
                 "length"
             } else {
                 "stop"

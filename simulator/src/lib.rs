@@ -22,6 +22,7 @@ pub mod request;
 pub mod rng;
 pub mod server;
 pub mod sse;
+pub mod tool_call;
 
 #[cfg(test)]
 mod shape_tests;

@@ -102,6 +102,12 @@ pub enum Quirk {
     /// A failure after two answer chunks, then close: Responses `response.failed` (other
     /// dialects: their error event, as `event-error`).
     ResponseFailed,
+    /// With a forced tool: the call's arguments are not JSON (single-quoted keys); the stream
+    /// ends normally.
+    MalformedToolCall,
+    /// With a forced tool: the call's arguments are cut to half and the stream ends with the
+    /// length stop inside the call.
+    TruncatedToolCall,
 }
 
 /// Every quirk with its stable name and a one-line description, in listing order.
@@ -212,6 +218,16 @@ pub const CATALOGUE: &[(Quirk, &str, &str)] = &[
         Quirk::ResponseFailed,
         "response-failed",
         "Responses 'response.failed' after two answer chunks (others: their error event)",
+    ),
+    (
+        Quirk::MalformedToolCall,
+        "malformed-tool-call",
+        "with a forced tool: the call's arguments are not JSON (single-quoted keys)",
+    ),
+    (
+        Quirk::TruncatedToolCall,
+        "truncated-tool-call",
+        "with a forced tool: the call's arguments cut to half, then the length stop",
     ),
     (
         Quirk::Ping,
@@ -400,7 +416,7 @@ mod tests {
             assert_eq!(Quirk::from_name(name), Some(*quirk));
             assert_eq!(quirk.name(), *name);
         }
-        assert_eq!(CATALOGUE.len(), 42);
+        assert_eq!(CATALOGUE.len(), 44);
     }
 
     #[test]

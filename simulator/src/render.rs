@@ -164,6 +164,9 @@ fn anthropic_type(api: Api, kind: &str) -> &str {
 /// The events one drafted payload becomes in the draft's dialect (none for a payload the
 /// dialect has no event for, such as a role chunk in Anthropic's stream).
 fn events(draft: &Draft, chunker: &Chunker, payload: &Payload, t: &mut Tracker) -> Vec<Rendered> {
+    if let Some(events) = crate::tool_call::events(draft, chunker, payload, t) {
+        return events;
+    }
     match draft.api {
         Api::OpenaiChat => vec![event_data(draft, chunker, payload)],
         Api::AnthropicMessages => dialect::anthropic(draft, payload, t),

@@ -29,6 +29,10 @@ pub struct SimRequest {
     /// With `ignore_eos: true`: the answer runs to exactly this many chunks (one token each),
     /// the body's `max_tokens` (or `max_completion_tokens`), as a vLLM server would.
     pub exact_answer_tokens: Option<u32>,
+    /// The tool the request forces the model to call (`tool_choice` naming one): the answer
+    /// is streamed as that call. Not part of the seed, so the call's arguments are the text
+    /// answer the same request without tools gets.
+    pub tool: Option<String>,
 }
 
 impl SimRequest {
@@ -99,6 +103,7 @@ impl SimRequest {
             .to_string()
             .into_bytes();
         Ok(SimRequest {
+            tool: crate::tool_call::forced_tool(api, &json),
             api,
             seed_key,
             exact_answer_tokens,

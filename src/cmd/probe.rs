@@ -276,6 +276,7 @@ async fn once(args: OnceArgs) -> anyhow::Result<ExitCode> {
         deadline_ms: args.timeout_ms,
         output: None,
         load: None,
+        tool: None,
     };
     let execution = executor.execute(&request).await;
     let completed = execution.record.outcome == openbench_common::record::Outcome::Completed;

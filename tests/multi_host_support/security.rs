@@ -107,6 +107,7 @@ fn call(
         deadline_ms,
         output: None,
         load: None,
+        tool: None,
     };
     ExecuteRequest {
         planned_request_json: serde_json::to_string(&planned).unwrap(),

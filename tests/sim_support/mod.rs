@@ -41,6 +41,14 @@ pub struct SimCall<'a> {
 /// Starts a simulator (seed 11, default profile `plain`), builds the executor for `call` and runs
 /// the one request; returns its execution.
 pub async fn execute(call: SimCall<'_>) -> Execution {
+    execute_offering(call, None).await
+}
+
+/// [`execute`] with the request offering `tool`.
+pub async fn execute_offering(
+    call: SimCall<'_>,
+    tool: Option<openbench_common::tool::ToolOffer>,
+) -> Execution {
     let sim = start(
         SimConfig {
             time_scale: call.time_scale,
@@ -105,6 +113,7 @@ pub async fn execute(call: SimCall<'_>) -> Execution {
         deadline_ms: call.deadline_ms,
         output: None,
         load: None,
+        tool,
     };
     executor.execute(&request).await
 }

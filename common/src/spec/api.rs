@@ -55,6 +55,11 @@ impl Api {
         *self == Api::default()
     }
 
+    /// True when the dialect can offer tools (every one but legacy completions).
+    pub fn has_tools(self) -> bool {
+        self != Api::OpenaiCompletions
+    }
+
     /// The path the adapter adds to a base URL (`/chat/completions`).
     pub fn path(self) -> &'static str {
         match self {

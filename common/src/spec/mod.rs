@@ -142,7 +142,11 @@ fn default_run_root() -> String {
     String::from("runs")
 }
 
-/// Benchmark identity: constants that feed selection seeds and ids.
+/// Benchmark identity: constants that feed selection seeds and ids. A workflow adds its own
+/// keys: micro-single-task's `families` (round order) and `answer_via` (`json_object`, the
+/// default, or `tool_call`: every family's tool-call variant, each item answered by a call of
+/// its family's forced tool and scored exactly as the JSON answer; refused for providers of
+/// `api: openai-completions`; docs/methodology.md §5).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Benchmark {
     /// Benchmark slug (default `inference-<workflow>`).
@@ -157,7 +161,9 @@ pub struct Benchmark {
     /// Human label of the model under test, for reports.
     #[serde(default)]
     pub model_label: String,
-    /// The workflow's own benchmark keys (micro-single-task: `families`), checked by it.
+    /// The workflow's own benchmark keys, checked by it (micro-single-task: `families`, and
+    /// `answer_via`: `json_object`, the default, or `tool_call` for every family's tool-call
+    /// variant, which providers of `api: openai-completions` cannot take).
     #[serde(flatten)]
     pub workflow_fields: BTreeMap<String, serde_json::Value>,
 }

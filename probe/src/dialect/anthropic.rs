@@ -8,6 +8,7 @@
 //! usage; `message_stop` ends the stream like `[DONE]`; `ping` is a keep-alive, counted like a
 //! comment; `error` is a provider error whose `error.type` names its class.
 
+use super::tools::ToolPart;
 use super::{parse_json, split_system, text_at};
 use crate::classify::{Chunk, InvalidSse};
 use crate::record::status_error_type;
@@ -74,8 +75,25 @@ pub fn classify(event: Option<&str>, data: &str) -> Result<Chunk, InvalidSse> {
             } else if let Some(text) = text_at(&value, "/content_block/thinking") {
                 chunk.reasoning = text;
                 chunk.classification = Classification::Reasoning;
+            } else if value.pointer("/content_block/type").and_then(Value::as_str)
+                == Some("tool_use")
+            {
+                chunk.tool_parts.push(ToolPart {
+                    index: block_index(&value),
+                    id: text_at(&value, "/content_block/id"),
+                    name: text_at(&value, "/content_block/name"),
+                    ..ToolPart::default()
+                });
+                if chunk.tool_parts.iter().any(ToolPart::has_text) {
+                    chunk.classification = Classification::ToolCall;
+                }
             }
         }
+        "content_block_stop" => chunk.tool_parts.push(ToolPart {
+            index: block_index(&value),
+            closes: true,
+            ..ToolPart::default()
+        }),
         "content_block_delta" => read_delta(&value, &mut chunk),
         "message_delta" => {
             chunk.finish_reason = text_at(&value, "/delta/stop_reason").map(|r| finish_reason(&r));
@@ -99,7 +117,7 @@ pub fn classify(event: Option<&str>, data: &str) -> Result<Chunk, InvalidSse> {
                 .and_then(Value::as_str)
                 .map(error_type);
         }
-        // `content_block_stop` and event types added later.
+        // Event types added later.
         _ => {}
     }
     Ok(chunk)
@@ -127,6 +145,11 @@ fn read_delta(value: &Value, chunk: &mut Chunk) {
         }
         Some("input_json_delta") => {
             if let Some(text) = text_at(value, "/delta/partial_json") {
+                chunk.tool_parts.push(ToolPart {
+                    index: block_index(value),
+                    arguments: text.clone(),
+                    ..ToolPart::default()
+                });
                 chunk.tool_call = text;
                 chunk.classification = Classification::ToolCall;
             } else {
@@ -136,6 +159,11 @@ fn read_delta(value: &Value, chunk: &mut Chunk) {
         // `signature_delta` (a thinking block's signature) carries nothing we count.
         _ => {}
     }
+}
+
+/// A content block event's `index` (0 when absent).
+fn block_index(value: &Value) -> u64 {
+    value.get("index").and_then(Value::as_u64).unwrap_or(0)
 }
 
 /// The stop reason in the record's vocabulary: `max_tokens` is `length` (the answer was cut

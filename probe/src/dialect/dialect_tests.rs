@@ -16,7 +16,7 @@ use std::time::Duration;
 
 /// Reads a fixture's events, the k-th (0-based) completed at (k + 1) × 10 ms, and folds them as
 /// the executor does; a stream that ends without an ending is completed when finished.
-fn replay(api: Api, name: &str) -> TerminalRecord {
+pub(super) fn replay(api: Api, name: &str) -> TerminalRecord {
     let path = format!(
         "{}/tests/fixtures/dialects/{name}",
         env!("CARGO_MANIFEST_DIR")
@@ -201,7 +201,7 @@ fn stop_reasons_map_onto_the_record_vocabulary() {
     assert_eq!(bad.data, "{not json");
 }
 
-fn messages() -> Vec<ChatMessage> {
+pub(super) fn messages() -> Vec<ChatMessage> {
     let m = |role, content: &str| ChatMessage {
         role,
         content: content.into(),
@@ -209,7 +209,7 @@ fn messages() -> Vec<ChatMessage> {
     vec![m(Role::System, "Be brief."), m(Role::User, "What is 6*7?")]
 }
 
-fn adapter(api: Api) -> ProviderAdapter {
+pub(super) fn adapter(api: Api) -> ProviderAdapter {
     ProviderAdapter {
         api,
         auth: Auth::Headers {

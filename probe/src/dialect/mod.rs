@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 pub mod anthropic;
 pub mod completions;
 pub mod responses;
+pub mod tools;
 
 /// The sentence that asks for the JSON object contract in the prompt, for the dialects with no
 /// `response_format` field (Anthropic messages, legacy completions). Appended to the system

@@ -7,6 +7,7 @@
 //! with the usage; `response.incomplete` ends it too (`max_output_tokens` is a `length` stop);
 //! `response.failed` and `error` are provider errors. Everything else is metadata.
 
+use super::tools::ToolPart;
 use super::{parse_json, split_system, text_at};
 use crate::classify::{Chunk, InvalidSse};
 use openbench_common::record::{Classification, ErrorType, Usage};
@@ -85,12 +86,42 @@ pub fn classify(event: Option<&str>, data: &str) -> Result<Chunk, InvalidSse> {
                 chunk.classification = Classification::Reasoning;
             }
         }
+        "response.output_item.added" | "response.output_item.done"
+            if value.pointer("/item/type").and_then(Value::as_str) == Some("function_call") =>
+        {
+            let added = kind == "response.output_item.added";
+            chunk.tool_parts.push(ToolPart {
+                index: output_index(&value),
+                id: text_at(&value, "/item/call_id"),
+                name: text_at(&value, "/item/name").filter(|_| added),
+                // The added item's arguments (normally empty) start the text; the done item's
+                // repeat the whole of it and are not added again.
+                arguments: text_at(&value, "/item/arguments")
+                    .filter(|_| added)
+                    .unwrap_or_default(),
+                closes: !added,
+            });
+            if chunk.tool_parts.iter().any(ToolPart::has_text) {
+                chunk.tool_call = chunk.tool_parts[0].arguments.clone();
+                chunk.classification = Classification::ToolCall;
+            }
+        }
         "response.function_call_arguments.delta" => {
             if let Some(text) = delta() {
+                chunk.tool_parts.push(ToolPart {
+                    index: output_index(&value),
+                    arguments: text.clone(),
+                    ..ToolPart::default()
+                });
                 chunk.tool_call = text;
                 chunk.classification = Classification::ToolCall;
             }
         }
+        "response.function_call_arguments.done" => chunk.tool_parts.push(ToolPart {
+            index: output_index(&value),
+            closes: true,
+            ..ToolPart::default()
+        }),
         "response.completed" | "response.incomplete" => {
             chunk.classification = Classification::Done;
             chunk.usage = value.pointer("/response/usage").and_then(parse_usage);
@@ -122,6 +153,14 @@ pub fn classify(event: Option<&str>, data: &str) -> Result<Chunk, InvalidSse> {
         _ => {}
     }
     Ok(chunk)
+}
+
+/// An event's `output_index` (0 when absent).
+fn output_index(value: &Value) -> u64 {
+    value
+        .get("output_index")
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
 }
 
 /// Responses usage: `input_tokens`, `output_tokens`, `total_tokens`,

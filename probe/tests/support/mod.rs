@@ -265,6 +265,7 @@ pub fn planned(provider: &str, deadline_ms: u64) -> PlannedRequest {
         deadline_ms,
         output: None,
         load: None,
+        tool: None,
     }
 }
 

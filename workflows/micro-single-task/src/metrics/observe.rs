@@ -127,7 +127,7 @@ pub fn observe(
                 family.as_str()
             ));
         }
-        scoring::score_answer(&g, &record.answer_text)
+        scoring::tool_call::score_record(&g, &record)
     } else {
         scoring::failed(
             family,
@@ -139,6 +139,7 @@ pub fn observe(
         .iter()
         .enumerate()
         .fold(0u16, |bits, (i, c)| if *c { bits | (1 << i) } else { bits });
+    let answer_timing = AnswerTiming::of(&record);
     let model_mismatch = openbench_report_kit::observe::model_mismatch(&record, requested);
     let failure = FailureInfo::of_record(&record);
     Ok(Observation {
@@ -153,9 +154,9 @@ pub fn observe(
         schema_valid: scored.schema_valid,
         field_bits,
         ttfo_ms: record.ttfo_ms,
-        ttfa_ms: record.ttfa_ms,
-        e2e_ms: record.e2e_ms,
-        tokens_per_second: record.output_tokens_per_second,
+        ttfa_ms: answer_timing.ttfa_ms,
+        e2e_ms: answer_timing.e2e_ms,
+        tokens_per_second: answer_timing.tokens_per_second,
         reasoning_tokens_before_answer: record.reasoning_tokens_before_answer,
         reasoning_emitted: !record.reasoning_text.is_empty(),
         truncated_by_length: record.truncated_by_length,
@@ -165,4 +166,46 @@ pub fn observe(
         failure,
         out_of_round: record.out_of_round,
     })
+}
+
+/// The answer's timings as the report reads them: the record's TTFA, E2E and tokens/s, or, when
+/// the request offered a tool (the tool-call variant, docs/methodology.md §5), the call's: time
+/// to first tool-call token, tool-call E2E, and (N − 1) / (E2E − first) s with N the o200k
+/// count of the arguments. So the same columns compare providers in both variants.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AnswerTiming {
+    /// TTFA, or the first tool-call token.
+    pub ttfa_ms: Option<f64>,
+    /// E2E, or the tool-call E2E.
+    pub e2e_ms: Option<f64>,
+    /// Visible-answer (or tool-call) tokens/s.
+    pub tokens_per_second: Option<f64>,
+}
+
+impl AnswerTiming {
+    /// The timings of `record`'s answer.
+    pub fn of(record: &TerminalRecord) -> AnswerTiming {
+        if record.offered_tool.is_none() {
+            return AnswerTiming {
+                ttfa_ms: record.ttfa_ms,
+                e2e_ms: record.e2e_ms,
+                tokens_per_second: record.output_tokens_per_second,
+            };
+        }
+        let (first, last) = (record.ttf_tool_call_ms, record.tool_call_e2e_ms);
+        let tokens_per_second = first.zip(last).and_then(|(first, last)| {
+            let arguments: String = record
+                .tool_calls
+                .iter()
+                .map(|c| c.arguments.as_str())
+                .collect();
+            let n = openbench_common::tokenizer::count_tokens(&arguments);
+            openbench_common::record::tokens_per_second(n, first, last)
+        });
+        AnswerTiming {
+            ttfa_ms: first,
+            e2e_ms: last,
+            tokens_per_second,
+        }
+    }
 }

@@ -57,8 +57,22 @@ fn default_smoke_attempts() -> u32 {
 pub struct MicroSpec {
     /// Task families in round order (`benchmark.families`).
     pub families: Vec<String>,
+    /// How every item is answered (`benchmark.answer_via`).
+    pub answer_via: AnswerVia,
     /// Plan sizes (`plans:`).
     pub plans: Plans,
+}
+
+/// How the families' items are answered (`benchmark.answer_via`, docs/methodology.md §5).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerVia {
+    /// A JSON object in the answer text (the reference benchmark).
+    #[default]
+    JsonObject,
+    /// A call of the family's one forced tool, whose arguments are the JSON object
+    /// ([`crate::scoring::tool_call::tool_for`]): the tool-call variant of every family.
+    ToolCall,
 }
 
 /// The keys micro-single-task adds to `benchmark`.
@@ -66,6 +80,8 @@ pub struct MicroSpec {
 #[serde(deny_unknown_fields)]
 struct BenchmarkFields {
     families: Vec<String>,
+    #[serde(default)]
+    answer_via: AnswerVia,
 }
 
 /// The top-level sections micro-single-task owns.
@@ -82,13 +98,24 @@ impl MicroSpec {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
         );
-        let families = match serde_json::from_value::<BenchmarkFields>(fields) {
-            Ok(fields) => fields.families,
+        let (families, answer_via) = match serde_json::from_value::<BenchmarkFields>(fields) {
+            Ok(fields) => (fields.families, fields.answer_via),
             Err(e) => {
                 problems.push(format!("benchmark: {e}"));
-                Vec::new()
+                (Vec::new(), AnswerVia::default())
             }
         };
+        if answer_via == AnswerVia::ToolCall {
+            for (i, provider) in spec.providers.iter().enumerate() {
+                if !provider.api.has_tools() {
+                    problems.push(format!(
+                        "providers[{i}] ({}): api {} has no tools, so it cannot answer with \
+                         benchmark.answer_via: tool_call",
+                        provider.key, provider.api
+                    ));
+                }
+            }
+        }
         if families.is_empty() && problems.is_empty() {
             problems.push("benchmark.families: must list at least one family".to_string());
         }
@@ -116,7 +143,11 @@ impl MicroSpec {
             ));
         }
         if problems.is_empty() {
-            Ok(MicroSpec { families, plans })
+            Ok(MicroSpec {
+                families,
+                answer_via,
+                plans,
+            })
         } else {
             Err(problems)
         }
@@ -184,7 +215,8 @@ pub fn schedule(inputs: &PlanInputs<'_>, attempt: u32) -> Result<Schedule, Workf
         items,
         attempt,
     );
-    let prompts = rounds::DatasetPrompts::new(Arc::new(inputs.dataset.clone()));
+    let prompts = rounds::DatasetPrompts::new(Arc::new(inputs.dataset.clone()))
+        .with_tools(micro.answer_via == AnswerVia::ToolCall);
     Ok(Schedule {
         version: inputs.spec.benchmark.schedule_version.clone(),
         attempt,
@@ -223,8 +255,12 @@ pub fn smoke_failures(
 }
 
 /// True when a completed record's answer is schema-valid for its family.
+/// (With a tool offered, the answer is the arguments of its one call of that tool.)
 pub fn answer_is_schema_valid(record: &TerminalRecord) -> bool {
-    !record.answer_text.trim().is_empty()
+    let Ok(answer) = scoring::tool_call::answer_text(record) else {
+        return false;
+    };
+    !answer.trim().is_empty()
         && scoring::Family::parse(&record.task_family)
-            .is_some_and(|f| scoring::is_schema_valid(f, &record.answer_text))
+            .is_some_and(|f| scoring::is_schema_valid(f, answer))
 }

@@ -4,12 +4,14 @@
 //! `artifacts/smoke-plan-attempt-N.json`.
 
 use super::selection::Selection;
+use crate::scoring::Family;
 use openbench_common::request::{ChatMessage, Role, round_id};
 use openbench_common::rundir::{
     PLAN_VERSION, Plan, PlanKind, PlannedRound, RotationBasis, RoundRequests,
 };
 use openbench_common::schedule::{RoundPrompts, lanes};
 use openbench_common::spec::Spec;
+use openbench_common::tool::ToolOffer;
 use openbench_common::workflow::{DatasetRelease, WorkItem};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -92,6 +94,8 @@ fn item_hashes(dataset: &DatasetRelease) -> BTreeMap<(&str, &str), String> {
 pub struct DatasetPrompts {
     dataset: Arc<DatasetRelease>,
     index: HashMap<(String, String), usize>,
+    /// Every round offers its family's forced tool (`answer_via: tool_call`).
+    tools: bool,
 }
 
 impl DatasetPrompts {
@@ -107,7 +111,16 @@ impl DatasetPrompts {
                     .map(move |(i, item)| ((family.clone(), item.item_id.clone()), i))
             })
             .collect();
-        DatasetPrompts { dataset, index }
+        DatasetPrompts {
+            dataset,
+            index,
+            tools: false,
+        }
+    }
+
+    /// The same prompts, each round offering its family's forced tool when `tools`.
+    pub fn with_tools(self, tools: bool) -> DatasetPrompts {
+        DatasetPrompts { tools, ..self }
     }
 
     fn item(&self, round: &PlannedRound) -> Option<&WorkItem> {
@@ -126,6 +139,13 @@ impl RoundPrompts for DatasetPrompts {
                 round.item_id, round.task_family
             )),
         }
+    }
+
+    fn tool(&self, round: &PlannedRound) -> Option<ToolOffer> {
+        if !self.tools {
+            return None;
+        }
+        Family::parse(&round.task_family).map(crate::scoring::tool_call::tool_for)
     }
 
     fn messages(&self, round: &PlannedRound) -> Vec<ChatMessage> {

@@ -30,6 +30,15 @@ pub enum EvalErrorType {
     SchemaEnum,
     /// A date string that is not a real `YYYY-MM-DD` date.
     InvalidDate,
+    /// The request offered a tool and the stream carried no call of it (text instead).
+    NoToolCall,
+    /// A call of another tool than the one offered, or more than one call.
+    WrongToolCall,
+    /// The call's arguments are not JSON (the record's `tool_call_error`).
+    MalformedToolCall,
+    /// The call was cut off: length stop or stream end inside it (the record's
+    /// `tool_call_error`).
+    TruncatedToolCall,
     /// A failed request: the record's failure type, written as its own label.
     #[serde(untagged)]
     Failure(ErrorType),
@@ -51,6 +60,10 @@ impl EvalErrorType {
             EvalErrorType::SchemaExtraKey => "schema_extra_key",
             EvalErrorType::SchemaEnum => "schema_enum",
             EvalErrorType::InvalidDate => "invalid_date",
+            EvalErrorType::NoToolCall => "no_tool_call",
+            EvalErrorType::WrongToolCall => "wrong_tool_call",
+            EvalErrorType::MalformedToolCall => "malformed_tool_call",
+            EvalErrorType::TruncatedToolCall => "truncated_tool_call",
             EvalErrorType::Failure(e) => error_type_label(e),
             EvalErrorType::Outcome(o) => outcome_label(o),
         }
@@ -85,6 +98,10 @@ mod tests {
             (EvalErrorType::SchemaExtraKey, "schema_extra_key"),
             (EvalErrorType::SchemaEnum, "schema_enum"),
             (EvalErrorType::InvalidDate, "invalid_date"),
+            (EvalErrorType::NoToolCall, "no_tool_call"),
+            (EvalErrorType::WrongToolCall, "wrong_tool_call"),
+            (EvalErrorType::MalformedToolCall, "malformed_tool_call"),
+            (EvalErrorType::TruncatedToolCall, "truncated_tool_call"),
             (EvalErrorType::Failure(ErrorType::Http429), "http_429"),
             (
                 EvalErrorType::Failure(ErrorType::OtherHttp4xx),

@@ -8,6 +8,7 @@ pub mod error_type;
 pub mod gold;
 pub mod schema;
 pub mod strict_json;
+pub mod tool_call;
 
 pub use error_type::EvalErrorType;
 pub use gold::{Family, GoldRef, family_fields};
