@@ -9,7 +9,7 @@
 //! comment; `error` is a provider error whose `error.type` names its class.
 
 use super::tools::ToolPart;
-use super::{parse_json, split_system, text_at};
+use super::{split_system, text_at, typed_event};
 use crate::classify::{Chunk, InvalidSse};
 use crate::record::status_error_type;
 use openbench_common::record::{Classification, ErrorType, Usage};
@@ -51,17 +51,11 @@ pub fn build_body(
 
 /// Classifies one event by its payload's `type` (the `event:` name when the payload has none).
 pub fn classify(event: Option<&str>, data: &str) -> Result<Chunk, InvalidSse> {
-    if data.trim().is_empty() {
+    let Some((value, kind)) = typed_event(event, data)? else {
         return Ok(Chunk::of(Classification::Metadata));
-    }
-    let value = parse_json(data)?;
-    let kind = value
-        .get("type")
-        .and_then(Value::as_str)
-        .or(event)
-        .unwrap_or_default();
+    };
     let mut chunk = Chunk::of(Classification::Metadata);
-    match kind {
+    match kind.as_str() {
         "message_start" => {
             chunk.classification = Classification::Role;
             chunk.model = text_at(&value, "/message/model");

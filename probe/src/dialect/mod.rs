@@ -115,6 +115,25 @@ pub(crate) fn role_name(role: Role) -> &'static str {
     }
 }
 
+/// A typed event (Anthropic messages, OpenAI Responses): its parsed payload and its type, the
+/// payload's `type` field, else the `event:` name. `None` for an empty payload.
+pub(crate) fn typed_event(
+    event: Option<&str>,
+    data: &str,
+) -> Result<Option<(Value, String)>, InvalidSse> {
+    if data.trim().is_empty() {
+        return Ok(None);
+    }
+    let value = parse_json(data)?;
+    let kind = value
+        .get("type")
+        .and_then(Value::as_str)
+        .or(event)
+        .unwrap_or_default()
+        .to_string();
+    Ok(Some((value, kind)))
+}
+
 /// Parses a data payload as JSON, or says why it is not (an `invalid_sse` transport error).
 pub(crate) fn parse_json(data: &str) -> Result<Value, InvalidSse> {
     serde_json::from_str(data).map_err(|e| InvalidSse {

@@ -8,7 +8,7 @@
 //! `response.failed` and `error` are provider errors. Everything else is metadata.
 
 use super::tools::ToolPart;
-use super::{parse_json, split_system, text_at};
+use super::{split_system, text_at, typed_event};
 use crate::classify::{Chunk, InvalidSse};
 use openbench_common::record::{Classification, ErrorType, Usage};
 use openbench_common::request::ChatMessage;
@@ -61,19 +61,13 @@ pub fn build_body(
 
 /// Classifies one event by its payload's `type` (the `event:` name when the payload has none).
 pub fn classify(event: Option<&str>, data: &str) -> Result<Chunk, InvalidSse> {
-    if data.trim().is_empty() {
+    let Some((value, kind)) = typed_event(event, data)? else {
         return Ok(Chunk::of(Classification::Metadata));
-    }
-    let value = parse_json(data)?;
-    let kind = value
-        .get("type")
-        .and_then(Value::as_str)
-        .or(event)
-        .unwrap_or_default();
+    };
     let mut chunk = Chunk::of(Classification::Metadata);
     chunk.model = text_at(&value, "/response/model");
     let delta = || text_at(&value, "/delta");
-    match kind {
+    match kind.as_str() {
         "response.output_text.delta" => {
             if let Some(text) = delta() {
                 chunk.answer = text;
