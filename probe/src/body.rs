@@ -29,18 +29,7 @@ pub fn build_body(
                 .collect(),
         ),
     );
-    body.insert("stream".into(), json!(true));
-    body.insert("temperature".into(), json!(contract.temperature));
-    body.insert("top_p".into(), json!(contract.top_p));
-    body.insert("presence_penalty".into(), json!(contract.presence_penalty));
-    body.insert(
-        "frequency_penalty".into(),
-        json!(contract.frequency_penalty),
-    );
-    body.insert(
-        adapter.max_tokens_field.as_str().into(),
-        json!(contract.max_output_tokens),
-    );
+    insert_sampling(&mut body, adapter, contract);
     if !contract.response_format.is_empty() {
         body.insert(
             "response_format".into(),
@@ -57,6 +46,28 @@ pub fn build_body(
         body.insert(key.clone(), value.clone());
     }
     Value::Object(body)
+}
+
+/// The OpenAI-style sampling fields both chat and legacy completions send: `stream`, the
+/// contract's temperature, top_p and penalties, and its completion ceiling under the adapter's
+/// field name.
+pub(crate) fn insert_sampling(
+    body: &mut Map<String, Value>,
+    adapter: &ProviderAdapter,
+    contract: &RequestContract,
+) {
+    body.insert("stream".into(), json!(true));
+    body.insert("temperature".into(), json!(contract.temperature));
+    body.insert("top_p".into(), json!(contract.top_p));
+    body.insert("presence_penalty".into(), json!(contract.presence_penalty));
+    body.insert(
+        "frequency_penalty".into(),
+        json!(contract.frequency_penalty),
+    );
+    body.insert(
+        adapter.max_tokens_field.as_str().into(),
+        json!(contract.max_output_tokens),
+    );
 }
 
 /// The request headers: auth from credentials (marked sensitive), the adapter's extra headers,

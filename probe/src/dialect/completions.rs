@@ -43,18 +43,7 @@ pub fn build_body(
     let mut body = Map::new();
     body.insert("model".into(), json!(adapter.model));
     body.insert("prompt".into(), json!(render_prompt(messages, ask_json)));
-    body.insert("stream".into(), json!(true));
-    body.insert("temperature".into(), json!(contract.temperature));
-    body.insert("top_p".into(), json!(contract.top_p));
-    body.insert("presence_penalty".into(), json!(contract.presence_penalty));
-    body.insert(
-        "frequency_penalty".into(),
-        json!(contract.frequency_penalty),
-    );
-    body.insert(
-        adapter.max_tokens_field.as_str().into(),
-        json!(contract.max_output_tokens),
-    );
+    crate::body::insert_sampling(&mut body, adapter, contract);
     if adapter.include_usage {
         body.insert("stream_options".into(), json!({"include_usage": true}));
     }
