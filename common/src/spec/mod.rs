@@ -14,10 +14,12 @@ use std::path::{Path, PathBuf};
 pub use api::Api;
 pub use endpoint::{CHAT_COMPLETIONS_PATH, Endpoint, chat_completions_url};
 pub use request::{DEFAULT_TIMEOUT_MS, RequestContract};
+pub use results::{RegressionRule, ResultsSettings};
 
 mod api;
 mod endpoint;
 mod request;
+mod results;
 mod rules;
 #[cfg(test)]
 mod tests;
@@ -94,48 +96,6 @@ pub struct Spec {
     /// key is refused there, naming it).
     #[serde(flatten)]
     pub workflow_sections: BTreeMap<String, serde_json::Value>,
-}
-
-/// The spec's `results:` section.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ResultsSettings {
-    /// Publish the run to the results store when `run` ends (finished or failed part-way).
-    #[serde(default)]
-    pub publish: bool,
-    /// What `history` counts as a regression.
-    #[serde(default)]
-    pub regression: RegressionRule,
-}
-
-/// A change is a regression when its 95% interval excludes zero on the worse side and its size
-/// reaches these thresholds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RegressionRule {
-    /// Smallest relative change of a latency or tokens/s figure, in percent of the earlier value.
-    #[serde(default = "default_min_relative_change_pct")]
-    pub min_relative_change_pct: f64,
-    /// Smallest change of a rate (task success, failure rate), in percentage points.
-    #[serde(default = "default_min_rate_change_points")]
-    pub min_rate_change_points: f64,
-}
-
-fn default_min_relative_change_pct() -> f64 {
-    10.0
-}
-
-fn default_min_rate_change_points() -> f64 {
-    2.0
-}
-
-impl Default for RegressionRule {
-    fn default() -> RegressionRule {
-        RegressionRule {
-            min_relative_change_pct: default_min_relative_change_pct(),
-            min_rate_change_points: default_min_rate_change_points(),
-        }
-    }
 }
 
 fn default_run_root() -> String {
