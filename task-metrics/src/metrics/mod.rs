@@ -13,8 +13,8 @@ pub use openbench_report_kit::plan_view;
 pub use observe::{LaneKey, LaneTable, Observation};
 pub use summary::{FailureBreakdown, Prices, Summary, UsageSummary};
 
-use crate::scoring::Family;
 use openbench_common::rundir::RunLock;
+use openbench_tasks::scoring::Family;
 pub use plan_view::PlanView;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
