@@ -212,14 +212,7 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
             bucket.push(o);
         }
     }
-    let lane_index: HashMap<&str, usize> = input
-        .lanes
-        .lanes
-        .iter()
-        .enumerate()
-        .rev()
-        .map(|(i, l)| (l.lane.as_str(), i))
-        .collect();
+    let lane_index = input.lanes.index_by_label();
     let planned: Option<HashMap<&str, Planned>> = input.plan.map(|plan| {
         let mut counts: HashMap<&str, Planned> = HashMap::new();
         for req in plan.rounds.iter().flat_map(|r| &r.requests) {
