@@ -123,6 +123,7 @@ fn no_workflow_crate_reaches_another_and_watch_store_site_reach_none() {
         "openbench-micro-single-task",
         "openbench-load",
         "openbench-example-echo",
+        "openbench-cache-probe",
     ] {
         assert!(
             workflows.contains(name),

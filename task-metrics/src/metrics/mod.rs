@@ -13,7 +13,7 @@ pub use openbench_report_kit::plan_view;
 pub use observe::{LaneKey, LaneTable, Observation};
 pub use summary::{FailureBreakdown, Prices, Summary, UsageSummary};
 
-use openbench_common::rundir::RunLock;
+use openbench_common::rundir::{LockedProvider, RunLock};
 use openbench_tasks::scoring::Family;
 pub use plan_view::PlanView;
 use serde::{Deserialize, Serialize};
@@ -236,12 +236,7 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
                 name
             };
             let requested_model = locked.map(|p| p.model.clone()).unwrap_or_default();
-            let prices = locked.and_then(|p| {
-                Some(Prices {
-                    input_per_mtok: p.input_price_per_mtok?,
-                    output_per_mtok: p.output_price_per_mtok?,
-                })
-            });
+            let prices = locked.and_then(LockedProvider::price);
             let mine = lane_index
                 .get(lane.lane.as_str())
                 .and_then(|i| by_lane.get(*i))
