@@ -23,8 +23,8 @@ pub const ITL_EDGES_MS: [f64; 10] = [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200
 pub const REPORT_REPLICATES: usize = 1000;
 
 /// 95% percentile-bootstrap intervals of a row's latency percentiles over its requests
-/// (`metrics::bootstrap`, seeded from the spec's seed and `step/row/figure`); `None` under 30
-/// values.
+/// (`openbench_report_kit::bootstrap::sample_percentile_interval`, seeded from the spec's seed
+/// and `step/row/figure`); `None` under 30 values.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Intervals {
     /// TTFA p50.
