@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 pub const MODEL: &str = "zai-org/GLM-5.3-Flash";
 
 /// Prompt, completion and cached token counts every scripted usage reports (Anthropic: input 15
-/// + cache read 16 at `message_start`, output 12 at `message_delta`; total 43 where the dialect
-/// reports one).
+/// plus cache read 16 at `message_start`, output 12 at `message_delta`; total 43 where the
+/// dialect reports one).
 pub const USAGE: (u64, u64, u64) = (31, 12, 16);
 
 /// How a scripted stream stops.
