@@ -19,8 +19,7 @@ use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_common::spec::Price;
 use openbench_common::stats::nearest_rank;
 use openbench_report_kit::bootstrap::percentile_interval;
-use rand_chacha::ChaCha8Rng;
-use rand_chacha::rand_core::{RngCore, SeedableRng};
+use openbench_common::rng::Stream;
 use serde::{Deserialize, Serialize};
 
 /// Bootstrap replicates of the TTFA difference.
@@ -211,15 +210,16 @@ fn ttl_bracket(gaps: &[GapFigures]) -> (Option<f64>, Option<f64>) {
 }
 
 /// The 95 % percentile-bootstrap interval of p50(misses) − p50(hits), each resampled with
-/// replacement from its own population, [`REPLICATES`] times from `seed`.
+/// replacement from its own population, [`REPLICATES`] times from the project's seeded stream
+/// `(seed, "bootstrap", "ttfa-saving")` (no modulo bias).
 fn saving_interval(hits: &[f64], misses: &[f64], seed: u64) -> (Option<f64>, Option<f64>) {
     if hits.is_empty() || misses.is_empty() {
         return (None, None);
     }
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut stream = Stream::derive(seed, &["bootstrap", "ttfa-saving"]);
     let mut resample = |values: &[f64]| -> Option<f64> {
         let drawn: Vec<f64> = (0..values.len())
-            .map(|_| values[(rng.next_u64() % values.len() as u64) as usize])
+            .map(|_| values[stream.below(values.len() as u64) as usize])
             .collect();
         nearest_rank(&drawn, 0.5)
     };
