@@ -219,6 +219,11 @@ async fn an_open_loops_releases_each_start_a_conversation_whose_turns_follow_the
     assert_eq!(outcome.status, RunStatus::Complete);
     let by_turn = turns(&run.dir);
     assert_eq!(by_turn.len(), 9, "3 conversations of 3 turns");
+    // How many requests conversations send is an outcome: the plan lists none.
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.dir.join(layout::FULL_PLAN)).unwrap())
+            .unwrap();
+    assert_eq!(plan["phases"][0]["requests"], 0);
     let source = Talk {
         turns: 3,
         script: Script::default(),

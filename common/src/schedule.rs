@@ -246,14 +246,20 @@ pub fn positions<'a>(
 }
 
 impl LoadPhase {
-    /// Every request position of this phase (phase index `phase`), lane by lane, slot by slot.
+    /// Every request position of this phase (phase index `phase`), lane by lane, slot by slot;
+    /// none for a phase whose source reads history (its requests are an outcome, as a timed
+    /// phase's are).
     pub fn positions(&self, phase: u32) -> impl Iterator<Item = LoadPosition> + '_ {
-        positions(&self.lanes, &self.pacing, phase)
+        let planned = !self.source.reads_history();
+        positions(&self.lanes, &self.pacing, phase).filter(move |_| planned)
     }
 
-    /// Requests this phase plans (0 for a timed closed loop, which plans none; at most this
-    /// many for one whose source may stop its slots).
+    /// Requests this phase plans (0 for a timed closed loop and for a phase whose source reads
+    /// history: how many requests they send is an outcome, so they plan none).
     pub fn request_count(&self) -> usize {
+        if self.source.reads_history() {
+            return 0;
+        }
         match &self.pacing {
             Pacing::Releases { offsets_ms, .. } => {
                 offsets_ms.iter().take(self.lanes.len()).map(Vec::len).sum()
