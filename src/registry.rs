@@ -8,6 +8,7 @@ pub fn workflows() -> Vec<Box<dyn Workflow>> {
         Box::new(openbench_micro_single_task::MicroSingleTask),
         Box::new(openbench_example_echo::ExampleEcho),
         Box::new(openbench_load::run::LoadWorkflow),
+        Box::new(openbench_cache_probe::CacheProbe),
     ]
 }
 

@@ -30,6 +30,7 @@ fn lock() -> RunLock {
         model: "m".into(),
         input_price_per_mtok: None,
         output_price_per_mtok: None,
+        cached_input_price_per_mtok: None,
     };
     RunLock::synthetic(
         "any-workflow",

@@ -44,10 +44,17 @@ pub struct CapacitySpec {
 }
 
 impl CapacitySpec {
-    /// Parses `slots=2&queue=8&tokens_per_s=400&retry_after_s=1`; `Ok(None)` for an empty query.
-    /// Unknown keys and bad values are refused, naming them.
+    /// Parses `slots=2&queue=8&tokens_per_s=400&retry_after_s=1`; `Ok(None)` for a query with
+    /// no capacity parameter (empty, or only the prefix cache's `prefix_cache`, which
+    /// [`crate::prefix_cache::requested`] reads). Unknown keys and bad values are refused, naming
+    /// them.
     pub fn parse_query(query: &str) -> Result<Option<CapacitySpec>, SimError> {
-        if query.is_empty() {
+        let pairs: Vec<&str> = query
+            .split('&')
+            .filter(|pair| !pair.is_empty())
+            .filter(|pair| pair.split('=').next() != Some(crate::prefix_cache::QUERY_KEY))
+            .collect();
+        if pairs.is_empty() {
             return Ok(None);
         }
         let bad = |key: &str, message: String| SimError::BadRequest {
@@ -60,7 +67,7 @@ impl CapacitySpec {
             tokens_per_s: None,
             retry_after_s: 1,
         };
-        for pair in query.split('&') {
+        for pair in pairs {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
             let int = |max: u32| {
                 value
@@ -86,7 +93,8 @@ impl CapacitySpec {
                 _ => {
                     return Err(bad(
                         key,
-                        "unknown parameter; known: slots, queue, tokens_per_s, retry_after_s"
+                        "unknown parameter; known: slots, queue, tokens_per_s, retry_after_s, \
+                         prefix_cache"
                             .into(),
                     ));
                 }

@@ -121,8 +121,7 @@ pub fn opening(api: Api, draft: &Draft, t: &mut Tracker) -> Vec<Rendered> {
                 json!({"type": "message_start", "message": {
                     "id": format!("msg_{}", draft.id_hex), "type": "message", "role": "assistant",
                     "model": draft.model, "content": [], "stop_reason": null, "stop_sequence": null,
-                    "usage": {"input_tokens": draft.prompt_tokens, "cache_creation_input_tokens": 0,
-                              "cache_read_input_tokens": 0, "output_tokens": 1}}})
+                    "usage": anthropic_input_usage(draft)}})
                 .to_string(),
             ),
             (
@@ -163,12 +162,25 @@ pub fn keep_alive(api: Api, draft: &Draft) -> Option<Rendered> {
     })
 }
 
+/// `message_start`'s usage. Anthropic's `input_tokens` leaves the cache out: with the prefix
+/// cache on, the read part is `cache_read_input_tokens`, the part this request wrote
+/// `cache_creation_input_tokens`, and `input_tokens` the rest of the prompt.
+fn anthropic_input_usage(draft: &Draft) -> Value {
+    let cache = draft.cache.unwrap_or_default();
+    let input = draft
+        .prompt_tokens
+        .saturating_sub(cache.cached_tokens + cache.created_tokens);
+    json!({"input_tokens": input, "cache_creation_input_tokens": cache.created_tokens,
+           "cache_read_input_tokens": cache.cached_tokens, "output_tokens": 1})
+}
+
 /// The Responses `response` object with `status` and, when finished, its usage.
 pub(crate) fn response_object(draft: &Draft, status: &str, usage: Option<(u64, u64)>) -> Value {
     let mut response = json!({"id": format!("resp_{}", draft.id_hex), "object": "response",
         "created_at": draft.created, "status": status, "model": draft.model, "output": []});
     if let Some((input, output)) = usage {
-        response["usage"] = json!({"input_tokens": input, "input_tokens_details": {"cached_tokens": 0},
+        let cached = draft.cache.map_or(0, |c| c.cached_tokens);
+        response["usage"] = json!({"input_tokens": input, "input_tokens_details": {"cached_tokens": cached},
             "output_tokens": output, "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": input + output});
     }

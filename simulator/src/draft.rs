@@ -29,6 +29,8 @@ pub enum Payload {
         prompt_tokens: u64,
         /// Completion tokens reported (reasoning and answer pieces).
         completion_tokens: u64,
+        /// Cached prompt tokens, reported only on a route with the prefix cache on.
+        cached_tokens: Option<u64>,
     },
     /// `data: [DONE]`.
     Done,
@@ -86,6 +88,9 @@ pub struct Draft {
     /// The forced tool the answer is a call of (its arguments are the answer text); `None`
     /// answers in text.
     pub tool: Option<String>,
+    /// What the prefix cache held of the prompt (a route with `?prefix_cache=on`), reported in
+    /// the dialect's usage fields; `None` reports no cache, as always.
+    pub cache: Option<crate::prefix_cache::CacheUse>,
 }
 
 impl Draft {
@@ -129,6 +134,7 @@ pub fn draft(
         api: request.api,
         prompt_tokens: request.prompt_tokens,
         tool: request.tool.clone(),
+        cache: request.cache,
     };
     let (answer_kind, answer_text) = answer::choose(profile, answers, &request.user_prompt, draws);
     draft.answer_kind = answer_kind;
@@ -138,7 +144,12 @@ pub fn draft(
         return draft;
     }
 
-    let ttfa = draws.lognormal(profile.ttfa_mu, profile.ttfa_sigma);
+    let mut ttfa = draws.lognormal(profile.ttfa_mu, profile.ttfa_sigma);
+    // The prefix cache's model: the uncached part of the prompt is prefilled before the answer.
+    if let Some(cache) = request.cache {
+        let uncached = request.prompt_tokens.saturating_sub(cache.cached_tokens);
+        ttfa += profile.spec.prefix_cache.prefill_ms_per_token * uncached as f64;
+    }
     let tps = draws.lognormal(profile.tps_mu, profile.tps_sigma);
     let token_ms = 1000.0 / tps;
     let jitter = profile.spec.gap_jitter;
@@ -257,6 +268,7 @@ pub fn draft(
                 let usage = Payload::Usage {
                     prompt_tokens: request.prompt_tokens,
                     completion_tokens: (r + answer_count) as u64,
+                    cached_tokens: request.cache.map(|c| c.cached_tokens),
                 };
                 events.push(Event {
                     at_ms: at,

@@ -15,6 +15,7 @@ pub mod coalesce;
 pub mod dialect;
 pub mod draft;
 pub mod hostile;
+pub mod prefix_cache;
 pub mod profile;
 pub mod quirk;
 pub mod render;

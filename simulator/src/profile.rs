@@ -4,6 +4,7 @@
 //! The table lives in `profiles.yaml` (embedded at build time); this module parses it, checks
 //! it, and turns seed figures into distribution parameters. Nothing here sleeps or does I/O.
 
+use crate::prefix_cache::PrefixCacheSpec;
 use crate::quirk::{self, Quirk};
 use crate::{SimError, TableError};
 use serde::Deserialize;
@@ -64,6 +65,8 @@ pub struct ProfileSpec {
     pub quirks: Vec<String>,
     /// Failure kind (a fault quirk name) → relative weight.
     pub failures: BTreeMap<String, f64>,
+    /// The prefix-cache model, used only on a route that asks for it (`?prefix_cache=on`).
+    pub prefix_cache: PrefixCacheSpec,
 }
 
 #[derive(Debug, Deserialize)]
@@ -126,6 +129,27 @@ impl Profile {
                 "chunk_chars",
                 format!("[{lo}, {hi}] is not a range ≥ 1"),
             ));
+        }
+        let cache = spec.prefix_cache;
+        if cache.block_tokens == 0 || cache.capacity_tokens < u64::from(cache.block_tokens) {
+            return Err(bad(
+                "prefix_cache",
+                format!(
+                    "block_tokens {} must be at least 1 and capacity_tokens {} at least one block",
+                    cache.block_tokens, cache.capacity_tokens
+                ),
+            ));
+        }
+        for (field, value) in [
+            ("prefix_cache.ttl_s", cache.ttl_s),
+            (
+                "prefix_cache.prefill_ms_per_token",
+                cache.prefill_ms_per_token,
+            ),
+        ] {
+            if !(value >= 0.0 && value.is_finite()) {
+                return Err(bad(field, format!("{value} must be a finite number ≥ 0")));
+            }
         }
         let quirks = spec
             .quirks

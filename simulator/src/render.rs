@@ -205,8 +205,8 @@ fn event_data(
         Payload::Reasoning(piece) => (Label::Reasoning, None, chunker.chunk(reasoning_delta(draft, piece), None)),
         Payload::Answer(piece) => (Label::Answer, None, chunker.chunk(json!({"content": piece}), None)),
         Payload::Finish(reason) => (Label::Finish, None, chunker.chunk(json!({}), Some(reason))),
-        Payload::Usage { prompt_tokens, completion_tokens } => {
-            (Label::Usage, None, chunker.usage(*prompt_tokens, *completion_tokens))
+        Payload::Usage { prompt_tokens, completion_tokens, cached_tokens } => {
+            (Label::Usage, None, chunker.usage(*prompt_tokens, *completion_tokens, *cached_tokens))
         }
         Payload::Done => (Label::Done, None, "[DONE]".to_string()),
         Payload::Fault(Quirk::ObjectError) => (

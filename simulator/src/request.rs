@@ -33,6 +33,11 @@ pub struct SimRequest {
     /// is streamed as that call. Not part of the seed, so the call's arguments are the text
     /// answer the same request without tools gets.
     pub tool: Option<String>,
+    /// Every message as `(role, text)`, system included: what the prefix cache names blocks by.
+    pub messages: Vec<(String, String)>,
+    /// What the route's prefix cache held of this prompt, set by the server when the route asks
+    /// for the cache (`?prefix_cache=on`); `None` leaves timings and usage as they always were.
+    pub cache: Option<crate::prefix_cache::CacheUse>,
 }
 
 impl SimRequest {
@@ -113,6 +118,8 @@ impl SimRequest {
             prompt_tokens: (chars as u64).div_ceil(4),
             forced,
             schedule,
+            messages,
+            cache: None,
         })
     }
 }

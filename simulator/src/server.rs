@@ -4,6 +4,7 @@
 use crate::capacity::{Admission, Capacities, Capacity, CapacitySpec, CapacityStats, Slot};
 use crate::coalesce::coalesce;
 use crate::hostile;
+use crate::prefix_cache::{self, PrefixCaches};
 use crate::render::{self, DRIP_EVERY_MS, HANG_MS, Replay, Shape, Write};
 use crate::request::SimRequest;
 use crate::rng::Draws;
@@ -58,6 +59,8 @@ struct Shared {
     received: AtomicU64,
     /// The capacity of every (profile, parameters) route that asked for one.
     capacities: Capacities,
+    /// The prefix cache of every (profile, parameters) route that asked for one.
+    prefix_caches: PrefixCaches,
 }
 
 impl Shared {
@@ -191,6 +194,7 @@ pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimServer, Sim
         seen: Mutex::new(HashMap::new()),
         received: AtomicU64::new(0),
         capacities: Capacities::default(),
+        prefix_caches: PrefixCaches::default(),
     });
     let router = Router::new()
         .route(
@@ -317,7 +321,7 @@ async fn respond(
         Err(e) => return json_error(StatusCode::NOT_FOUND, &e.to_string()),
     };
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let request =
+    let mut request =
         match SimRequest::parse_as(api, &body, text("x-sim-quirk"), text("x-sim-schedule")) {
             Ok(r) => r,
             Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.to_string()),
@@ -330,8 +334,19 @@ async fn respond(
         let until = received + Duration::from_secs_f64(HANG_MS * shared.config.time_scale / 1000.0);
         return hostile::respond(quirk, bearer, until, shared.cancel.clone());
     }
-    let capacity = match CapacitySpec::parse_query(query.unwrap_or_default()) {
+    let query = query.unwrap_or_default();
+    let capacity = match CapacitySpec::parse_query(query) {
         Ok(spec) => spec.and_then(|spec| shared.capacities.get(profile_name, spec)),
+        Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.to_string()),
+    };
+    let cache = match prefix_cache::requested(query) {
+        Ok(on) => on.then(|| {
+            let spec = profile.spec.prefix_cache;
+            let key = format!("{profile_name}?{query}");
+            shared
+                .prefix_caches
+                .get(&key, spec, shared.config.time_scale)
+        }),
         Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.to_string()),
     };
     // With a capacity, the drafted timeline starts when a slot is free: the wait adds to every
@@ -344,6 +359,15 @@ async fn respond(
             Admission::ShutDown => return StatusCode::SERVICE_UNAVAILABLE.into_response(),
         },
     };
+    // The prefix cache is looked up when the request is served (after any wait for a slot).
+    if let Some(cache) = cache.flatten() {
+        let spec = profile.spec.prefix_cache;
+        let blocks =
+            prefix_cache::block_names(&request.model, &request.messages, spec.block_tokens);
+        if let Ok(mut cache) = cache.lock() {
+            request.cache = Some(cache.serve(&blocks, Instant::now()));
+        }
+    }
     let log_key = text("x-sim-id").map(str::to_string);
     // Counted per dialect and seeded from the dialect-neutral key: the same request sent in two
     // dialects draws the same answer and times.

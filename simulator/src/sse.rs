@@ -56,9 +56,15 @@ impl Chunker {
         .to_string()
     }
 
-    /// A usage-only chunk (`choices: []`).
-    pub fn usage(&self, prompt_tokens: u64, completion_tokens: u64) -> String {
-        json!({
+    /// A usage-only chunk (`choices: []`), with `prompt_tokens_details.cached_tokens` when the
+    /// route's prefix cache reports one.
+    pub fn usage(
+        &self,
+        prompt_tokens: u64,
+        completion_tokens: u64,
+        cached_tokens: Option<u64>,
+    ) -> String {
+        let mut chunk = json!({
             "id": self.id,
             "object": "chat.completion.chunk",
             "created": self.created,
@@ -69,8 +75,11 @@ impl Chunker {
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
             },
-        })
-        .to_string()
+        });
+        if let Some(cached) = cached_tokens {
+            chunk["usage"]["prompt_tokens_details"] = json!({"cached_tokens": cached});
+        }
+        chunk.to_string()
     }
 }
 
@@ -141,7 +150,7 @@ mod tests {
         );
         assert_eq!(crlf.comment(), b": keep-alive\r\n\r\n");
         assert_eq!(
-            c.usage(3, 4),
+            c.usage(3, 4, None),
             r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":5,"model":"m","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}"#
         );
     }

@@ -22,13 +22,16 @@ pub fn problems(inputs: &RunInputs) -> Vec<String> {
                 Err(e) => problems.push(format!("{at}: {url:?} is not a valid URL ({e})")),
             },
             Endpoint::Simulator { profile } => {
-                // `sim://plain?slots=2&queue=8`: the profile, then its capacity (simulator
-                // README, "Capacity").
+                // `sim://plain?slots=2&queue=8&prefix_cache=on`: the profile, then its capacity
+                // and prefix cache (simulator README, "Capacity", "Prefix cache").
                 let (name, query) = openbench_simulator::capacity::split_profile(profile);
                 if let Err(e) = openbench_simulator::profile::find(name) {
                     problems.push(format!("{at}: {e}"));
                 }
                 if let Err(e) = openbench_simulator::capacity::CapacitySpec::parse_query(query) {
+                    problems.push(format!("{at}: {e}"));
+                }
+                if let Err(e) = openbench_simulator::prefix_cache::requested(query) {
                     problems.push(format!("{at}: {e}"));
                 }
             }

@@ -20,6 +20,21 @@ pub struct LockedProvider {
     /// USD per million output tokens, when the spec gives prices.
     #[serde(default)]
     pub output_price_per_mtok: Option<f64>,
+    /// USD per million cached input tokens, when the spec gives one (absent otherwise, so the
+    /// locks of runs without it keep their bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_price_per_mtok: Option<f64>,
+}
+
+impl LockedProvider {
+    /// The prices the lock holds, when it holds the input and output ones.
+    pub fn price(&self) -> Option<crate::spec::Price> {
+        Some(crate::spec::Price {
+            input_per_mtok: self.input_price_per_mtok?,
+            output_per_mtok: self.output_price_per_mtok?,
+            cached_input_per_mtok: self.cached_input_price_per_mtok,
+        })
+    }
 }
 
 /// The run lock (`run-lock.json`): hashes of every input, written once.

@@ -327,13 +327,31 @@ impl ProviderAdapter {
 }
 
 /// Provider list prices in USD per million tokens.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Price {
     /// Input (prompt) price.
     pub input_per_mtok: f64,
     /// Output (completion) price.
     pub output_per_mtok: f64,
+    /// Price of cached input tokens (a prompt-cache read: the usage's cached tokens), when the
+    /// provider discounts them; absent, cached tokens cost the input price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_per_mtok: Option<f64>,
+}
+
+impl Price {
+    /// USD for one response's usage: uncached prompt tokens at the input price, cached ones
+    /// (at most the prompt) at the cached-input price (the input price when none is given),
+    /// completion tokens at the output price.
+    pub fn cost_usd(&self, prompt_tokens: u64, cached_tokens: u64, completion_tokens: u64) -> f64 {
+        let cached = cached_tokens.min(prompt_tokens);
+        let cached_price = self.cached_input_per_mtok.unwrap_or(self.input_per_mtok);
+        ((prompt_tokens - cached) as f64 * self.input_per_mtok
+            + cached as f64 * cached_price
+            + completion_tokens as f64 * self.output_per_mtok)
+            / 1e6
+    }
 }
 
 /// Where a set of probes runs.

@@ -187,6 +187,18 @@ impl ProviderAdapter {
                 ));
             }
         }
+        if let Some(price) = &p.price {
+            let fields = [
+                ("input_per_mtok", Some(price.input_per_mtok)),
+                ("output_per_mtok", Some(price.output_per_mtok)),
+                ("cached_input_per_mtok", price.cached_input_per_mtok),
+            ];
+            for (field, value) in fields {
+                if let Some(v) = value.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+                    problems.push(format!("{at}.price.{field}: {v} must be a price >= 0"));
+                }
+            }
+        }
         for header in p.extra_headers.keys() {
             if header.eq_ignore_ascii_case("authorization") {
                 problems.push(format!(

@@ -310,3 +310,31 @@ fn a_base_url_gets_the_chat_completions_path_once() {
         "https://api.together.ai/v1/chat/completions"
     );
 }
+
+#[test]
+fn a_cached_input_price_is_parsed_checked_and_bills_the_cached_tokens() {
+    let priced = MINIMAL.replace(
+        "    extra_body: {thinking: {type: enabled}}",
+        "    extra_body: {thinking: {type: enabled}}\n    price: {input_per_mtok: 2.0, output_per_mtok: 8.0, cached_input_per_mtok: 0.5}",
+    );
+    let spec = Spec::parse(Path::new("s.yaml"), priced.as_bytes()).unwrap();
+    let price = spec.providers[0].price.unwrap();
+    assert_eq!(price.cached_input_per_mtok, Some(0.5));
+    // 1,000 prompt tokens of which 800 cached, 100 completion tokens:
+    // (200 × 2.0 + 800 × 0.5 + 100 × 8.0) / 1e6 = (400 + 400 + 800) / 1e6 = 0.0016 USD.
+    assert!((price.cost_usd(1000, 800, 100) - 0.0016).abs() < 1e-15);
+    // Without a cached price, cached tokens cost the input price: (1000 × 2 + 800) / 1e6.
+    let plain = Price {
+        cached_input_per_mtok: None,
+        ..price
+    };
+    assert!((plain.cost_usd(1000, 800, 100) - 0.0028).abs() < 1e-15);
+    // A report of more cached tokens than prompt tokens bills at most the prompt as cached.
+    assert!((price.cost_usd(100, 500, 0) - 0.00005).abs() < 1e-15);
+    let negative = priced.replace("cached_input_per_mtok: 0.5", "cached_input_per_mtok: -1");
+    let err = problems_of(&negative);
+    assert!(
+        err.contains("providers[0] (zai).price.cached_input_per_mtok: -1 must be a price >= 0"),
+        "{err}"
+    );
+}

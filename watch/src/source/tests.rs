@@ -14,6 +14,7 @@ fn run_dir() -> tempfile::TempDir {
         model: "m".into(),
         input_price_per_mtok: None,
         output_price_per_mtok: None,
+        cached_input_price_per_mtok: None,
     };
     let lock = RunLock {
         lock_version: 1,

@@ -169,6 +169,7 @@ fn lock(providers: &[String]) -> RunLock {
                 model: "m".into(),
                 input_price_per_mtok: Some(0.5),
                 output_price_per_mtok: Some(1.5),
+                cached_input_price_per_mtok: None,
             })
             .collect(),
     )

@@ -96,6 +96,8 @@ fn lock() -> RunLock {
             model: MODEL.into(),
             input_price_per_mtok: Some(1.0),
             output_price_per_mtok: Some(2.0),
+            // Alpha discounts cached input; the others bill it at the input price.
+            cached_input_price_per_mtok: (*k == "alpha").then_some(0.25),
         })
         .collect();
     let families = ROUNDS[..3].iter().map(|r| r.0.to_string()).collect();
@@ -146,6 +148,7 @@ fn completed(provider: &str, round: usize, e2e: f64, answer: &str) -> TerminalRe
         prompt_tokens: Some(100),
         completion_tokens: Some(20),
         total_tokens: Some(120),
+        cached_tokens: Some(40),
         ..Usage::default()
     });
     r
@@ -287,11 +290,18 @@ fn rereporting_is_byte_identical_and_matches_hand_values() {
     assert_eq!(a.pooled.pre_answer_reasoning_tokens_p50, Some(0.0));
     assert_eq!(a.pooled.pre_answer_reasoning_tokens_mean, Some(2.0));
     assert_eq!(a.pooled.reasoning_emission_rate, Some(0.5));
-    // Usage: 6 × (100 prompt, 20 completion); cost (600 × 1 + 120 × 2) / 1e6 = 0.00084.
+    // Usage: 6 × (100 prompt of which 40 cached, 20 completion); Alpha's cost
+    // (360 × 1 + 240 × 0.25 + 120 × 2) / 1e6 = 0.00066; Beta, without a cached price, bills
+    // its cached tokens at the input price: (prompt × 1 + completion × 2) / 1e6.
     assert_eq!(a.pooled.usage.prompt_tokens, 600);
+    assert_eq!(a.pooled.usage.cached_tokens, 240);
     assert_eq!(a.pooled.usage.completion_tokens, 120);
     assert_eq!(a.pooled.usage.usage_coverage, Some(1.0));
-    assert!((a.pooled.usage.cost_usd.unwrap() - 0.00084).abs() < 1e-12);
+    assert!((a.pooled.usage.cost_usd.unwrap() - 0.00066).abs() < 1e-12);
+    let bu = &b.pooled.usage;
+    assert!(bu.cached_tokens > 0, "{bu:?}");
+    let beta = (bu.prompt_tokens as f64 + 2.0 * bu.completion_tokens as f64) / 1e6;
+    assert!((bu.cost_usd.unwrap() - beta).abs() < 1e-12, "{bu:?}");
     assert_eq!(a.pooled.task_success_rate, Some(1.0));
     assert_eq!(a.pooled.balanced, Some(true));
     assert!(a.eligible && a.complete);

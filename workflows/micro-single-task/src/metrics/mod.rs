@@ -14,7 +14,7 @@ pub use observe::{LaneKey, LaneTable, Observation};
 pub use summary::{FailureBreakdown, Prices, Summary, UsageSummary};
 
 use crate::scoring::Family;
-use openbench_common::rundir::RunLock;
+use openbench_common::rundir::{LockedProvider, RunLock};
 pub use plan_view::PlanView;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -243,12 +243,7 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
                 name
             };
             let requested_model = locked.map(|p| p.model.clone()).unwrap_or_default();
-            let prices = locked.and_then(|p| {
-                Some(Prices {
-                    input_per_mtok: p.input_price_per_mtok?,
-                    output_per_mtok: p.output_price_per_mtok?,
-                })
-            });
+            let prices = locked.and_then(LockedProvider::price);
             let mine = lane_index
                 .get(lane.lane.as_str())
                 .and_then(|i| by_lane.get(*i))

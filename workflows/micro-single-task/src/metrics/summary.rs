@@ -75,20 +75,15 @@ pub struct UsageSummary {
     pub cached_tokens: u64,
     /// Sum of reported reasoning tokens.
     pub reasoning_tokens: u64,
-    /// (prompt × input price + completion × output price) / 1e6, USD; null without prices.
+    /// (uncached prompt × input price + cached × cached-input price + completion × output
+    /// price) / 1e6, USD; null without prices.
     pub cost_usd: Option<f64>,
     /// cost_usd / responses_with_usage.
     pub cost_per_request_usd: Option<f64>,
 }
 
-/// Prices per million tokens from the lock.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Prices {
-    /// Input price, USD per million tokens.
-    pub input_per_mtok: f64,
-    /// Output price, USD per million tokens.
-    pub output_per_mtok: f64,
-}
+/// Prices per million tokens from the lock (cached input at its own price when given).
+pub use openbench_common::spec::Price as Prices;
 
 /// One summary row. Latency populations exclude failed requests; rates divide by `submitted_count`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -227,9 +222,11 @@ pub fn summarize(
     }
     usage.usage_coverage = ratio(usage.responses_with_usage, completed.len() as u64);
     if let Some(p) = prices.filter(|_| usage.responses_with_usage > 0) {
-        let cost = (usage.prompt_tokens as f64 * p.input_per_mtok
-            + usage.completion_tokens as f64 * p.output_per_mtok)
-            / 1e6;
+        let cost = p.cost_usd(
+            usage.prompt_tokens,
+            usage.cached_tokens,
+            usage.completion_tokens,
+        );
         usage.cost_usd = Some(cost);
         usage.cost_per_request_usd = Some(cost / usage.responses_with_usage as f64);
     }
