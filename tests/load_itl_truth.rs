@@ -1,5 +1,11 @@
 //! Per-token inter-token latency against the server's own write log (issue 39 item 3,
 //! METHODOLOGY §9), through the whole load path: coordinator, probe, records, report.
+//!
+//! Each side keeps its own clock quiet, as in a deployment: the oracle upstream runs on a thread
+//! and runtime of its own, and so does the probe that stamps the reads — a probe server reached
+//! over gRPC as the coordinator reaches a remote region's `probe serve` — while the coordinator,
+//! its record writing and the report run on the test's runtime (docs/load.md, "How the
+//! per-token ITL is tested").
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod coordinator_support;
@@ -7,8 +13,42 @@ mod load_oracle;
 
 use coordinator_support::run_load;
 use load_oracle::{Answer, Oracle, percentile, start_oracle, write_spec};
+use openbench_probe::server::{ProbeConfig, serve_on};
+use openbench_probe::session_open::{CredentialSource, EndpointRules};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// A probe server on a thread and a 2-worker runtime of its own (as `probe serve` runs, its
+/// work on its own process's runtime): its URL, its runtime's handle (for the canary) and the
+/// sender that stops it.
+fn probe_on_its_own_runtime() -> (String, tokio::runtime::Handle, std::sync::mpsc::Sender<()>) {
+    let (ready_tx, ready) = std::sync::mpsc::channel();
+    let (stop, stop_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("itl-probe")
+            .enable_all()
+            .build()
+            .unwrap();
+        let server = runtime.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let config = ProbeConfig {
+                region: "local".into(),
+                credentials: CredentialSource::Given(openbench_probe::Credentials::empty()),
+                endpoints: EndpointRules::default(),
+                code_digest: "test-code-digest".into(),
+            };
+            serve_on(listener, config).await.unwrap()
+        });
+        let url = format!("http://{}", server.addr());
+        ready_tx.send((url, runtime.handle().clone())).unwrap();
+        let _ = stop_rx.recv();
+        drop(server);
+    });
+    let (url, handle) = ready.recv().unwrap();
+    (url, handle, stop)
+}
 
 /// One test at a time in this binary: it measures against a server on this machine's 2 cores.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -51,11 +91,16 @@ async fn itl_per_token_equals_the_servers_token_interval_however_it_frames_token
         "{model: closed, concurrency: 1}",
         24,
     );
-    // A canary on the client's runtime: a 1 ms timer's lateness. A read stamped late by a stall
-    // of this runtime (the machine's load, not the server) moves the client's p99; the share of
-    // ticks more than 1 ms late says whether this run could judge it.
+    // The one region's probe is a probe server on its own runtime, reached as a remote one.
+    let (probe_url, probe_runtime, probe_stop) = probe_on_its_own_runtime();
+    let text = std::fs::read_to_string(&spec).unwrap();
+    let regions = format!("regions:\n  - name: local\n    probe: {probe_url}\n");
+    std::fs::write(&spec, format!("{text}{regions}")).unwrap();
+    // A canary on the probe's runtime, which stamps the reads: a 1 ms timer's lateness. A read
+    // stamped late by a stall of that runtime (the machine's load, not the server) moves the
+    // client's p99; the share of ticks more than 1 ms late says whether this run could judge it.
     let canary_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let canary = tokio::spawn({
+    let canary = probe_runtime.spawn({
         let stop = canary_stop.clone();
         async move {
             let (mut ticks, mut late) = (0u32, 0u32);
@@ -74,6 +119,7 @@ async fn itl_per_token_equals_the_servers_token_interval_however_it_frames_token
     let (_, results) = run_load(&spec, "T-itl").await;
     canary_stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let (ticks, late) = canary.await.unwrap();
+    let _ = probe_stop.send(());
     let client_kept_time = f64::from(late) <= 0.001 * f64::from(ticks);
     eprintln!("client canary: {late} of {ticks} ticks more than 1 ms late");
     let metrics = openbench_load::report::compute::compute(&results);

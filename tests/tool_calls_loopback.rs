@@ -78,13 +78,9 @@ async fn every_dialect_calls_the_forced_tool_with_the_seeded_answer() {
         assert_eq!(call.arguments, text.answer_text, "{api}");
         assert_eq!(r.answer_text, "", "{api}: a call is never answer text");
         assert_eq!(r.tool_call_error, None, "{api}");
-        // Responses has no tool-call stop: `response.completed` is `stop`.
-        let finish = if api == Api::OpenaiResponses {
-            "stop"
-        } else {
-            "tool_calls"
-        };
-        assert_eq!(r.finish_reason.as_deref(), Some(finish), "{api}");
+        // Responses names no stop reason: a stream ending in its function call is `tool_calls`
+        // as chat's `tool_calls` and Anthropic's `tool_use` are.
+        assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"), "{api}");
         let (first, last) = (r.ttf_tool_call_ms.unwrap(), r.tool_call_e2e_ms.unwrap());
         assert!(first <= last, "{api}: {first} > {last}");
         assert_eq!(
@@ -135,4 +131,79 @@ async fn legacy_completions_refuse_to_send_a_tool() {
         "{message}"
     );
     assert_eq!(r.http_status, None, "nothing was sent");
+}
+
+/// `probe once --tool` offers a tool in the `--api` dialect's own shape, from inline JSON or a
+/// file: each dialect with tools calls it with the seeded answer `probe once` gets as text;
+/// legacy completions and a broken tool file are refused, naming why.
+#[tokio::test]
+async fn probe_once_offers_a_tool_in_each_dialect() {
+    let sim = openbench_simulator::start(
+        openbench_simulator::SimConfig {
+            time_scale: 0.05,
+            seed: 3,
+            ..openbench_simulator::SimConfig::default()
+        },
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    let base = sim.base_url();
+    let tmp = tempfile::tempdir().unwrap();
+    let tool_file = tmp.path().join("answer-tool.json");
+    std::fs::write(&tool_file, serde_json::to_string(&answer_tool()).unwrap()).unwrap();
+    let once = |api: Api, tool: Option<String>| {
+        // Asynchronous: the simulator answers on this test's runtime meanwhile.
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_openbench-inference"));
+        command.args(["probe", "once", "--api", api.as_str(), "--base-url", &base]);
+        command.args(["--model", "m", "--system", "Answer in JSON."]);
+        command.args(["--user", "What is the answer?", "--json"]);
+        if let Some(tool) = tool {
+            command.args(["--tool", &tool]);
+        }
+        async move { command.output().await.unwrap() }
+    };
+    let record = |o: &std::process::Output| -> serde_json::Value {
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        serde_json::from_str(stdout.trim())
+            .unwrap_or_else(|e| panic!("{e}: {stdout}{}", String::from_utf8_lossy(&o.stderr)))
+    };
+    let text = record(&once(Api::OpenaiChat, None).await);
+    let answer = text["answer_text"].as_str().unwrap().to_string();
+    assert!(!answer.is_empty(), "{text}");
+    let inline = serde_json::to_string(&answer_tool()).unwrap();
+    for (api, tool) in [
+        (Api::OpenaiChat, inline.clone()),
+        (Api::AnthropicMessages, tool_file.display().to_string()),
+        (Api::OpenaiResponses, inline.clone()),
+    ] {
+        let r = record(&once(api, Some(tool)).await);
+        assert_eq!(r["outcome"], "completed", "{api}: {r}");
+        assert_eq!(r["offered_tool"], "answer", "{api}: {r}");
+        assert_eq!(r["tool_calls"][0]["name"], "answer", "{api}: {r}");
+        assert_eq!(
+            r["tool_calls"][0]["arguments"],
+            answer.as_str(),
+            "{api}: {r}"
+        );
+        assert_eq!(r["finish_reason"], "tool_calls", "{api}: {r}");
+        assert!(r["ttf_tool_call_ms"].as_f64().is_some(), "{api}: {r}");
+        assert_eq!(r["answer_text"], "", "{api}: {r}");
+    }
+    let refused = once(Api::OpenaiCompletions, Some(inline)).await;
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(
+        stderr.contains("the openai-completions API has no tools"),
+        "{stderr}"
+    );
+    std::fs::write(&tool_file, r#"{"name": "answer"}"#).unwrap();
+    let broken = once(Api::OpenaiChat, Some(tool_file.display().to_string())).await;
+    let stderr = String::from_utf8_lossy(&broken.stderr);
+    assert!(!broken.status.success());
+    assert!(
+        stderr.contains(&format!("--tool file {}", tool_file.display()))
+            && stderr.contains("missing field `description`"),
+        "{stderr}"
+    );
 }

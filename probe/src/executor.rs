@@ -195,6 +195,7 @@ impl Executor {
             &req.messages,
             req.output.as_ref(),
         );
+        let ceiling = crate::dialect::ceiling(&inner.adapter, &body);
         let offered = req.tool.as_ref().map_or(Ok(()), |tool| {
             crate::dialect::tools::offer(&mut body, inner.adapter.api, tool)
                 .map_err(|e| e.to_string())
@@ -244,6 +245,7 @@ impl Executor {
                 ending
             }
         };
+        crate::dialect::settle_finish(inner.adapter.api, &mut state, ceiling);
         let mut execution = finalize(record, state, exchange, &ending);
         inner.redactor.redact_execution(&mut execution);
         execution

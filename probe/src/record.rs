@@ -4,6 +4,7 @@
 //! Token counting happens here, after the stream has ended, never inside the read loop.
 
 use crate::classify::Chunk;
+use crate::dialect::tools::ToolPart;
 use openbench_common::limits::EVENT_LABEL_CHARS;
 use openbench_common::record::{
     Classification, ErrorType, Execution, Outcome, StreamEvent, TerminalRecord, Usage,
@@ -130,6 +131,8 @@ pub struct StreamState {
     pub saw_done: bool,
     /// The tool calls so far.
     tools: crate::tool_fold::ToolCalls,
+    /// The last event with output text carried tool-call text (no answer came after it).
+    ended_in_tool_call: bool,
 }
 
 impl StreamState {
@@ -160,6 +163,7 @@ impl StreamState {
             tool_call: _,
             tool_parts,
         } = chunk;
+        let tool_text = tool_parts.iter().any(ToolPart::has_text);
         self.tools.push(at, tool_parts);
         if classification.has_output() && self.ttfo.is_none() {
             self.ttfo = Some(at);
@@ -174,6 +178,10 @@ impl StreamState {
             self.answer.push_str(&answer);
             self.ttfa.get_or_insert(at);
             self.last_answer = Some(at);
+            self.ended_in_tool_call = false;
+        }
+        if tool_text {
+            self.ended_in_tool_call = true;
         }
         if self.model.is_none() {
             self.model = model;
@@ -234,6 +242,16 @@ impl StreamState {
     /// Bytes of reasoning text held.
     pub fn reasoning_len(&self) -> usize {
         self.reasoning.len()
+    }
+
+    /// True when the last event with output carried a tool call, not answer text.
+    pub fn ended_in_tool_call(&self) -> bool {
+        self.ended_in_tool_call
+    }
+
+    /// The output (completion) token count the provider's usage reports, when it does.
+    pub fn output_tokens(&self) -> Option<u64> {
+        self.usage.as_ref()?.completion_tokens
     }
 
     /// True when the stream reached `[DONE]` or a `finish_reason`.

@@ -7,6 +7,7 @@ use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Ro
 use openbench_common::spec::{
     Api, Auth, LoadedSpec, MaxTokensField, ProviderAdapter, RequestContract,
 };
+use openbench_common::tool::ToolOffer;
 use openbench_probe::auth::{Exposure, ProbeToken, TOKEN_ENV, check_exposure};
 use openbench_probe::connections::ConnectionLimits;
 use openbench_probe::endpoint_policy::{EndpointPolicy, is_variable_name};
@@ -77,6 +78,12 @@ pub struct OnceArgs {
     /// Add `stream_options: {"include_usage": true}`.
     #[arg(long)]
     include_usage: bool,
+    /// Offer one function tool, given as a JSON object `{"name", "description", "parameters"
+    /// (JSON Schema), "choice": "forced" | "auto"}` or as the path of a file holding one. Sent
+    /// in the `--api` dialect's own tool shape, as a run sends it (docs/methodology.md §3b);
+    /// the call comes back in `tool_calls`. `openai-completions` has no tools and is refused.
+    #[arg(long)]
+    tool: Option<String>,
     /// Absolute deadline covering connect and the whole stream, ms.
     #[arg(long, default_value_t = 20_000)]
     timeout_ms: u64,
@@ -248,8 +255,38 @@ fn parse_api(name: &str) -> Result<Api, String> {
     })
 }
 
+/// The `--tool` value: inline JSON when it starts with `{`, else a file's JSON; refused for a
+/// dialect without tools.
+fn once_tool(args: &OnceArgs) -> anyhow::Result<Option<ToolOffer>> {
+    let Some(value) = &args.tool else {
+        return Ok(None);
+    };
+    let inline = value.trim_start().starts_with('{');
+    let (text, source) = if inline {
+        (value.clone(), "--tool".to_string())
+    } else {
+        let text = std::fs::read_to_string(value)
+            .with_context(|| format!("--tool: cannot read the tool file {value}"))?;
+        (text, format!("--tool file {value}"))
+    };
+    let offer: ToolOffer = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{source}: expected a tool object {{\"name\", \"description\", \"parameters\", \"choice\": \"forced\"|\"auto\"}}"
+        )
+    })?;
+    if !args.api.has_tools() {
+        bail!(
+            "--tool: the {} API has no tools; offer {:?} through openai-chat, openai-responses or anthropic-messages",
+            args.api,
+            offer.name
+        );
+    }
+    Ok(Some(offer))
+}
+
 async fn once(args: OnceArgs) -> anyhow::Result<ExitCode> {
     let (adapter, credentials) = once_adapter(&args)?;
+    let tool = once_tool(&args)?;
     let executor = Executor::new(
         adapter,
         RequestContract::reference(args.timeout_ms),
@@ -276,7 +313,7 @@ async fn once(args: OnceArgs) -> anyhow::Result<ExitCode> {
         deadline_ms: args.timeout_ms,
         output: None,
         load: None,
-        tool: None,
+        tool,
     };
     let execution = executor.execute(&request).await;
     let completed = execution.record.outcome == openbench_common::record::Outcome::Completed;

@@ -17,6 +17,12 @@ use std::time::Duration;
 /// Reads a fixture's events, the k-th (0-based) completed at (k + 1) × 10 ms, and folds them as
 /// the executor does; a stream that ends without an ending is completed when finished.
 pub(super) fn replay(api: Api, name: &str) -> TerminalRecord {
+    replay_capped(api, name, None)
+}
+
+/// [`replay`] of a request whose completion ceiling was `ceiling`, settled as the executor
+/// settles a finished stream.
+pub(super) fn replay_capped(api: Api, name: &str, ceiling: Option<u64>) -> TerminalRecord {
     let path = format!(
         "{}/tests/fixtures/dialects/{name}",
         env!("CARGO_MANIFEST_DIR")
@@ -53,6 +59,7 @@ pub(super) fn replay(api: Api, name: &str) -> TerminalRecord {
         end_at: Some(Duration::from_millis(10 * blocks.len() as u64)),
         ..Exchange::default()
     };
+    settle_finish(api, &mut state, ceiling);
     let base = TerminalRecord::new("t".into(), Outcome::Completed);
     finalize(base, state, exchange, &ending).record
 }
@@ -115,6 +122,62 @@ fn responses_stream_times_reasoning_answer_and_usage() {
     };
     assert_eq!(r.usage, Some(usage));
     assert_eq!(r.event_count, 11);
+}
+
+/// llama.cpp's `/v1/responses` (its `server-task.cpp`: no `output_index`, the whole output again
+/// in `response.completed`, its `timings` there) says `completed` when generation stopped at
+/// `max_output_tokens`: 4 output tokens at a ceiling of 4 is a `length` stop; the same stream
+/// under a ceiling of 24 stopped on its own.
+#[test]
+fn a_completed_response_at_the_ceiling_is_a_length_stop() {
+    let name = "openai_responses_llama_ceiling.sse";
+    let r = replay_capped(Api::OpenaiResponses, name, Some(4));
+    assert_eq!(r.outcome, Outcome::Completed);
+    assert_eq!(r.finish_reason.as_deref(), Some("length"));
+    assert!(r.truncated_by_length);
+    // Events 5 to 8 (50 to 80 ms) carry the four pieces.
+    assert_eq!(r.answer_text, "Blue, green and");
+    assert_eq!((r.ttfa_ms, r.e2e_ms), (Some(50.0), Some(80.0)));
+    assert_eq!(r.usage.and_then(|u| u.completion_tokens), Some(4));
+    let timings = r.server_timings.unwrap();
+    assert_eq!(timings["predicted_n"], json!(4));
+    assert_eq!(timings["predicted_ms"], json!(160.5));
+    let r = replay_capped(Api::OpenaiResponses, name, Some(24));
+    assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+    assert!(!r.truncated_by_length);
+    let r = replay(Api::OpenaiResponses, name);
+    assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+}
+
+/// The Responses API names no stop reason: a stream whose last output is a function call
+/// records `tool_calls`, as chat's and Anthropic's say; answer text after the call is a `stop`.
+#[test]
+fn a_response_that_ends_in_a_function_call_finishes_with_tool_calls() {
+    let r = replay(Api::OpenaiResponses, "openai_responses_tool.sse");
+    assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
+    let event = |data: &str| classify(Api::OpenaiResponses, None, data).unwrap();
+    let mut state = StreamState::default();
+    let at = Duration::from_millis(1);
+    state.push_chunk(at, None, event(r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","call_id":"c","name":"f","arguments":""}}"#));
+    state.push_chunk(at, None, event(r#"{"type":"response.output_item.done","output_index":0,"item":{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}}"#));
+    state.push_chunk(
+        at,
+        None,
+        event(r#"{"type":"response.output_text.delta","output_index":1,"delta":"Done."}"#),
+    );
+    state.push_chunk(
+        at,
+        None,
+        event(r#"{"type":"response.completed","response":{"status":"completed","output":[]}}"#),
+    );
+    settle_finish(Api::OpenaiResponses, &mut state, Some(256));
+    assert_eq!(state.finish_reason.as_deref(), Some("stop"));
+    // Chat says its own stop reason: a chat `stop` after a call is kept.
+    let mut state = StreamState::default();
+    state.finish_reason = Some("stop".into());
+    state.push_chunk(at, None, classify(Api::OpenaiChat, None, r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{}"}}]}}]}"#).unwrap());
+    settle_finish(Api::OpenaiChat, &mut state, None);
+    assert_eq!(state.finish_reason.as_deref(), Some("stop"));
 }
 
 #[test]

@@ -7,6 +7,7 @@
 //! byte as before; the others live beside this file.
 
 use crate::classify::{Chunk, InvalidSse, classify_event};
+use crate::record::StreamState;
 use openbench_common::request::{ChatMessage, OutputLength, Role};
 use openbench_common::spec::{Api, ProviderAdapter, RequestContract};
 use serde_json::{Value, json};
@@ -75,6 +76,20 @@ pub fn dialect_headers(api: Api) -> &'static [(&'static str, &'static str)] {
         Api::AnthropicMessages => &[("anthropic-version", anthropic::VERSION)],
         Api::OpenaiChat | Api::OpenaiResponses | Api::OpenaiCompletions => &[],
     }
+}
+
+/// Settles what `api`'s stream leaves implicit once it is over: a Responses stream's finish
+/// reason ([`responses::settle_finish`]; `ceiling` is the request's completion ceiling). The
+/// other dialects name their own stop reason and are left as they are.
+pub fn settle_finish(api: Api, state: &mut StreamState, ceiling: Option<u64>) {
+    if api == Api::OpenaiResponses {
+        responses::settle_finish(state, ceiling);
+    }
+}
+
+/// The completion ceiling a built `body` asks for, in `adapter.api`'s field.
+pub fn ceiling(adapter: &ProviderAdapter, body: &Value) -> Option<u64> {
+    body.get(max_tokens_field(adapter)).and_then(Value::as_u64)
 }
 
 /// Classifies one dispatched event of `api`'s stream by its `event:` name and `data:` payload.

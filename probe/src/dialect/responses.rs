@@ -5,11 +5,17 @@
 //! and `response.reasoning_summary_text.delta` reasoning, `response.function_call_arguments.delta`
 //! tool-call arguments (each in `delta`); `response.completed` ends the stream like `[DONE]`
 //! with the usage; `response.incomplete` ends it too (`max_output_tokens` is a `length` stop);
-//! `response.failed` and `error` are provider errors. Everything else is metadata.
+//! `response.failed` and `error` are provider errors. Everything else is metadata. A top-level
+//! `timings` object on any event (llama.cpp puts its own on `response.completed`) is kept as the
+//! server's timings, as in chat.
+//!
+//! The API has no stop reason: `response.completed` reads as `stop`, and [`settle_finish`] makes
+//! it what the stream shows once it is over (`tool_calls`, or `length` at the ceiling).
 
 use super::tools::ToolPart;
 use super::{split_system, text_at, typed_event};
 use crate::classify::{Chunk, InvalidSse};
+use crate::record::StreamState;
 use openbench_common::record::{Classification, ErrorType, Usage};
 use openbench_common::request::ChatMessage;
 use openbench_common::spec::{ProviderAdapter, RequestContract};
@@ -66,6 +72,7 @@ pub fn classify(event: Option<&str>, data: &str) -> Result<Chunk, InvalidSse> {
     };
     let mut chunk = Chunk::of(Classification::Metadata);
     chunk.model = text_at(&value, "/response/model");
+    chunk.timings = value.get("timings").filter(|t| t.is_object()).cloned();
     let delta = || text_at(&value, "/delta");
     match kind.as_str() {
         "response.output_text.delta" => {
@@ -147,6 +154,27 @@ pub fn classify(event: Option<&str>, data: &str) -> Result<Chunk, InvalidSse> {
         _ => {}
     }
     Ok(chunk)
+}
+
+/// The record's finish reason of a finished Responses stream, which the API leaves implicit
+/// (docs/methodology.md §3a): `response.completed` read as `stop` becomes
+/// - `length` when the usage's `output_tokens` reached the request's `max_output_tokens`
+///   (`ceiling`): a server that reports `completed` at the ceiling (llama.cpp does) cut the
+///   answer off as surely as one that reports `response.incomplete`;
+/// - else `tool_calls` when the last output the stream carried was a function call (chat's
+///   `tool_calls` and Anthropic's `tool_use` say the same).
+///
+/// Anything else (`length` from `response.incomplete`, no finish) is kept.
+pub fn settle_finish(state: &mut StreamState, ceiling: Option<u64>) {
+    if state.finish_reason.as_deref() != Some("stop") {
+        return;
+    }
+    let at_ceiling = matches!((state.output_tokens(), ceiling), (Some(n), Some(c)) if n >= c);
+    if at_ceiling {
+        state.finish_reason = Some("length".to_string());
+    } else if state.ended_in_tool_call() {
+        state.finish_reason = Some("tool_calls".to_string());
+    }
 }
 
 /// An event's `output_index` (0 when absent).

@@ -6,7 +6,7 @@
 
 use openbench_common::record::Execution;
 use openbench_common::request::{ChatMessage, PlannedRequest, RequestIdentity, Role};
-use openbench_common::spec::{Auth, ProviderAdapter, RequestContract};
+use openbench_common::spec::{Api, Auth, ProviderAdapter, RequestContract};
 use openbench_probe::{Credentials, Executor};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,6 +18,7 @@ use tokio::sync::{Semaphore, watch};
 
 pub mod pki;
 pub mod session;
+pub mod wire;
 
 /// One step of a scripted response.
 #[derive(Debug, Clone)]
@@ -90,7 +91,12 @@ pub struct RawServer {
 impl RawServer {
     /// `http://IP:P/v1/chat/completions`.
     pub fn endpoint(&self) -> String {
-        format!("http://{}/v1/chat/completions", self.addr)
+        self.endpoint_in(Api::OpenaiChat)
+    }
+
+    /// `http://IP:P/v1` and `api`'s path (`/messages`, …).
+    pub fn endpoint_in(&self, api: Api) -> String {
+        api.post_url(&format!("http://{}/v1", self.addr))
     }
 
     pub fn connection_count(&self) -> usize {
@@ -274,10 +280,23 @@ pub fn creds() -> Credentials {
     Credentials::from_pairs([("TEST_KEY", SECRET)])
 }
 
+/// [`adapter`] speaking `api` at `server`.
+pub fn adapter_in(api: Api, key: &str, server: &RawServer) -> ProviderAdapter {
+    ProviderAdapter {
+        api,
+        ..adapter(key, &server.endpoint_in(api))
+    }
+}
+
 /// An executor for provider `together` at `server`, with the contract's 20 s deadline.
 pub fn executor(server: &RawServer) -> Executor {
+    executor_in(Api::OpenaiChat, server)
+}
+
+/// [`executor`] speaking `api`.
+pub fn executor_in(api: Api, server: &RawServer) -> Executor {
     Executor::new(
-        adapter("together", &server.endpoint()),
+        adapter_in(api, "together", server),
         contract(20_000),
         &creds(),
     )
@@ -286,15 +305,29 @@ pub fn executor(server: &RawServer) -> Executor {
 
 /// Serves `steps` and executes one planned request against them.
 pub async fn run(steps: Vec<Step>, deadline_ms: u64) -> (Execution, RawServer) {
-    let (execution, server, _) = run_timed(steps, deadline_ms).await;
+    run_in(Api::OpenaiChat, steps, deadline_ms).await
+}
+
+/// [`run`] speaking `api`.
+pub async fn run_in(api: Api, steps: Vec<Step>, deadline_ms: u64) -> (Execution, RawServer) {
+    let (execution, server, _) = run_timed_in(api, steps, deadline_ms).await;
     (execution, server)
 }
 
 /// Like [`run`], also returning how long the whole `execute` call took on the test's clock, ms:
 /// an upper bound of every offset the probe can report.
 pub async fn run_timed(steps: Vec<Step>, deadline_ms: u64) -> (Execution, RawServer, f64) {
+    run_timed_in(Api::OpenaiChat, steps, deadline_ms).await
+}
+
+/// [`run_timed`] speaking `api`.
+pub async fn run_timed_in(
+    api: Api,
+    steps: Vec<Step>,
+    deadline_ms: u64,
+) -> (Execution, RawServer, f64) {
     let server = start(steps).await;
-    let exec = executor(&server);
+    let exec = executor_in(api, &server);
     let before = Instant::now();
     let execution = exec.execute(&planned("together", deadline_ms)).await;
     let elapsed_ms = before.elapsed().as_nanos() as f64 / 1e6;
