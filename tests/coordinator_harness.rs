@@ -147,7 +147,7 @@ fn dataset() -> DatasetRelease {
     for family in ["a", "b"] {
         let rows = (0..3)
             .map(|i| WorkItem {
-                family: family.into(),
+                group: family.into(),
                 item_id: format!("{family}-{i}"),
                 system: "sys".into(),
                 user: format!("question {family} {i}"),

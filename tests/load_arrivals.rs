@@ -35,7 +35,7 @@ fn records_of(dir: &Path, phase: u32) -> Vec<TerminalRecord> {
 /// Each record k is the trace's request k: due at its recorded offset × `scale` (records keep
 /// microseconds), with its line as item key; its sample in the report (found by its scheduled
 /// and actual send) has the file's input length (the o200k count of the prompt rebuilt from its
-/// position) and, under `ignore_eos`, the file's output length in answer chunks (the simulator
+/// position) and, under `ignore_eos`, the file's output length in answer events (the simulator
 /// streams exactly `max_tokens` chunks; their o200k re-count can differ by one).
 fn assert_replayed(
     records: &[TerminalRecord],
@@ -70,7 +70,7 @@ fn assert_replayed(
             e.line
         );
         assert_eq!(
-            sample.answer_chunks_ms.len(),
+            sample.answer_events_ms.len(),
             e.output_tokens as usize,
             "line {}",
             e.line

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 /// One dataset row as the runner needs it: identity, prompt and its content hash.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkItem {
-    /// Task family.
-    pub family: String,
+    /// The item's group (`Workflow::item_groups`; micro-single-task's task family).
+    pub group: String,
     /// Item id, unique within the release.
     pub item_id: String,
     /// System prompt.
@@ -53,8 +53,8 @@ pub struct ReportOutcome {
 /// What the simulator answers to one prompt, so simulated runs exercise real scoring.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CannedAnswer {
-    /// Task family.
-    pub family: String,
+    /// The item's group (micro-single-task's task family).
+    pub group: String,
     /// The exact user prompt the simulator will receive.
     pub user_prompt: String,
     /// A correct JSON answer.
@@ -286,6 +286,17 @@ pub trait Workflow: Send + Sync {
         run_dir: &Path,
     ) -> Result<Option<crate::load_figures::LoadFigures>, WorkflowError> {
         let _ = run_dir;
+        Ok(None)
+    }
+    /// For a workflow of paired rounds: its run directory (locked by `lock`) read back and scored
+    /// exactly as its report does, as the rows the results store keeps (`publish`). `None` (the
+    /// default) means the store has no paired figures of this workflow's runs.
+    fn paired_figures(
+        &self,
+        run_dir: &Path,
+        lock: &crate::rundir::RunLock,
+    ) -> Result<Option<crate::paired_figures::PairedFigures>, WorkflowError> {
+        let _ = (run_dir, lock);
         Ok(None)
     }
     /// Compares run B against run A (two runs of this workflow) and writes the comparison's

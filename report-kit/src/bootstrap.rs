@@ -5,8 +5,13 @@
 //! has, uniformly with replacement; a round drawn twice counts twice. What a replicate's records
 //! add up to is the workflow's; the interval over the replicates' changes is
 //! [`percentile_interval`] (a percentile bootstrap on nearest-rank percentiles).
+//!
+//! A population whose requests are its independent units (a load step's) is resampled request
+//! by request instead: [`sample_percentile_interval`] is the interval of one percentile of it,
+//! drawn from the seeded stream `(seed, "bootstrap", label)`.
 
-use openbench_common::stats::nearest_rank;
+use openbench_common::rng::Stream;
+use openbench_common::stats::{nearest_rank, nearest_rank_in_place};
 use std::collections::BTreeMap;
 
 /// The rounds one run's replicates drew: per replicate, per stratum, the drawn round indices.
@@ -71,6 +76,38 @@ impl<K: Ord + Copy> RoundDraws<K> {
 pub fn percentile_interval(values: &[f64], level: f64) -> (Option<f64>, Option<f64>) {
     let tail = (1.0 - level) / 2.0;
     (nearest_rank(values, tail), nearest_rank(values, 1.0 - tail))
+}
+
+/// Fewest values a population needs for an interval: a resample of a handful of requests is
+/// nearly the sample itself, and its interval would be falsely narrow.
+pub const MIN_SAMPLE_VALUES: usize = 30;
+
+/// The 95% percentile-bootstrap interval of the nearest-rank percentile `p` of `values` (one
+/// population of requests, the load report's unit, resampled with replacement), from
+/// `replicates` resamples drawn from the stream `(seed, "bootstrap", label)`; `None` under
+/// [`MIN_SAMPLE_VALUES`] values or without replicates.
+pub fn sample_percentile_interval(
+    values: &[f64],
+    p: f64,
+    replicates: usize,
+    seed: u64,
+    label: &str,
+) -> Option<(f64, f64)> {
+    if values.len() < MIN_SAMPLE_VALUES || replicates == 0 {
+        return None;
+    }
+    let mut stream = Stream::derive(seed, &["bootstrap", label]);
+    let n = values.len() as u64;
+    let mut resample = vec![0.0; values.len()];
+    let stats: Vec<f64> = (0..replicates)
+        .filter_map(|_| {
+            for slot in resample.iter_mut() {
+                *slot = values[stream.below(n) as usize];
+            }
+            nearest_rank_in_place(&mut resample, p)
+        })
+        .collect();
+    Some((nearest_rank(&stats, 0.025)?, nearest_rank(&stats, 0.975)?))
 }
 
 #[cfg(test)]

@@ -9,7 +9,10 @@
 //! - [`format`]: the deterministic number formatting of report tables;
 //! - [`table`]: markdown tables and their plain-text (terminal) twin;
 //! - [`html`]: the self-contained page shell and the `plotters` chart primitives;
-//! - [`bootstrap`]: the stratified round resampling and percentile interval of comparisons.
+//! - [`bootstrap`]: the stratified round resampling and percentile interval of comparisons, and
+//!   the seeded request-resampling interval of one population's percentile;
+//! - [`request`]: one request's sample, timings (TTFA, tokens/s, ITL, send lag) and SLO check,
+//!   and the answer-bearing events they are read from (the load report's and `watch`'s).
 //!
 //! Nothing here knows a task family, an item, gold or scoring: that stays in the workflow.
 //! Percentiles are `openbench_common::stats`.
@@ -20,4 +23,5 @@ pub mod format;
 pub mod html;
 pub mod observe;
 pub mod plan_view;
+pub mod request;
 pub mod table;

@@ -63,6 +63,17 @@ impl LaneTable {
         self.lanes.push(key);
         i
     }
+
+    /// Lane label → its index (the first, should two lanes share a label), for callers that
+    /// hold rows keyed by label and observations keyed by index.
+    pub fn index_by_label(&self) -> HashMap<&str, usize> {
+        self.lanes
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(i, l)| (l.lane.as_str(), i))
+            .collect()
+    }
 }
 
 /// A failure's details, kept only for failed (or harness) records.
@@ -179,6 +190,23 @@ mod tests {
                 region: "eu".into()
             }
         );
+    }
+
+    #[test]
+    fn a_label_maps_to_its_first_lane() {
+        let key = |lane: &str, region: &str| LaneKey {
+            lane: lane.into(),
+            provider: "p".into(),
+            region: region.into(),
+        };
+        let mut table = LaneTable::default();
+        for k in [key("b", "r"), key("a", "r"), key("b", "s")] {
+            table.intern(k);
+        }
+        // Three lanes, two labelled `b` (indices 0 and 2): the label names the first.
+        let index = table.index_by_label();
+        assert_eq!(index.len(), 2);
+        assert_eq!((index["b"], index["a"]), (0, 1));
     }
 
     #[test]

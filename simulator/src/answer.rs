@@ -98,7 +98,7 @@ mod tests {
 
     fn canned() -> Vec<CannedAnswer> {
         vec![CannedAnswer {
-            family: "ticket-triage".into(),
+            group: "ticket-triage".into(),
             user_prompt: "triage this".into(),
             correct: r#"{"category":"bug","priority":"p1"}"#.into(),
             incorrect: r#"{"category":"feature","priority":"p3"}"#.into(),

@@ -5,8 +5,8 @@
 use crate::model::SnapshotResults;
 use crate::page::{Page, Unit, escape, shown};
 use crate::pages;
-use openbench_micro_single_task::compare::{Metric, Unit as CompareUnit};
 use openbench_store::history::{History, Step};
+use openbench_task_metrics::compare::{Metric, Unit as CompareUnit};
 
 fn unit(metric: Metric) -> Unit {
     match metric.unit() {

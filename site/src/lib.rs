@@ -23,9 +23,9 @@ pub mod paired;
 
 use model::{IndexEntry, ResultsIndex, SCHEMA_VERSION, SnapshotResults};
 use openbench_common::spec::RegressionRule;
-use openbench_micro_single_task::compare::CompareOptions;
 use openbench_store::Store;
 use openbench_store::history::{self, HistoryOptions};
+use openbench_task_metrics::compare::CompareOptions;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -4,15 +4,14 @@
 //!
 //! The store holds no derived truth of its own: publishing verifies a run directory as `report`
 //! does and stores its lock, the records that count (scored) and the report's figures; `history`
-//! rebuilds the workflow's observations from the stored rows and measures them with the
-//! workflow's own metrics and `compare`'s bootstrap. Method and schema: docs/results-store.md.
+//! rebuilds the observations from the stored rows and measures them with the report's own
+//! metrics and `compare`'s bootstrap (`openbench-task-metrics`, shared with micro-single-task). Method and schema: docs/results-store.md.
 
 pub mod backend;
 pub mod cost;
 mod error;
 pub mod export;
 pub mod history;
-pub mod labels;
 pub mod load;
 pub mod publish;
 pub mod schema;
@@ -20,3 +19,6 @@ pub mod snapshot;
 
 pub use backend::{LocationError, Store, Value, describe};
 pub use error::StoreError;
+/// Enum labels as the run directory spells them (shared: a workflow labels the rows it hands
+/// `publish` the same way).
+pub use openbench_common::labels;

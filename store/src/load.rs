@@ -8,11 +8,11 @@ use crate::schema::{self, LANES, REQUESTS};
 use crate::{StoreError, labels};
 use openbench_common::record::Usage;
 use openbench_common::rundir::RunLock;
-use openbench_micro_single_task::metrics::observe::FailureInfo;
-use openbench_micro_single_task::metrics::{
+use openbench_task_metrics::metrics::observe::FailureInfo;
+use openbench_task_metrics::metrics::{
     self, LaneKey, LaneTable, MetricsInput, Observation, RunMetrics,
 };
-use openbench_micro_single_task::scoring::Family;
+use openbench_tasks::scoring::Family;
 
 /// One run's row of the `runs` table.
 #[derive(Debug, Clone, PartialEq)]

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Per-request service time of `plain` with 32-token answers under `ignore_eos`: TTFA 40 ms,
-/// then 31 gaps of 1000/200 = 5 ms (no jitter): the last answer chunk at 195 ms.
+/// then 31 gaps of 1000/200 = 5 ms (no jitter): the last answer event at 195 ms.
 pub const SERVICE_MS: f64 = 195.0;
 
 pub fn write_spec(dir: &Path, providers: &str, load: &str, extra: &str) -> PathBuf {

@@ -7,16 +7,16 @@
 //! re-read of the file.
 //!
 //! A plan of load phases also keeps, per request of a load phase, what the load report's metrics
-//! take from its record ([`RequestSample`]) and its answer-bearing chunk offsets from the events
-//! file ([`AnswerChunks`], the report's own reader): the live load row is computed from them.
+//! take from its record ([`RequestSample`]) and its answer-bearing event offsets from the events
+//! file ([`AnswerEvents`], the report's own reader): the live load row is computed from them.
 
 use crate::plan_file::{Outline, PhaseLoad};
 use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_common::rundir::Lane;
 #[cfg(doc)]
 use openbench_common::rundir::RoundLine;
-use openbench_load::metrics::RequestSample;
-use openbench_load::run::run_data::{AnswerChunks, sample_of};
+use openbench_report_kit::request::events::AnswerEvents;
+use openbench_report_kit::request::{RequestSample, sample_of};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 /// How many of a lane's most recent E2E values its sparkline shows.
@@ -138,11 +138,11 @@ pub struct RunState {
     pub unreadable_lines: u64,
     /// What each phase of the plan asks of its lanes, by phase index (`None`: paired rounds).
     pub phase_loads: Vec<Option<PhaseLoad>>,
-    /// Per request id of a load phase: its phase and its sample (answer chunks left empty: they
+    /// Per request id of a load phase: its phase and its sample (answer events left empty: they
     /// are in [`RunState::chunks`]). Only with a plan of phases.
     pub load_samples: HashMap<String, (u32, RequestSample)>,
     /// Answer-bearing chunk offsets per request id, from the events file.
-    pub chunks: AnswerChunks,
+    pub chunks: AnswerEvents,
     /// Per load phase, the sittings whose records it holds: more than one when the step was
     /// interrupted and resumed mid-way (its figures then mix two timelines).
     pub phase_sittings: BTreeMap<u32, BTreeSet<u32>>,
@@ -241,7 +241,7 @@ impl RunState {
 
     /// Forgets every stream event (the events file started over).
     pub fn reset_events(&mut self) {
-        self.chunks = AnswerChunks::default();
+        self.chunks = AnswerEvents::default();
     }
 
     /// Forgets every round line (the rounds file started over).

@@ -8,7 +8,7 @@
 //!
 //! A run of load phases also has a load row ([`LoadView`]) for its current step: each lane's
 //! target against its achieved rate and its live ITL, computed with the load report's own
-//! definitions (`openbench_load::metrics`) over the records and events written so far.
+//! definitions (`openbench_report_kit::request`) over the records and events written so far.
 
 use crate::plan_file::{Target, rate_per_s};
 use crate::source::Header;
@@ -16,7 +16,7 @@ use crate::state::{Cell, RoundPoint, RunState};
 use openbench_common::record::Outcome;
 use openbench_common::rundir::{RunMode, RunStatus};
 use openbench_common::stats::rank_index;
-use openbench_load::metrics::{Distribution, RequestTimings};
+use openbench_report_kit::request::{Distribution, RequestTimings};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -224,7 +224,7 @@ pub struct LoadLaneView {
     /// (n − 1) ÷ (last − first actual send) of those requests, per second: the same estimator
     /// as an open loop's target, over the sends.
     pub achieved_per_s: Option<f64>,
-    /// ITL gaps so far: every gap between consecutive answer-bearing chunks of each completed
+    /// ITL gaps so far: every gap between consecutive answer-bearing events of each completed
     /// request (the report's `RequestTimings::itl_ms`), pooled.
     pub itl_gaps: usize,
     /// Nearest-rank ITL p50, ms.
@@ -467,7 +467,7 @@ fn load_lane(state: &RunState, phase: u32, label: &str, target: Target) -> LoadL
         }
         sent.push(sample.sent_ms);
         let mut sample = sample.clone();
-        sample.answer_chunks_ms = state.chunks.of(request_id);
+        sample.answer_events_ms = state.chunks.of(request_id);
         sample.read_groups = state.chunks.groups(request_id);
         gaps.extend(RequestTimings::of(&sample).itl_ms);
     }

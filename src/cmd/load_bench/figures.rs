@@ -206,7 +206,7 @@ mod tests {
             scheduled_ms: scheduled,
             sent_ms: sent,
             ttfo_ms: None,
-            answer_chunks_ms: Vec::new(),
+            answer_events_ms: Vec::new(),
             read_groups: Vec::new(),
             finished_ms: finished,
             input_tokens: 0,

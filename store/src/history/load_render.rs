@@ -3,7 +3,7 @@
 
 use super::load_history::{LoadHistory, LoadRegression};
 use super::render::{Block, blocks_html, blocks_markdown, runs_table};
-use openbench_micro_single_task::report::format::{MISSING, grouped};
+use openbench_report_kit::format::{MISSING, grouped};
 
 fn run_label(h: &LoadHistory, i: usize) -> String {
     h.runs

@@ -22,10 +22,10 @@ use crate::cost::{self, CostRow};
 use crate::load::{self, RunRow, StoredRun};
 use openbench_common::rundir::RunStatus;
 use openbench_common::spec::RegressionRule;
-use openbench_micro_single_task::compare::{
+use openbench_task_metrics::compare::{
     self, Change, CompareOptions, LaneComparison, ScoredView, Unit,
 };
-use openbench_micro_single_task::metrics::Summary;
+use openbench_task_metrics::metrics::Summary;
 
 /// What `history` was asked for.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,10 +5,10 @@
 use super::History;
 use crate::cost::CostRow;
 use openbench_common::untrusted_text::terminal;
-use openbench_micro_single_task::compare::{Change, Metric, render as fmt};
-use openbench_micro_single_task::html::{escape, page_end, page_start};
-use openbench_micro_single_task::report::format::{MISSING, grouped, pct, usd};
-use openbench_micro_single_task::report::markdown::table;
+use openbench_report_kit::format::{MISSING, grouped, pct, usd};
+use openbench_report_kit::html::{escape, page_end, page_start};
+use openbench_report_kit::table::markdown as table;
+use openbench_task_metrics::compare::{Change, Metric, render as fmt};
 
 /// One piece of the page (shared with the load history's page, `load_render`).
 pub(super) enum Block {
@@ -70,9 +70,7 @@ fn run_label(h: &History, i: usize) -> String {
 fn change_text(c: &Change) -> String {
     let unit = c.metric.unit();
     let relative = match (c.a, c.delta) {
-        (Some(a), Some(d))
-            if a != 0.0 && unit != openbench_micro_single_task::compare::Unit::Rate =>
-        {
+        (Some(a), Some(d)) if a != 0.0 && unit != openbench_task_metrics::compare::Unit::Rate => {
             let text = grouped(d / a.abs() * 100.0, 1);
             let sign = if text.starts_with('-') { "" } else { "+" };
             format!(", {sign}{text}%")

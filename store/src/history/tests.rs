@@ -1,7 +1,7 @@
 //! The regression rule on hand-made changes, and which stored runs `history` compares.
 
 use super::*;
-use openbench_micro_single_task::compare::Metric;
+use openbench_task_metrics::compare::Metric;
 
 fn change(metric: Metric, a: f64, b: f64, low: f64, high: f64) -> Change {
     Change {

@@ -10,10 +10,11 @@
 //! incomplete is replaced when its content changed (it was resumed); a run stored as complete
 //! with other content is refused.
 //!
-//! A load run (its workflow answers [`Workflow::load_figures`]) is verified by the load
-//! workflow's own reading of its directory (as its `report` reads it) and stored as its report's
-//! figures per step and row, its saturation points and one row per request ([`load`]); the store
-//! reaches the workflow only through that trait method.
+//! The store reaches the workflow only through the [`Workflow`] trait: a paired run's rows come
+//! from [`Workflow::paired_figures`] (the workflow's own report code verified and scored them),
+//! a load run's from [`Workflow::load_figures`] (its report's figures per step and row, its
+//! saturation points and one row per request, [`load`]). A workflow that answers neither is
+//! refused, naming it.
 
 mod load;
 pub mod paired;
@@ -24,11 +25,9 @@ use crate::schema::{self, LANES, METRICS, REQUESTS, RUNS, TABLES};
 use crate::{StoreError, labels};
 use openbench_common::hash;
 use openbench_common::load_figures::LoadFigures;
-use openbench_common::record::TerminalRecord;
+use openbench_common::paired_figures::{PairedFigures, PairedRequestRow};
 use openbench_common::rundir::{self, OpenedRun, RunLock, RunManifest, RunStatus};
 use openbench_common::workflow::Workflow;
-use openbench_micro_single_task::metrics::{Observation, RunMetrics};
-use openbench_micro_single_task::report::{self, Computed};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -72,11 +71,8 @@ struct Verified {
 
 /// What is stored besides the run's row and lanes.
 enum Body {
-    /// A paired run: its scored observations and the records they came from.
-    Paired {
-        computed: Box<Computed>,
-        records: BTreeMap<String, TerminalRecord>,
-    },
+    /// A paired run: its scored requests, figures and paired comparisons.
+    Paired(Box<PairedFigures>),
     /// A load run: its report's figures and its requests.
     Load(Box<LoadFigures>),
 }
@@ -85,14 +81,14 @@ impl Body {
     /// Rounds (paired) or steps (load) stored.
     fn rounds(&self) -> u64 {
         match self {
-            Body::Paired { computed, .. } => computed.metrics.rounds,
+            Body::Paired(f) => f.rounds,
             Body::Load(f) => f.steps.iter().map(|s| s.step + 1).max().unwrap_or(0),
         }
     }
     /// Request rows stored.
     fn requests(&self) -> usize {
         match self {
-            Body::Paired { computed, .. } => computed.observations.len(),
+            Body::Paired(f) => f.requests.len(),
             Body::Load(f) => f.requests.len(),
         }
     }
@@ -122,17 +118,25 @@ fn verify(
             Body::Load(Box::new(figures)),
         );
     }
-    let lock = &opened.lock;
-    let gold = openbench_micro_single_task::gold_table(lock).map_err(|e| fail(&e))?;
-    let computed = report::compute(run_dir, lock, &gold).map_err(|e| fail(&e))?;
-    let names = report::reported_files(run_dir).map_err(|e| fail(&e))?;
-    let records_path = rundir::path(run_dir, &names.results);
-    let records = rundir::counting_records(&records_path).map_err(|e| fail(&e))?;
-    let body = Body::Paired {
-        computed: Box::new(computed),
-        records,
+    let Some(figures) = workflow
+        .paired_figures(run_dir, &opened.lock)
+        .map_err(|e| fail(&e))?
+    else {
+        return Err(unverified(
+            run_dir,
+            format!(
+                "workflow {:?} hands the store neither paired nor load figures",
+                workflow.name()
+            ),
+        ));
     };
-    finish(run_dir, opened, &records_path, body)
+    let records_file = figures.records_file.clone();
+    finish(
+        run_dir,
+        opened,
+        &records_file,
+        Body::Paired(Box::new(figures)),
+    )
 }
 
 /// The checks every run passes (manifest and records of this run) and its content hash, the
@@ -162,14 +166,7 @@ fn finish(
             ),
         ));
     }
-    let counted;
-    let records = match &body {
-        Body::Paired { records, .. } => records,
-        Body::Load(_) => {
-            counted = rundir::counting_records(records_path).map_err(|e| fail(&e))?;
-            &counted
-        }
-    };
+    let records = rundir::counting_records(records_path).map_err(|e| fail(&e))?;
     if let Some(r) = records.values().find(|r| r.run_id != lock.run_id) {
         return Err(unverified(
             run_dir,
@@ -334,9 +331,9 @@ fn insert_run(s: &mut Store, run: &Verified, status: &str) -> Result<(), StoreEr
         Value::from(lock_json),
     ];
     s.execute_many(&schema::insert(&RUNS), &[row])?;
-    let concurrency = matches!(run.body, Body::Paired { .. }).then_some(1);
+    let concurrency = matches!(run.body, Body::Paired(_)).then_some(1);
     paired::insert_contract(s, lock, concurrency)?;
-    let (computed, records) = match &run.body {
+    let figures = match &run.body {
         Body::Load(figures) => {
             let lanes = figures
                 .lanes
@@ -348,28 +345,37 @@ fn insert_run(s: &mut Store, run: &Verified, status: &str) -> Result<(), StoreEr
             }
             return load::insert(s, &lock.run_id, figures);
         }
-        Body::Paired { computed, records } => (computed, records),
+        Body::Paired(figures) => figures,
     };
-    let lanes = computed
-        .lanes
+    let lanes = figures
         .lanes
         .iter()
-        .map(|l| (l.lane.as_str(), l.provider.as_str(), l.region.as_str()));
+        .map(|(l, p, r)| (l.as_str(), p.as_str(), r.as_str()));
     s.execute_many(&schema::insert(&LANES), &lane_rows(lock, lanes))?;
-    let requests: Vec<Vec<Value>> = computed
-        .observations
+    let requests: Vec<Vec<Value>> = figures
+        .requests
         .iter()
-        .map(|o| request_row(&lock.run_id, o, records.get(&o.request_id)))
+        .map(|r| request_row(&lock.run_id, r))
         .collect();
     s.execute_many(&schema::insert(&REQUESTS), &requests)?;
-    paired::insert(s, &lock.run_id, &computed.paired)?;
-    if let Some(section) = &computed.metrics.validity {
+    paired::insert(s, &lock.run_id, figures)?;
+    if let Some(section) = &figures.validity {
         validity::insert(s, &lock.run_id, section)?;
     }
-    s.execute_many(
-        &schema::insert(&METRICS),
-        &metric_rows(&lock.run_id, &computed.metrics),
-    )
+    let metrics: Vec<Vec<Value>> = figures
+        .metrics
+        .iter()
+        .map(|m| {
+            vec![
+                Value::from(lock.run_id.as_str()),
+                Value::from(m.lane.as_str()),
+                Value::from(m.group.as_str()),
+                Value::from(m.name.as_str()),
+                Value::from(m.value),
+            ]
+        })
+        .collect();
+    s.execute_many(&schema::insert(&METRICS), &metrics)
 }
 
 /// A value as compact JSON (lists of names, the probe map); these never fail to serialize.
@@ -410,42 +416,37 @@ fn lane_rows<'a>(
         .collect()
 }
 
-fn request_row(run_id: &str, o: &Observation, record: Option<&TerminalRecord>) -> Vec<Value> {
-    let usage = o.usage.as_deref();
+fn request_row(run_id: &str, r: &PairedRequestRow) -> Vec<Value> {
+    let usage = r.usage.as_ref();
     let u = |f: fn(&openbench_common::record::Usage) -> Option<u64>| Value::from(usage.and_then(f));
-    let failure = o.failure.as_deref();
     vec![
         Value::from(run_id),
-        Value::from(o.request_id.as_str()),
-        Value::from(o.round_index),
-        Value::from(u64::from(o.lane)),
-        Value::from(o.item_id.as_str()),
-        Value::from(o.family.as_str()),
-        Value::from(record.map(|r| r.started_at.clone()).unwrap_or_default()),
-        Value::from(record.and_then(|r| r.probe_id.clone())),
-        Value::from(labels::label(&o.outcome)),
-        Value::from(labels::label(&o.class)),
-        Value::from(o.error_type.map(|e| labels::label(&e))),
-        Value::from(
-            failure
-                .and_then(|f| f.error_type)
-                .map(|e| labels::label(&e)),
-        ),
-        Value::from(failure.and_then(|f| f.http_status).map(u64::from)),
-        Value::from(o.correct()),
-        Value::from(o.schema_valid),
-        Value::from(u64::from(o.field_bits)),
-        Value::from(o.ttfo_ms),
-        Value::from(o.ttfa_ms),
-        Value::from(o.e2e_ms),
-        Value::from(o.tokens_per_second),
-        Value::from(record.and_then(|r| r.answer_tokens)),
-        Value::from(o.reasoning_tokens_before_answer),
-        Value::from(o.reasoning_emitted),
-        Value::from(o.truncated_by_length),
-        Value::from(o.completed),
-        Value::from(o.model_mismatch.clone()),
-        Value::from(o.out_of_round),
+        Value::from(r.request_id.as_str()),
+        Value::from(r.round_index),
+        Value::from(u64::from(r.lane_index)),
+        Value::from(r.item_id.as_str()),
+        Value::from(r.group.as_str()),
+        Value::from(r.started_at.as_str()),
+        Value::from(r.probe_id.clone()),
+        Value::from(labels::label(&r.outcome)),
+        Value::from(r.class.as_str()),
+        Value::from(r.error_type.clone()),
+        Value::from(r.failure_error_type.map(|e| labels::label(&e))),
+        Value::from(r.http_status.map(u64::from)),
+        Value::from(r.correct),
+        Value::from(r.schema_valid),
+        Value::from(u64::from(r.field_bits)),
+        Value::from(r.ttfo_ms),
+        Value::from(r.ttfa_ms),
+        Value::from(r.e2e_ms),
+        Value::from(r.tokens_per_second),
+        Value::from(r.answer_tokens),
+        Value::from(r.reasoning_tokens_before_answer),
+        Value::from(r.reasoning_emitted),
+        Value::from(r.truncated_by_length),
+        Value::from(r.completed),
+        Value::from(r.model_mismatch.clone()),
+        Value::from(r.out_of_round),
         u(|u| u.prompt_tokens),
         u(|u| u.completion_tokens),
         u(|u| u.total_tokens),
@@ -453,56 +454,4 @@ fn request_row(run_id: &str, o: &Observation, record: Option<&TerminalRecord>) -
         u(|u| u.reasoning_tokens),
         Value::from(usage.is_some()),
     ]
-}
-
-/// Every numeric figure of every summary row (pooled and per family), named by its path in
-/// `metrics.json` (`e2e_latency_p50`, `usage.cost_usd`, `failure_breakdown.http_429`, …).
-fn metric_rows(run_id: &str, metrics: &RunMetrics) -> Vec<Vec<Value>> {
-    let mut rows = Vec::new();
-    for p in &metrics.providers {
-        for summary in std::iter::once(&p.pooled).chain(&p.families) {
-            let mut figures = BTreeMap::new();
-            if let Ok(value) = serde_json::to_value(summary) {
-                flatten("", &value, &mut figures);
-            }
-            for (name, value) in figures {
-                rows.push(vec![
-                    Value::from(run_id),
-                    Value::from(p.lane.as_str()),
-                    Value::from(summary.task_family.as_str()),
-                    Value::from(name),
-                    Value::from(value),
-                ]);
-            }
-        }
-    }
-    rows
-}
-
-fn flatten(prefix: &str, value: &serde_json::Value, out: &mut BTreeMap<String, Option<f64>>) {
-    let name = |key: &str| {
-        if prefix.is_empty() {
-            key.to_string()
-        } else {
-            format!("{prefix}.{key}")
-        }
-    };
-    let serde_json::Value::Object(map) = value else {
-        return;
-    };
-    for (key, v) in map {
-        match v {
-            serde_json::Value::Number(n) => {
-                out.insert(name(key), n.as_f64());
-            }
-            serde_json::Value::Bool(b) => {
-                out.insert(name(key), Some(f64::from(u8::from(*b))));
-            }
-            serde_json::Value::Null => {
-                out.insert(name(key), None);
-            }
-            serde_json::Value::Object(_) => flatten(&name(key), v, out),
-            _ => {}
-        }
-    }
 }

@@ -1,6 +1,7 @@
 //! What `publish` stores besides the figures: a paired run's comparisons (`paired_wins`,
-//! `paired_pairs`: the report's own [`PairedComparisons`], the content of
-//! `artifacts/paired-comparisons.json`) and every run's request contract (`run_contracts`).
+//! `paired_pairs`: the report's own paired comparisons, the content of
+//! `artifacts/paired-comparisons.json`, as [`PairedFigures`] carries them) and every run's
+//! request contract (`run_contracts`).
 //!
 //! The run directory keeps the lock, not the spec: the lock has the timeout but not the
 //! reasoning effort. So the contract's reasoning effort is read from the spec file the lock
@@ -11,16 +12,16 @@ use crate::StoreError;
 use crate::backend::{Store, Value};
 use crate::schema::{self, PAIRED_PAIRS, PAIRED_WINS, RUN_CONTRACTS};
 use openbench_common::hash;
+use openbench_common::paired_figures::PairedFigures;
 use openbench_common::rundir::RunLock;
 use openbench_common::spec::LoadedSpec;
-use openbench_micro_single_task::paired::PairedComparisons;
 use std::path::Path;
 
 /// Inserts the paired comparisons of run `run_id` (inside `publish`'s transaction).
 pub(super) fn insert(
     s: &mut Store,
     run_id: &str,
-    paired: &PairedComparisons,
+    paired: &PairedFigures,
 ) -> Result<(), StoreError> {
     let wins: Vec<Vec<Value>> = paired
         .wins
@@ -47,9 +48,9 @@ pub(super) fn insert(
                 Value::from(p.b.as_str()),
                 Value::from(p.count),
                 Value::from(p.coverage),
-                Value::from(p.e2e_diff_p50),
-                Value::from(p.e2e_diff_p95),
-                Value::from(p.e2e_diff_p99),
+                Value::from(p.e2e_diff_ms[0]),
+                Value::from(p.e2e_diff_ms[1]),
+                Value::from(p.e2e_diff_ms[2]),
             ]
         })
         .collect();

@@ -71,7 +71,7 @@ impl Workflow for CacheProbe {
         }
         let file_hash = sha256_hex(&bytes);
         let item = WorkItem {
-            family: GROUP.to_string(),
+            group: GROUP.to_string(),
             item_id: "corpus".to_string(),
             system: String::new(),
             user: text,

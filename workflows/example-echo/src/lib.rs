@@ -8,6 +8,7 @@ mod section;
 
 pub use section::{EchoSection, PhaseSpec};
 
+use openbench_common::arrivals::{Arrivals, Offsets};
 use openbench_common::hash::sha256_hex;
 use openbench_common::record::TerminalRecord;
 use openbench_common::request::{ChatMessage, Role};
@@ -23,8 +24,6 @@ use openbench_common::workflow::{
     CannedAnswer, DatasetRelease, PlanInputs, ReportOptions, ReportOutcome, WorkItem, Workflow,
     WorkflowError, smoke_problem,
 };
-use openbench_load::arrivals::Offsets;
-use openbench_load::spec::{Arrivals, StepModel};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -65,7 +64,7 @@ impl Workflow for ExampleEcho {
             .filter(|line| !line.trim().is_empty())
             .enumerate()
             .map(|(i, line)| WorkItem {
-                family: GROUP.to_string(),
+                group: GROUP.to_string(),
                 item_id: format!("line-{i}"),
                 system: SYSTEM.to_string(),
                 user: line.to_string(),
@@ -90,9 +89,9 @@ impl Workflow for ExampleEcho {
         let source: Arc<dyn RequestSource> = Arc::new(EchoSource::new(inputs.dataset));
         let lanes = lanes(inputs.spec);
         let phase = |spec: &PhaseSpec| {
-            let load = |name: &str, model: StepModel, pacing| LoadPhase {
+            let load = |name: &str, label: String, pacing| LoadPhase {
                 name: name.to_string(),
-                load: model.label(),
+                load: label,
                 lanes: lanes.clone(),
                 pacing,
                 source: source.clone(),
@@ -104,9 +103,7 @@ impl Workflow for ExampleEcho {
                     per_slot,
                 } => Phase::ClosedLoop(load(
                     name,
-                    StepModel::Closed {
-                        concurrency: *concurrency,
-                    },
+                    format!("closed c={concurrency}"),
                     Pacing::Slots {
                         concurrency: *concurrency,
                         per_slot: *per_slot,
@@ -119,7 +116,7 @@ impl Workflow for ExampleEcho {
                     max_in_flight,
                     poisson_seed,
                 } => {
-                    // The load workflow's arrival process: one generator for the repository.
+                    // The shared arrival processes: one generator for the repository.
                     let arrivals = match poisson_seed {
                         Some(_) => Arrivals::Poisson,
                         None => Arrivals::Constant,
@@ -131,10 +128,7 @@ impl Workflow for ExampleEcho {
                             .collect();
                     Phase::OpenLoop(load(
                         name,
-                        StepModel::Open {
-                            arrivals,
-                            rate_per_s: *rate_per_s,
-                        },
+                        arrivals.label(*rate_per_s),
                         Pacing::Releases {
                             offsets_ms: vec![offsets; lanes.len()],
                             max_in_flight: *max_in_flight,
@@ -189,7 +183,7 @@ impl Workflow for ExampleEcho {
         Ok(items
             .iter()
             .map(|item| CannedAnswer {
-                family: GROUP.to_string(),
+                group: GROUP.to_string(),
                 user_prompt: item.user.clone(),
                 correct: serde_json::json!({ "echo": item.user }).to_string(),
                 incorrect: serde_json::json!({ "echo": "" }).to_string(),

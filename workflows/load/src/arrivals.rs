@@ -1,26 +1,20 @@
-//! Open-loop arrival schedules: the exact offset, from a step's start, at which each request is
-//! due, and which phase (warm-up, measured window, cool-down) it belongs to.
-//!
-//! - **Constant**: request k is due at k / rate (computed from k, never by summing gaps, so no
-//!   rounding drift over a long step).
-//! - **Poisson**: the first request at 0, then gaps drawn as −ln(1 − u) / rate from the seeded
-//!   stream `(seed, "arrivals", step index)`. Every lane of a step gets the same offsets, so lanes
-//!   face the same load at the same moments, as paired rounds do.
-//!
-//! - **Gamma** (vLLM's `burstiness`): the first request at 0, then gamma gaps of shape b and
-//!   scale 1/(rate·b) from the same stream.
-//! - **Ramp**: rate r(t) rising linearly from r₀ to r₁ over T seconds, then r₁; with Λ(t) the
-//!   cumulative rate, a constant ramp's request k is due at Λ⁻¹(k), a Poisson ramp's at Λ⁻¹ of
-//!   unit-rate Poisson arrivals drawn from the stream (the time-rescaling theorem).
-//! - **Trace**: each recorded offset × `time_scale`; the offsets end with the file.
+//! A load step's arrival schedule: which phase (warm-up, measured window, cool-down) each request
+//! belongs to, and the due offsets of an open-loop step, drawn from the shared arrival processes
+//! (`openbench_common::arrivals`: constant, Poisson, gamma, ramp, recorded) with the stream
+//! `(seed, "arrivals", step index)`.
 //!
 //! Offsets are integer nanoseconds (what a runner sleeps on); windows are also given in
 //! milliseconds for the metrics, which work in the records' unit.
 
-use crate::rng::Stream;
-use crate::spec::{Arrivals, Measure, Phases, Step, StepModel};
+use crate::spec::{Measure, Phases, Step, StepModel};
 use crate::trace::Trace;
 use std::sync::Arc;
+
+use openbench_common::arrivals::Arrivals;
+use openbench_common::arrivals::seconds_to_ns as ns;
+pub use openbench_common::arrivals::{Offsets, Ramp, RecordedOffsets, gamma_gaps};
+#[cfg(test)]
+use openbench_common::rng::Stream;
 
 /// Nanoseconds per second.
 const NS_PER_S: f64 = 1e9;
@@ -92,171 +86,50 @@ impl Window {
     }
 }
 
-/// Seconds to nanoseconds, rounded; negative and non-finite values give 0 (validation refuses
-/// them before a schedule is built).
-fn ns(seconds: f64) -> u64 {
-    if seconds.is_finite() && seconds > 0.0 {
-        (seconds * NS_PER_S).round() as u64
-    } else {
-        0
-    }
-}
-
-/// The due offsets of an open-loop arrival process: without end, except a trace's.
-#[derive(Debug, Clone)]
-pub struct Offsets {
-    process: Process,
-    next_index: u64,
-    /// Poisson and gamma: seconds of the next arrival; a Poisson ramp: its unit-rate time.
-    at_s: f64,
-    stream: Stream,
-}
-
-/// What decides each offset.
-#[derive(Debug, Clone)]
-enum Process {
-    Constant { rate_per_s: f64 },
-    Poisson { rate_per_s: f64 },
-    Gamma { gaps: rand_distr::Gamma<f64> },
-    Ramp { ramp: Ramp, poisson: bool },
-    Trace { trace: Arc<Trace>, time_scale: f64 },
-}
-
-impl Offsets {
-    /// The offsets of `arrivals` at `rate_per_s` for step `step_index` of a run seeded `seed`.
-    pub fn new(arrivals: Arrivals, rate_per_s: f64, seed: u64, step_index: usize) -> Offsets {
-        let process = match arrivals {
-            Arrivals::Constant => Process::Constant { rate_per_s },
-            Arrivals::Poisson => Process::Poisson { rate_per_s },
-        };
-        Offsets::of(process, seed, step_index)
-    }
-
+/// The offsets of a load step.
+pub trait StepOffsets {
     /// The offsets of `step` (`None` for a closed loop, or a trace step without its file).
-    pub fn of_step(step: &Step, seed: u64) -> Option<Offsets> {
-        let process = match step.model {
+    fn of_step(step: &Step, seed: u64) -> Option<Offsets>;
+}
+
+impl StepOffsets for Offsets {
+    fn of_step(step: &Step, seed: u64) -> Option<Offsets> {
+        Some(match step.model {
             StepModel::Closed { .. } => return None,
             StepModel::Open {
                 arrivals,
                 rate_per_s,
-            } => return Some(Offsets::new(arrivals, rate_per_s, seed, step.index)),
+            } => Offsets::new(arrivals, rate_per_s, seed, step.index),
             StepModel::Gamma {
                 rate_per_s,
                 burstiness,
-            } => Process::Gamma {
-                gaps: gamma_gaps(rate_per_s, burstiness)?,
-            },
+            } => Offsets::gamma(gamma_gaps(rate_per_s, burstiness)?, seed, step.index),
             StepModel::Ramp {
                 arrivals,
                 from_rate_per_s,
                 to_rate_per_s,
                 ramp_s,
-            } => Process::Ramp {
-                ramp: Ramp {
+            } => Offsets::ramp(
+                Ramp {
                     from_rate_per_s,
                     to_rate_per_s,
                     ramp_s,
                 },
-                poisson: arrivals == Arrivals::Poisson,
-            },
-            StepModel::Trace { time_scale } => Process::Trace {
-                trace: step.trace.clone()?,
-                time_scale,
-            },
-        };
-        Some(Offsets::of(process, seed, step.index))
-    }
-
-    fn of(process: Process, seed: u64, step_index: usize) -> Offsets {
-        Offsets {
-            process,
-            next_index: 0,
-            at_s: 0.0,
-            stream: Stream::derive(seed, &["arrivals", &step_index.to_string()]),
-        }
+                arrivals == Arrivals::Poisson,
+                seed,
+                step.index,
+            ),
+            StepModel::Trace { time_scale } => {
+                let trace: Arc<Trace> = step.trace.clone()?;
+                Offsets::recorded(trace, time_scale, seed, step.index)
+            }
+        })
     }
 }
 
-/// vLLM `bench serve`'s gaps for `burstiness`: gamma of shape = burstiness and scale =
-/// 1 / (rate × burstiness), so the mean gap is 1/rate and its coefficient of variation
-/// 1/√burstiness (`None` for a shape or scale the sampler refuses; validation refuses them first).
-pub fn gamma_gaps(rate_per_s: f64, burstiness: f64) -> Option<rand_distr::Gamma<f64>> {
-    rand_distr::Gamma::new(burstiness, 1.0 / (rate_per_s * burstiness)).ok()
-}
-
-impl Iterator for Offsets {
-    type Item = u64;
-
-    fn next(&mut self) -> Option<u64> {
-        let k = self.next_index;
-        self.next_index += 1;
-        match &self.process {
-            Process::Constant { rate_per_s } => Some(ns(k as f64 / rate_per_s)),
-            Process::Poisson { rate_per_s } => {
-                let at = self.at_s;
-                self.at_s += self.stream.exponential() / rate_per_s;
-                Some(ns(at))
-            }
-            Process::Gamma { gaps } => {
-                let at = self.at_s;
-                self.at_s += self.stream.sample(gaps);
-                Some(ns(at))
-            }
-            Process::Ramp { ramp, poisson } => {
-                // Constant: request k at Λ⁻¹(k). Poisson: unit-rate arrivals (first at 0, then
-                // exponential gaps of mean 1) mapped through Λ⁻¹ (the time-rescaling theorem).
-                let unit = if *poisson { self.at_s } else { k as f64 };
-                if *poisson {
-                    self.at_s += self.stream.exponential();
-                }
-                Some(ns(ramp.inverse_cumulative(unit)))
-            }
-            Process::Trace { trace, time_scale } => {
-                let entry = trace.entries.get(usize::try_from(k).ok()?)?;
-                Some((entry.offset_ns as f64 * time_scale).round() as u64)
-            }
-        }
-    }
-}
-
-/// A rate rising (or falling) linearly from `from` at 0 to `to` at `ramp_s`, then constant.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Ramp {
-    /// Rate at 0, per second.
-    pub from_rate_per_s: f64,
-    /// Rate from `ramp_s` on.
-    pub to_rate_per_s: f64,
-    /// Length of the ramp, seconds.
-    pub ramp_s: f64,
-}
-
-impl Ramp {
-    /// Λ(t), the expected arrivals by `t` seconds: r₀t + (r₁ − r₀)t²/(2T) up to T, then
-    /// Λ(T) + r₁(t − T).
-    pub fn cumulative(&self, t: f64) -> f64 {
-        let (r0, r1, big_t) = (self.from_rate_per_s, self.to_rate_per_s, self.ramp_s);
-        if t <= big_t {
-            r0 * t + (r1 - r0) * t * t / (2.0 * big_t)
-        } else {
-            (r0 + r1) * big_t / 2.0 + r1 * (t - big_t)
-        }
-    }
-
-    /// Λ⁻¹(y), seconds: on the ramp the root of a·t² + r₀·t − y = 0 (a = (r₁ − r₀)/(2T)),
-    /// written 2y / (r₀ + √(r₀² + 4ay)) so it holds for a rising, falling or flat ramp and for
-    /// r₀ = 0; past the ramp T + (y − Λ(T))/r₁.
-    pub fn inverse_cumulative(&self, y: f64) -> f64 {
-        let (r0, r1, big_t) = (self.from_rate_per_s, self.to_rate_per_s, self.ramp_s);
-        if y <= 0.0 {
-            return 0.0;
-        }
-        let at_end = (r0 + r1) * big_t / 2.0;
-        if y <= at_end {
-            let a = (r1 - r0) / (2.0 * big_t);
-            2.0 * y / (r0 + (r0 * r0 + 4.0 * a * y).max(0.0).sqrt())
-        } else {
-            big_t + (y - at_end) / r1
-        }
+impl RecordedOffsets for Trace {
+    fn offset_ns(&self, index: usize) -> Option<u64> {
+        self.entries.get(index).map(|entry| entry.offset_ns)
     }
 }
 

@@ -15,7 +15,6 @@
 pub mod arrivals;
 pub mod metrics;
 pub mod report;
-pub mod rng;
 pub mod run;
 pub mod spec;
 pub mod trace;

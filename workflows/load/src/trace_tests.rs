@@ -1,5 +1,5 @@
 use super::*;
-use crate::rng::Stream;
+use openbench_common::rng::Stream;
 
 fn parse(text: &str, format: TraceFormat) -> (Vec<TraceEntry>, Vec<String>) {
     parse_trace(text.as_bytes(), format, 64)

@@ -1,22 +1,28 @@
 //! The micro-single-task workflow: one latency-sensitive user, small structured tasks, paired
-//! rounds. Its spec section, selection and paired rounds (`plan`), the dataset (`dataset`), exact
-//! scoring (`scoring`), metrics (`metrics`), paired
-//! comparisons (`paired`), the reports (`report`), the contract part of generated specs
+//! rounds. Its spec section, selection and paired rounds (`plan`), the reports (`report`,
+//! `html`), `compare` over two run directories, the contract part of generated specs
 //! (`spec_yaml`), a synthetic run for timing them (`synthetic`) and the inputs of `bench`
-//! (`bench_inputs`) live here; records are read through `openbench_common::rundir`. The generic
-//! runner only sees the [`Workflow`] impl.
+//! (`bench_inputs`) live here; records are read through `openbench_common::rundir`. The dataset
+//! and exact scoring (`dataset`, `scoring`: `openbench-tasks`) and the metrics, paired and
+//! run-to-run comparisons (`metrics`, `paired`, `compare`'s figures: `openbench-task-metrics`)
+//! are shared crates, re-exported here. The generic runner only sees the [`Workflow`] impl.
 
 pub mod bench_inputs;
 pub mod compare;
-pub mod dataset;
 pub mod html;
-pub mod metrics;
-pub mod paired;
 pub mod plan;
 pub mod report;
-pub mod scoring;
 pub mod spec_yaml;
+pub mod store_rows;
 pub mod synthetic;
+
+/// The task families' dataset and exact scorer live in `openbench-tasks` (shared with the load
+/// workflow); re-exported under their old paths.
+pub use openbench_tasks::{dataset, scoring};
+
+/// The figures of task-scored runs (observations, summaries, paired comparisons) live in
+/// `openbench-task-metrics` (shared with the results store); re-exported under their old paths.
+pub use openbench_task_metrics::{metrics, paired};
 
 use openbench_common::record::TerminalRecord;
 use openbench_common::rundir::RunLock;
@@ -108,6 +114,13 @@ impl Workflow for MicroSingleTask {
         dataset: &DatasetRelease,
     ) -> Result<Vec<CannedAnswer>, WorkflowError> {
         dataset::canned::canned_answers(dataset).map_err(|e| WorkflowError(Box::new(e)))
+    }
+    fn paired_figures(
+        &self,
+        run_dir: &Path,
+        lock: &RunLock,
+    ) -> Result<Option<openbench_common::paired_figures::PairedFigures>, WorkflowError> {
+        store_rows::paired_figures(run_dir, lock).map(Some)
     }
     fn compare(
         &self,

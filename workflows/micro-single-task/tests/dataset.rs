@@ -312,7 +312,7 @@ fn workflow_load_dataset_and_canned_answers() {
     }
     let mn = canned
         .iter()
-        .find(|c| c.family == "meeting-notes-lookup")
+        .find(|c| c.group == "meeting-notes-lookup")
         .unwrap();
     assert!(mn.correct.starts_with("{\"answer\":"));
     // A changed file is refused when canned answers are built from it.

@@ -123,7 +123,7 @@ fn load_execution(
 /// The load row, against a run directory written by the coordinator's own writer: the current
 /// step is the highest phase with a record; its lanes show the plan's target (users, or the rate
 /// the releases ask for), the achieved rate of the sends recorded so far and the ITL p50/p99 of
-/// the answer chunks in the events file, all worked out by hand below.
+/// the answer events in the events file, all worked out by hand below.
 #[test]
 fn a_load_run_shows_its_current_step_target_achieved_rate_and_live_itl() {
     use crate::view::LoadLaneView;
@@ -180,7 +180,7 @@ fn a_load_run_shows_its_current_step_target_achieved_rate_and_live_itl() {
                 itl_p99_ms: Some(30.0),
                 ..lane("a@eu", None, Some(2))
             },
-            // One send: no rate yet; one answer chunk: no gap.
+            // One send: no rate yet; one answer event: no gap.
             LoadLaneView {
                 requests: 1,
                 ..lane("b@us", None, Some(1))
@@ -190,7 +190,7 @@ fn a_load_run_shows_its_current_step_target_achieved_rate_and_live_itl() {
 
     // Step 1 (open loop) begins: step 0's figures leave the row.
     write(&[
-        // Gaps 10, 20; the reasoning-only event at 120 ms is not an answer chunk.
+        // Gaps 10, 20; the reasoning-only event at 120 ms is not an answer event.
         load_execution(
             "s1-a0",
             "a@eu",

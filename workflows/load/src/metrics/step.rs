@@ -1,11 +1,11 @@
 //! A step's aggregates over its measured requests: distributions, throughputs, achieved rate,
 //! goodput and failures by class, per lane and pooled.
 
-use super::request::{RequestTimings, Slo, is_good};
 use super::saturation::{StepResult, rate_kept};
 use super::{Distribution, RequestSample};
 use crate::arrivals::Window;
 use openbench_common::record::{ErrorType, Outcome};
+use openbench_report_kit::request::{RequestTimings, Slo, is_good};
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -1,11 +1,12 @@
 //! Every expected value below is computed by hand in the comment beside it.
 
-use super::bootstrap::percentile_interval;
 use super::saturation::{self, StepResult, next_rate, saturation_point};
 use super::step::{is_measured, step_report};
 use super::*;
 use crate::arrivals::Window;
 use crate::spec::{Arrivals, SaturationSearch};
+use openbench_common::record::{ErrorType, Outcome};
+use openbench_report_kit::bootstrap::sample_percentile_interval as percentile_interval;
 use std::collections::BTreeMap;
 
 const MS: u64 = 1_000_000;
@@ -22,7 +23,7 @@ fn sample(
         scheduled_ms: scheduled,
         sent_ms: sent,
         ttfo_ms: chunks.first().map(|c| c - 10.0),
-        answer_chunks_ms: chunks.to_vec(),
+        answer_events_ms: chunks.to_vec(),
         read_groups: chunks
             .iter()
             .map(|&at_ms| ReadGroup { at_ms, tokens: 1 })
@@ -43,7 +44,7 @@ fn sample(
 fn failed(mut s: RequestSample, outcome: Outcome, error_type: Option<ErrorType>) -> RequestSample {
     s.outcome = outcome;
     s.error_type = error_type;
-    s.answer_chunks_ms.clear();
+    s.answer_events_ms.clear();
     s.ttfo_ms = None;
     s
 }

@@ -8,20 +8,20 @@
 //! computes each figure from the resample as the report defines it (an ITL percentile pools the
 //! gaps of the drawn requests, a request drawn twice counting twice); and takes B's minus A's. The
 //! interval is the 2.5% and 97.5% nearest-rank percentiles of those changes over the replicates
-//! in which both runs have the figure. A row with fewer than [`MIN_VALUES`] measured requests in
-//! either run gets no interval (a resample of a handful is nearly the sample itself).
+//! in which both runs have the figure. A row with fewer than [`MIN_SAMPLE_VALUES`] measured
+//! requests in either run gets no interval (a resample of a handful is nearly the sample itself).
 
 use super::LoadResults;
 use super::compute::{LoadMetrics, Row, StepView, compute};
-use crate::metrics::bootstrap::MIN_VALUES;
-use crate::metrics::request::is_good;
 use crate::metrics::step::is_measured;
 use crate::metrics::{FailureClass, RequestSample, RequestTimings, Slo};
-use crate::rng::Stream;
 use openbench_common::record::Outcome;
+use openbench_common::rng::Stream;
 use openbench_common::stats::nearest_rank_in_place;
 use openbench_common::validity::assess::Quantile;
+use openbench_report_kit::bootstrap::MIN_SAMPLE_VALUES;
 use openbench_report_kit::bootstrap::percentile_interval;
+use openbench_report_kit::request::is_good;
 use serde::Serialize;
 
 /// Confidence level of the intervals.
@@ -366,7 +366,7 @@ impl Pair<'_> {
 
     fn row(&self, ra: &Row, rb: &Row, lane: Option<&str>) -> RowComparison {
         let (ua, ub) = (Self::units(self.a, lane), Self::units(self.b, lane));
-        let enough = ua.len() >= MIN_VALUES && ub.len() >= MIN_VALUES;
+        let enough = ua.len() >= MIN_SAMPLE_VALUES && ub.len() >= MIN_SAMPLE_VALUES;
         let name = lane.unwrap_or("pooled");
         let draws = |units: &[Unit], side: &str, step: usize| -> Vec<Vec<usize>> {
             if !enough {

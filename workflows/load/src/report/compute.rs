@@ -6,13 +6,13 @@
 //! point of every lane and provider.
 
 use super::{LaneLoad, LoadResults, StepResults};
-use crate::metrics::bootstrap::percentile_interval;
 use crate::metrics::saturation::{StepResult, saturation_point};
 use crate::metrics::step::{FailureClass, is_measured, step_metrics};
 use crate::metrics::{RequestSample, RequestTimings, StepMetrics, StepSettings};
 use crate::spec::{Arrivals, StepModel};
 use openbench_common::record::Outcome;
 use openbench_common::stats::nearest_rank;
+use openbench_report_kit::bootstrap::sample_percentile_interval;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -331,7 +331,7 @@ fn group_row(
         (results.scored && !measured.is_empty()).then(|| right as f64 / measured.len() as f64);
     let interval = |values: Vec<f64>, p: f64, figure: &str| {
         let label = format!("{}/{name}/{figure}", step.index);
-        percentile_interval(&values, p, REPORT_REPLICATES, settings.seed, &label)
+        sample_percentile_interval(&values, p, REPORT_REPLICATES, settings.seed, &label)
     };
     let ttfa = || {
         timings

@@ -23,7 +23,7 @@ pub fn done(
         scheduled_ms: scheduled,
         sent_ms: sent,
         ttfo_ms: chunks.first().copied(),
-        answer_chunks_ms: chunks.to_vec(),
+        answer_events_ms: chunks.to_vec(),
         read_groups: chunks
             .iter()
             .map(|&at_ms| ReadGroup { at_ms, tokens: 1 })
@@ -47,7 +47,7 @@ pub fn limited(lane: &str, scheduled: f64, sent: f64) -> RequestSample {
         outcome: Outcome::HttpError,
         error_type: Some(ErrorType::Http429),
         ttfo_ms: None,
-        answer_chunks_ms: Vec::new(),
+        answer_events_ms: Vec::new(),
         read_groups: Vec::new(),
         finished_ms: 5.0,
         answer_tokens: 0,

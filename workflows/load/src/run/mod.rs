@@ -1,7 +1,7 @@
 //! The load workflow as the runner sees it ([`LoadWorkflow`], registry name `load`): the
 //! `load:` section checked at `init`, a schedule of one load phase per step (a saturation
-//! search's chosen one at a time from the records), the micro-single-task items when the
-//! workload is `tasks`, and the report read back from the raw records (docs/load.md).
+//! search's chosen one at a time from the records), the task families' items (`openbench-tasks`,
+//! as micro-single-task sends them) when the workload is `tasks`, and the report read back from the raw records (docs/load.md).
 
 mod plan;
 pub mod run_data;
@@ -27,8 +27,8 @@ use openbench_common::workflow::{
     CannedAnswer, CompareSettings, DatasetRelease, PlanInputs, ReportOptions, ReportOutcome,
     Workflow, WorkflowError, input_files_sha256, smoke_problem,
 };
-use openbench_micro_single_task::MicroSingleTask;
-use openbench_micro_single_task::scoring::GoldRef;
+use openbench_tasks::dataset;
+use openbench_tasks::scoring::GoldRef;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -112,7 +112,9 @@ impl Workflow for LoadWorkflow {
                 items: BTreeMap::new(),
             });
         }
-        MicroSingleTask.load_dataset(dir, manifest)
+        dataset::load_release(dir, manifest)
+            .map(|release| release.to_dataset_release())
+            .map_err(|e| WorkflowError(Box::new(e)))
     }
     fn plan(&self, inputs: &PlanInputs<'_>, attempt: u32) -> Result<Schedule, WorkflowError> {
         let ctx = context(inputs.spec, inputs.dataset, false)?;
@@ -187,7 +189,7 @@ impl Workflow for LoadWorkflow {
         if dataset.items.is_empty() {
             return Ok(Vec::new());
         }
-        MicroSingleTask.simulator_answers(dataset)
+        dataset::canned::canned_answers(dataset).map_err(|e| WorkflowError(Box::new(e)))
     }
     fn report(
         &self,
@@ -310,8 +312,8 @@ fn gold_of(
     dataset: &DatasetRelease,
     manifest: &str,
 ) -> Result<BTreeMap<String, GoldRef>, WorkflowError> {
-    let release = openbench_micro_single_task::dataset::load_release(&dataset.dir, manifest)
-        .map_err(|e| WorkflowError(Box::new(e)))?;
+    let release =
+        dataset::load_release(&dataset.dir, manifest).map_err(|e| WorkflowError(Box::new(e)))?;
     Ok(release
         .rows()
         .iter()
@@ -376,7 +378,7 @@ pub(crate) fn read_run(run_dir: &Path) -> Result<RunRead, WorkflowError> {
     refuse_changed_files(&spec.spec, &dataset, &lock)?;
     let ctx = context(&spec.spec, &dataset, true)?;
     let records = counting_records(&layout::path(run_dir, layout::FULL_RESULTS)).map_err(fail)?;
-    let chunks = run_data::answer_chunks(&layout::path(run_dir, layout::STREAM_EVENTS))?;
+    let chunks = run_data::answer_events(&layout::path(run_dir, layout::STREAM_EVENTS))?;
     let unheld: Vec<&str> = spec
         .spec
         .providers

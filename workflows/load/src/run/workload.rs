@@ -84,7 +84,7 @@ impl Workload {
             },
             WorkloadSpec::Tasks => {
                 let mut items = items;
-                items.sort_by(|a, b| (&a.family, &a.item_id).cmp(&(&b.family, &b.item_id)));
+                items.sort_by(|a, b| (&a.group, &a.item_id).cmp(&(&b.group, &b.item_id)));
                 Workload::Tasks { items, ceiling }
             }
         }
@@ -128,7 +128,7 @@ impl Workload {
                 let n = items.len().max(1) as u64;
                 match items.get((index % n) as usize) {
                     Some(item) => Built {
-                        group: item.family.clone(),
+                        group: item.group.clone(),
                         key: item.item_id.clone(),
                         prompt: Prompt {
                             system: Some(item.system.clone()),

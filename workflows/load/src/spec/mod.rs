@@ -201,15 +201,8 @@ pub enum Measure {
     Requests(u32),
 }
 
-/// Open-loop arrival process of a saturation search or a ramp.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Arrivals {
-    /// Even gaps.
-    Constant,
-    /// Seeded exponential gaps.
-    Poisson,
-}
+/// Open-loop arrival process of a saturation search or a ramp: the shared one.
+pub use openbench_common::arrivals::Arrivals;
 
 /// A saturation search: open-loop steps at rising rates until one is not sustained, then a few
 /// bisections between the last sustained rate and the first that was not.

@@ -65,16 +65,12 @@ impl StepModel {
     /// A short label for tables: `closed c=4`, `constant 2.5/s`, `poisson 8/s`,
     /// `gamma 8/s b=0.5`, `ramp poisson 1→8/s in 30s`, `trace ×0.5`.
     pub fn label(&self) -> String {
-        let name = |a: &Arrivals| match a {
-            Arrivals::Constant => "constant",
-            Arrivals::Poisson => "poisson",
-        };
         match self {
             StepModel::Closed { concurrency } => format!("closed c={concurrency}"),
             StepModel::Open {
                 arrivals,
                 rate_per_s,
-            } => format!("{} {rate_per_s}/s", name(arrivals)),
+            } => arrivals.label(*rate_per_s),
             StepModel::Gamma {
                 rate_per_s,
                 burstiness,
@@ -86,7 +82,7 @@ impl StepModel {
                 ramp_s,
             } => format!(
                 "ramp {} {from_rate_per_s}→{to_rate_per_s}/s in {ramp_s}s",
-                name(arrivals)
+                arrivals.name()
             ),
             StepModel::Trace { time_scale } => format!("trace ×{time_scale}"),
         }

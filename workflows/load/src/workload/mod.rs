@@ -6,8 +6,8 @@
 //! The micro-single-task items (`kind: tasks`) are that workflow's dataset, loaded and scored by
 //! it; nothing here rebuilds them.
 
-use crate::rng::Stream;
 use crate::spec::LengthDist;
+use openbench_common::rng::Stream;
 
 pub mod jsonl;
 pub mod synthetic;

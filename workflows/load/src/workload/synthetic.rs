@@ -10,8 +10,8 @@
 //! prefix: the N·M distinct prompts cycle, each prefix recurring every N requests.
 
 use super::{Prompt, output_tokens};
-use crate::rng::Stream;
 use crate::spec::{LengthDist, SharedPrefix};
+use openbench_common::rng::Stream;
 use openbench_common::tokenizer::count_tokens;
 use std::sync::OnceLock;
 

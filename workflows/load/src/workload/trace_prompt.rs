@@ -10,8 +10,8 @@
 //! first j ids are the same tokens. An Azure trace has no blocks: every prompt is its own words.
 
 use super::synthetic::words;
-use crate::rng::Stream;
 use crate::trace::{BLOCK_TOKENS, TraceEntry};
+use openbench_common::rng::Stream;
 
 /// The user text of `entry`: exactly `entry.input_tokens` o200k tokens.
 pub fn trace_text(entry: &TraceEntry, seed: u64) -> String {

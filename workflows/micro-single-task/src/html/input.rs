@@ -8,7 +8,6 @@ use super::{
 };
 use crate::metrics::{LaneTable, Observation, Summary};
 use crate::report::markdown::ReportContext;
-use std::collections::HashMap;
 
 impl From<&Summary> for Figures {
     fn from(s: &Summary) -> Self {
@@ -51,13 +50,7 @@ impl HtmlReportInput {
                 });
             }
         }
-        let index_of: HashMap<&str, usize> = lanes
-            .lanes
-            .iter()
-            .enumerate()
-            .rev()
-            .map(|(i, l)| (l.lane.as_str(), i))
-            .collect();
+        let index_of = lanes.index_by_label();
         let providers = m
             .providers
             .iter()

@@ -200,7 +200,7 @@ mod tests {
 
     fn item(family: &str, id: &str) -> WorkItem {
         WorkItem {
-            family: family.into(),
+            group: family.into(),
             item_id: id.into(),
             system: "s".into(),
             user: format!("u {id}"),

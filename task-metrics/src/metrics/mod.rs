@@ -13,8 +13,8 @@ pub use openbench_report_kit::plan_view;
 pub use observe::{LaneKey, LaneTable, Observation};
 pub use summary::{FailureBreakdown, Prices, Summary, UsageSummary};
 
-use crate::scoring::Family;
 use openbench_common::rundir::{LockedProvider, RunLock};
+use openbench_tasks::scoring::Family;
 pub use plan_view::PlanView;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -212,14 +212,7 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
             bucket.push(o);
         }
     }
-    let lane_index: HashMap<&str, usize> = input
-        .lanes
-        .lanes
-        .iter()
-        .enumerate()
-        .rev()
-        .map(|(i, l)| (l.lane.as_str(), i))
-        .collect();
+    let lane_index = input.lanes.index_by_label();
     let planned: Option<HashMap<&str, Planned>> = input.plan.map(|plan| {
         let mut counts: HashMap<&str, Planned> = HashMap::new();
         for req in plan.rounds.iter().flat_map(|r| &r.requests) {

@@ -5,11 +5,11 @@
 //! workflow-agnostic parts (lanes, failure details, labels, the model-echo check) are the report
 //! kit's; this adds what micro-single-task scores.
 
-use crate::scoring::{self, EvalClass, EvalErrorType, Family, GoldRef, Scored};
 use openbench_common::record::{Outcome, TerminalRecord, Usage};
 pub use openbench_report_kit::observe::{
     FailureInfo, LaneKey, LaneRecord, LaneTable, error_type_label, outcome_label,
 };
+use openbench_tasks::scoring::{self, EvalClass, EvalErrorType, Family, GoldRef, Scored};
 
 /// The compact form of one final record.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,7 +32,7 @@ pub struct Observation {
     pub error_type: Option<EvalErrorType>,
     /// Schema-valid answer.
     pub schema_valid: bool,
-    /// Bit i set when field i of `crate::scoring::family_fields(family)` is correct.
+    /// Bit i set when field i of `openbench_tasks::scoring::family_fields(family)` is correct.
     pub field_bits: u16,
     /// TTFO, ms.
     pub ttfo_ms: Option<f64>,

@@ -1,7 +1,7 @@
 //! One request's load timings and its SLO check.
 
 use super::RequestSample;
-use openbench_common::record::Outcome;
+use openbench_common::record::{Outcome, tokens_per_second};
 use std::collections::BTreeMap;
 
 /// The timings of one request (milliseconds), all `None` unless it completed with a non-empty
@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 pub struct RequestTimings {
     /// First reasoning or answer text, from the actual send.
     pub ttfo_ms: Option<f64>,
-    /// First answer-bearing chunk, from the actual send.
+    /// First answer-bearing event, from the actual send.
     pub ttfa_ms: Option<f64>,
-    /// Last answer-bearing chunk, from the actual send.
+    /// Last answer-bearing event, from the actual send.
     pub e2e_ms: Option<f64>,
     /// (E2E − TTFA) / (answer tokens − 1), for answers of at least 2 tokens with E2E > TTFA.
     pub tpot_ms: Option<f64>,
@@ -38,8 +38,8 @@ impl RequestTimings {
     pub fn of(sample: &RequestSample) -> RequestTimings {
         let send_lag_ms = sample.scheduled_ms.map(|s| sample.sent_ms - s);
         let (Some(&first), Some(&last)) = (
-            sample.answer_chunks_ms.first(),
-            sample.answer_chunks_ms.last(),
+            sample.answer_events_ms.first(),
+            sample.answer_events_ms.last(),
         ) else {
             return RequestTimings {
                 send_lag_ms,
@@ -72,10 +72,10 @@ impl RequestTimings {
             ttfa_ms: Some(first),
             e2e_ms: Some(last),
             tpot_ms: timed.then(|| span / (n - 1) as f64),
-            tokens_per_s: timed.then(|| (n - 1) as f64 / (span / 1000.0)),
+            tokens_per_s: tokens_per_second(n, first, last),
             itl_ms: super::itl_per_token(&sample.read_groups),
             event_gaps_ms: sample
-                .answer_chunks_ms
+                .answer_events_ms
                 .windows(2)
                 .map(|w| w[1] - w[0])
                 .collect(),
@@ -148,7 +148,7 @@ impl SloMetric {
         }
     }
 
-    /// The metric of a spec name (one of [`crate::spec::SLO_METRICS`]).
+    /// The metric of a spec name (one of the spec's `SLO_METRICS`).
     pub fn parse(name: &str) -> Option<SloMetric> {
         Some(match name {
             "ttfo_ms" => SloMetric::TtfoMs,

@@ -13,10 +13,10 @@
 //! falsely narrow (a one-round smoke cell would get a zero-width one).
 
 use super::{Change, CompareOptions, Metric, of_lane};
-use crate::dataset::generate::rng::Rng;
 use crate::metrics::{Observation, Summary, summary::summarize};
-use crate::scoring::Family;
 use openbench_report_kit::bootstrap::{RoundDraws, percentile_interval};
+use openbench_tasks::dataset::generate::rng::Rng;
+use openbench_tasks::scoring::Family;
 use std::collections::HashMap;
 
 /// Fewest rounds a cell needs in each run for an interval.

@@ -3,8 +3,8 @@
 //! serde writes exactly the labels of METHODOLOGY §5 (`invalid_json`, `schema_enum`, …) and, for
 //! a failed request, the record's own failure label (`http_429`, `timeout`, …).
 
-use crate::metrics::observe::{error_type_label, outcome_label};
 use openbench_common::record::{ErrorType, Outcome};
+use openbench_report_kit::observe::{error_type_label, outcome_label};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 

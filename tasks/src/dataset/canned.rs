@@ -52,7 +52,7 @@ fn reference_rows(dataset: &DatasetRelease) -> Result<Vec<Row>, DatasetError> {
 /// The canned answer pair of one row.
 pub fn canned_answer(row: &Row) -> CannedAnswer {
     CannedAnswer {
-        family: row.family.as_str().to_string(),
+        group: row.family.as_str().to_string(),
         user_prompt: row.user.clone(),
         correct: row.gold.to_json().to_string(),
         incorrect: wrong_answer(&row.gold).to_string(),

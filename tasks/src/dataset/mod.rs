@@ -185,7 +185,7 @@ impl Release {
                 .entry(row.family.as_str().to_string())
                 .or_default()
                 .push(WorkItem {
-                    family: row.family.as_str().to_string(),
+                    group: row.family.as_str().to_string(),
                     item_id: row.id.clone(),
                     system: row.system.clone(),
                     user: row.user.clone(),

@@ -1,9 +1,9 @@
 //! One summary row (METHODOLOGY §6): a (provider, family) cell or a provider's pooled row.
 
 use super::observe::Observation;
-use crate::scoring::{EvalClass, Family};
 use openbench_common::record::{ErrorType, Outcome};
 use openbench_common::stats::rank_index;
+use openbench_tasks::scoring::{EvalClass, Family};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -233,7 +233,10 @@ pub fn summarize(
     let mut field_correct_counts = BTreeMap::new();
     let mut field_accuracy = BTreeMap::new();
     if let Some(family) = family {
-        for (i, field) in crate::scoring::family_fields(family).iter().enumerate() {
+        for (i, field) in openbench_tasks::scoring::family_fields(family)
+            .iter()
+            .enumerate()
+        {
             let n = obs.iter().filter(|o| o.field_correct(i)).count() as u64;
             field_correct_counts.insert(field.to_string(), n);
             if let Some(r) = ratio(n, submitted) {

@@ -1,22 +1,21 @@
-//! `compare RUN_A RUN_B`: how run B differs from run A, lane by lane (lanes matched by provider
-//! and region) and family by family, with a bootstrap interval on every change
-//! (`docs/methodology.md`, "Comparing two runs").
+//! How run B differs from run A, lane by lane (lanes matched by provider and region) and family
+//! by family, with a bootstrap interval on every change (`docs/methodology.md`, "Comparing two
+//! runs"): micro-single-task's `compare RUN_A RUN_B` over two run directories and the results
+//! store's `history` over stored runs both compare here.
 //!
-//! Both runs are scored and summarised by the report's own code (`report::compute`,
-//! `metrics::summary::summarize`); this module only matches lanes, resamples rounds
-//! ([`bootstrap`]), lists what differs between the two locks ([`differences`]) and renders
-//! `compare.md` and `compare.html` ([`render`]).
+//! Both runs come scored and summarised by the report's own code ([`ScoredView`]:
+//! observations, lanes, `metrics::summary::summarize`'s figures); this module only matches
+//! lanes, resamples rounds ([`bootstrap`]), lists what differs between the two locks
+//! ([`differences`]) and renders `compare.md` and `compare.html` ([`render`]).
 
 pub mod bootstrap;
 pub mod differences;
 pub mod render;
 
 use crate::metrics::{Observation, RunMetrics, Summary};
-use crate::report::{self, GoldTable, ReportError};
-use crate::scoring::Family;
-use openbench_common::rundir::{RunDirError, RunLock};
 use openbench_common::validity::assess::Quantile;
-use std::path::{Path, PathBuf};
+use openbench_tasks::scoring::Family;
+use std::path::PathBuf;
 
 pub use differences::Difference;
 
@@ -269,117 +268,6 @@ impl Comparison {
     }
 }
 
-/// Why two runs cannot be compared.
-#[derive(Debug, thiserror::Error)]
-pub enum CompareError {
-    /// A run could not be read or scored.
-    #[error("{}: {source}", run.display())]
-    Run {
-        /// The run directory.
-        run: PathBuf,
-        /// What failed.
-        source: ReportError,
-    },
-    /// The runs belong to different workflows.
-    #[error("run A is a {a:?} run and run B a {b:?} run: only runs of one workflow compare")]
-    Workflows {
-        /// Run A's workflow.
-        a: String,
-        /// Run B's workflow.
-        b: String,
-    },
-    /// An output file could not be written.
-    #[error(transparent)]
-    Write(#[from] RunDirError),
-}
-
-impl ReportError {
-    /// This error as a comparison's, naming the run it came from.
-    pub fn into_compare(self, run: &Path) -> CompareError {
-        CompareError::Run {
-            run: run.to_path_buf(),
-            source: self,
-        }
-    }
-}
-
-/// One run to compare: its directory, lock and the gold its records are scored against.
-pub struct RunInput<'a> {
-    /// The run directory.
-    pub dir: &'a Path,
-    /// Its lock.
-    pub lock: &'a RunLock,
-    /// Gold by item id.
-    pub gold: &'a GoldTable,
-}
-
-/// A run as the comparison holds it: the report's computation plus a per-lane round index.
-pub(crate) struct ScoredRun {
-    pub(crate) computed: report::Computed,
-}
-
-impl ScoredRun {
-    fn view(&self) -> ScoredView<'_> {
-        ScoredView {
-            observations: &self.computed.observations,
-            lanes: &self.computed.lanes,
-            metrics: &self.computed.metrics,
-        }
-    }
-}
-
-/// Compares run B against run A.
-pub fn compare(
-    a: &RunInput<'_>,
-    b: &RunInput<'_>,
-    options: CompareOptions,
-) -> Result<Comparison, CompareError> {
-    if a.lock.workflow != b.lock.workflow {
-        return Err(CompareError::Workflows {
-            a: a.lock.workflow.clone(),
-            b: b.lock.workflow.clone(),
-        });
-    }
-    let score = |run: &RunInput<'_>| {
-        report::compute(run.dir, run.lock, run.gold)
-            .map(|computed| ScoredRun { computed })
-            .map_err(|source| CompareError::Run {
-                run: run.dir.to_path_buf(),
-                source,
-            })
-    };
-    let (scored_a, scored_b) = (score(a)?, score(b)?);
-    let lanes = compare_lanes(
-        &scored_a.view(),
-        &scored_b.view(),
-        &b.lock.families,
-        options,
-    );
-    let key = |p: &crate::metrics::ProviderMetrics| format!("{}@{}", p.provider, p.region);
-    let lanes_a = &scored_a.computed.metrics.providers;
-    let lanes_b = &scored_b.computed.metrics.providers;
-    let only = |x: &[crate::metrics::ProviderMetrics], y: &[crate::metrics::ProviderMetrics]| {
-        x.iter()
-            .filter(|p| !y.iter().any(|q| key(q) == key(p)))
-            .map(key)
-            .collect::<Vec<_>>()
-    };
-    let mut differences = differences::between(a.lock, b.lock);
-    differences.extend(differences::of_runs(
-        &scored_a.computed.metrics,
-        &scored_b.computed.metrics,
-    ));
-    Ok(Comparison {
-        run_a: (a.lock.run_id.clone(), a.dir.to_path_buf()),
-        run_b: (b.lock.run_id.clone(), b.dir.to_path_buf()),
-        differences,
-        only_in_a: only(lanes_a, lanes_b),
-        only_in_b: only(lanes_b, lanes_a),
-        lanes,
-        options,
-    })
-}
-
 /// A scored run as the lane comparison reads it: observations in report order, their lane table
 /// and the report's metrics. `compare` builds it from a run directory, the results store's
 /// history from stored records.
@@ -488,19 +376,6 @@ pub fn error_floor(a: &RunMetrics, b: &RunMetrics, quantile: Quantile) -> f64 {
 pub fn validity_failed(a: &RunMetrics, b: &RunMetrics) -> bool {
     let failed = |m: &RunMetrics| m.validity.as_ref().is_some_and(|v| !v.passed());
     failed(a) || failed(b)
-}
-
-/// Writes `compare.md` and `compare.html` into `out_dir` (created if needed); returns the paths.
-pub fn write(out_dir: &Path, comparison: &Comparison) -> Result<Vec<PathBuf>, CompareError> {
-    std::fs::create_dir_all(out_dir).map_err(|source| RunDirError::Io {
-        path: out_dir.to_path_buf(),
-        source,
-    })?;
-    let md = out_dir.join("compare.md");
-    let html = out_dir.join("compare.html");
-    openbench_common::rundir::write_atomic(&md, render::markdown(comparison).as_bytes())?;
-    openbench_common::rundir::write_atomic(&html, render::html(comparison).as_bytes())?;
-    Ok(vec![md, html])
 }
 
 /// The observations of one lane, for the resampler.

@@ -2,9 +2,9 @@
 //! table per cell (pooled, then each family). Deterministic: same comparison, same bytes.
 
 use super::{CellComparison, Change, Comparison, LEVEL, Unit};
-use crate::html::{escape, page_end, page_start};
-use crate::report::format::{MISSING, grouped, one, pct};
-use crate::report::markdown::table;
+use openbench_report_kit::format::{MISSING, grouped, one, pct};
+use openbench_report_kit::html::{escape, page_end, page_start};
+use openbench_report_kit::table::markdown as table;
 use std::fmt::Write;
 
 /// Column headers of a cell's table.
