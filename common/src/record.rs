@@ -229,8 +229,10 @@ pub struct TerminalRecord {
     /// Run this request belongs to (empty for `probe once`).
     #[serde(default)]
     pub run_id: String,
-    /// `round-…` id (METHODOLOGY §7).
-    #[serde(default)]
+    /// `round-…` id of a paired round (METHODOLOGY §7). Empty, and left out of the JSON, for a
+    /// load request, which is named by its `phase` (records written before this carried the
+    /// phase's `phase-…` id here; they still read, and nothing reads it back).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub round_id: String,
     /// `req-…` id (METHODOLOGY §7).
     #[serde(default)]
@@ -356,6 +358,11 @@ pub struct TerminalRecord {
     /// a closed loop's measured window is judged on it (METHODOLOGY §9).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sent_offset_ms: Option<f64>,
+    /// Load phases only: the think time its source planned before it, ms, waited after the
+    /// slot's previous request was terminal (the phase's start for a slot's first request in a
+    /// sitting) and never part of its latency; absent when none was planned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think_ms: Option<f64>,
     /// Load phases only: the sitting that sent it (the manifest's session number, 1 for the
     /// first). Offsets are from the phase's start in that sitting, so a step resumed after an
     /// interruption holds two timelines, and the report says so.
@@ -442,6 +449,7 @@ impl TerminalRecord {
             send_lag_ms: None,
             scheduled_offset_ms: None,
             sent_offset_ms: None,
+            think_ms: None,
             sitting: None,
             offered_tool: None,
             tool_calls: Vec::new(),

@@ -70,7 +70,9 @@ pub struct OutputLength {
 pub struct RequestIdentity {
     /// Run this request belongs to.
     pub run_id: String,
-    /// `round-…` id.
+    /// `round-…` id of a paired round; empty (and left out of the JSON) for a load request,
+    /// which its `phase` names.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub round_id: String,
     /// `req-…` id.
     pub request_id: String,

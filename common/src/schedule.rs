@@ -10,9 +10,14 @@
 //!   previous one is terminal, until a count of requests per slot or until a time.
 //!
 //! Requests are built when they are due, never materialised up front: paired rounds from the
-//! shared plan ([`RoundPrompts`]), open and closed loops from a [`RequestSource`]. Every request
+//! shared plan ([`RoundPrompts`]), open and closed loops from a [`RequestSource`], which sees the
+//! slot's earlier turns and may plan a think time or stop the slot ([`source`]). Every request
 //! id is a pure function of the schedule version, the lane, the phase and the request's place in
 //! it, so a resume plans the same ids and skips those already committed.
+
+mod source;
+
+pub use source::{Next, RequestContent, RequestSource, Turn};
 
 use crate::hash::short_id;
 use crate::request::ChatMessage;
@@ -152,32 +157,6 @@ pub struct LoadPosition {
     pub sequence: u64,
 }
 
-/// The content of one load request, from its workflow.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestContent {
-    /// Group of the item (micro-single-task calls it the task family), for reports.
-    pub group: String,
-    /// Opaque key of the item the request was built from.
-    pub item_key: String,
-    /// The messages, in order.
-    pub messages: Vec<ChatMessage>,
-    /// The request's own output length, when the workflow sets one.
-    pub output: Option<crate::request::OutputLength>,
-}
-
-/// Builds a load phase's requests on demand.
-pub trait RequestSource: Send + Sync {
-    /// The content of the request at `position` (a pure function of it, so a resume rebuilds the
-    /// same request).
-    fn request(&self, position: &LoadPosition) -> RequestContent;
-}
-
-impl std::fmt::Debug for dyn RequestSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("RequestSource")
-    }
-}
-
 /// `phase-` + 24 hex of sha256(schedule_version, "phase", phase index, phase name, attempt).
 pub fn phase_id(schedule_version: &str, phase: u32, name: &str, attempt: u32) -> String {
     short_id(
@@ -267,13 +246,20 @@ pub fn positions<'a>(
 }
 
 impl LoadPhase {
-    /// Every request position of this phase (phase index `phase`), lane by lane, slot by slot.
+    /// Every request position of this phase (phase index `phase`), lane by lane, slot by slot;
+    /// none for a phase whose source reads history (its requests are an outcome, as a timed
+    /// phase's are).
     pub fn positions(&self, phase: u32) -> impl Iterator<Item = LoadPosition> + '_ {
-        positions(&self.lanes, &self.pacing, phase)
+        let planned = !self.source.reads_history();
+        positions(&self.lanes, &self.pacing, phase).filter(move |_| planned)
     }
 
-    /// Requests this phase plans (0 for a timed closed loop, which plans none).
+    /// Requests this phase plans (0 for a timed closed loop and for a phase whose source reads
+    /// history: how many requests they send is an outcome, so they plan none).
     pub fn request_count(&self) -> usize {
+        if self.source.reads_history() {
+            return 0;
+        }
         match &self.pacing {
             Pacing::Releases { offsets_ms, .. } => {
                 offsets_ms.iter().take(self.lanes.len()).map(Vec::len).sum()
@@ -289,14 +275,15 @@ impl LoadPhase {
         }
     }
 
-    /// True for a timed closed loop (to a time or to a count): its requests are whatever its
-    /// users sent before the time ran out or the count closed, so it is finished when it ran to
-    /// its end, not when a list is committed.
+    /// True for a timed closed loop (to a time or to a count), and for a phase whose source
+    /// reads its slots' history (it may stop a slot early): its requests are whatever its slots
+    /// sent before the time ran out, the count closed or the source stopped them, so it is
+    /// finished when it ran to its end, not when a list is committed.
     pub fn is_timed(&self) -> bool {
         matches!(
             self.pacing,
             Pacing::Users { .. } | Pacing::UsersToCount { .. }
-        )
+        ) || self.source.reads_history()
     }
 
     /// Requests one lane may have in flight at once: the slots of a closed loop, the open

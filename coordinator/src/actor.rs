@@ -14,8 +14,9 @@
 use crate::faults::FaultBook;
 use crate::health::{FaultPolicy, LinkEvent, RegionState};
 use crate::lane_call::{LaneCall, LaneSession, encode, execute, harness_wait};
-use crate::round_jobs::RoundRef;
+use crate::round_jobs::{RoundJob, RoundRef};
 use crate::session_open::ProbeSession;
+use crate::sitting_report::{Progress, ProgressFn, SittingReport, SittingStatus};
 use crate::writer_thread::DurableWriter;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use openbench_common::record::{ErrorType, Execution};
@@ -29,9 +30,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{Barrier, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
-
-pub use crate::round_jobs::RoundJob;
-pub use crate::sitting_report::{Progress, ProgressFn, SittingReport, SittingStatus};
 
 /// Messages the coordinator actor handles.
 pub enum CoordMsg {

@@ -5,10 +5,10 @@
 //!
 //! Owned by the actor's state; every method is plain bookkeeping (no I/O, no waiting).
 
-use crate::actor::RoundJob;
 use crate::health::{
     FaultPolicy, LinkEvent, PingSample, RegionDownPolicy, RegionState, summarize_link,
 };
+use crate::round_jobs::RoundJob;
 use openbench_common::rundir::{RegionLink, RegionOutage};
 use std::collections::{BTreeMap, BTreeSet};
 use tokio::sync::watch;

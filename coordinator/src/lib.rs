@@ -4,20 +4,21 @@
 //! criterion come through `openbench_common::workflow::Workflow`.
 //!
 //! Read top-down: [`run_dir`] loads inputs and opens or creates a locked run directory ([`lock`]; every file
-//! goes through `openbench_common::rundir`); [`runner`] runs a full plan or a smoke, driving the
-//! [`actor`] with gRPC clients from [`probe_links`] (what serves the probes and any `sim://` endpoint
-//! is the binary's [`TargetHost`]; [`session_open`] checks each probe and opens the run's
-//! session on it). The live view of a run is the `openbench-watch` crate.
+//! goes through `openbench_common::rundir`); [`runner`] runs a full plan or a smoke, phase by
+//! phase: paired rounds through the [`actor`], open and closed loops through [`load`], both given
+//! the sitting's options and stop signal by [`sitting`] and gRPC clients from [`probe_links`]
+//! (what serves the probes and any `sim://` endpoint is the binary's [`TargetHost`];
+//! [`session_open`] checks each probe and opens the run's session on it). No module imports one
+//! that imports it back (`tests/module_graph.rs` fails on any circle). The live view of a run is
+//! the `openbench-watch` crate.
 
 pub mod actor;
-mod count_gate;
 pub mod error;
 pub mod faults;
 pub mod health;
 pub mod lane_call;
 pub mod lane_guard;
 pub mod load;
-mod load_progress;
 pub mod lock;
 pub mod probe_links;
 pub mod round_jobs;
@@ -26,11 +27,11 @@ pub mod runner;
 mod runtime_health;
 mod schedule_files;
 pub mod session_open;
+pub mod sitting;
 pub mod sitting_report;
 pub mod spans;
 pub mod writer_thread;
 
-pub use actor::{Progress, ProgressFn, SittingReport, SittingStatus};
 pub use error::CoordinatorError;
 pub use health::{FaultPolicy, LinkSettings, RegionDownPolicy};
 pub use openbench_common::rundir::{RunManifest, RunStatus};
@@ -38,4 +39,6 @@ pub use probe_links::{BoxFuture, RemoteProbes, TargetHost, Targets};
 pub use run_dir::{
     RunDir, RunInputs, locked_spec_path, new_run_dir, prepare_inputs, prepare_inputs_for,
 };
-pub use runner::{FullOutcome, RunOptions, SmokeOutcome, StopRequest, run_full, run_smoke};
+pub use runner::{FullOutcome, SmokeOutcome, run_full, run_smoke};
+pub use sitting::{RunOptions, StopRequest};
+pub use sitting_report::{Progress, ProgressFn, SittingReport, SittingStatus};

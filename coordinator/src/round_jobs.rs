@@ -219,13 +219,13 @@ pub struct PlannedWork {
     pub prepared: Vec<(PlannedLane, PlannedRequest, String)>,
 }
 
-/// Plans the full run of `run` exactly as [`crate::run_full`] does (the workflow's schedule,
+/// Plans the full run of `run` exactly as [`crate::runner::run_full`] does (the workflow's schedule,
 /// written to `artifacts/full-plan.json` and split into jobs) and builds the first two rounds'
 /// requests, without starting any probe: what `bench fidelity --plan-only` measures. The
 /// schedule must be one phase of paired rounds.
 pub fn plan_full(
-    inputs: &crate::RunInputs,
-    run: &crate::RunDir,
+    inputs: &crate::run_dir::RunInputs,
+    run: &crate::run_dir::RunDir,
 ) -> Result<PlannedWork, CoordinatorError> {
     let manifest = openbench_common::rundir::RunManifest::load(&run.dir).unwrap_or_else(|_| {
         openbench_common::rundir::RunManifest::new(run.run_id(), &run.lock.workflow)

@@ -6,17 +6,17 @@
 //! executes the schedule's phases in order: paired rounds through the coordinator actor, open and
 //! closed loops through [`crate::load`]; it updates the manifest when it ends.
 
-use crate::actor::{
-    CoordArgs, CoordMsg, Coordinator, Progress, ProgressFn, RoundJob, SittingReport, SittingStatus,
-};
+use crate::actor::{CoordArgs, CoordMsg, Coordinator};
 use crate::error::CoordinatorError;
-use crate::health::{FaultPolicy, Monitors, RegionSession};
+use crate::load::progress as load_progress;
 use crate::probe_links::{Infra, RemoteProbes, TargetHost};
-use crate::round_jobs::jobs;
+use crate::round_jobs::{RoundJob, jobs};
 use crate::run_dir::{RunDir, RunInputs};
 use crate::schedule_files::{
     finished_phases, grow, plan_attempt, refuse_unwritten, write_appended,
 };
+use crate::sitting::{RunOptions, StopRequest, next_stop, start_monitors};
+use crate::sitting_report::{Progress, SittingReport, SittingStatus};
 use crate::writer_thread::DurableWriter;
 use openbench_common::record::TerminalRecord;
 use openbench_common::rundir::chain::{self, ChainHead};
@@ -28,34 +28,7 @@ use openbench_common::schedule::{Phase, Schedule};
 use ractor::Actor;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::PathBuf;
-use std::sync::Arc;
-use tokio::sync::{oneshot, watch};
-
-/// A request to stop, sent by a signal handler.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum StopRequest {
-    /// Keep going.
-    #[default]
-    None,
-    /// Release no new round; let the current one finish.
-    Finish,
-    /// Abandon the current round too (its lanes re-run on resume).
-    Abandon,
-}
-
-/// Session options.
-#[derive(Clone, Default)]
-pub struct RunOptions {
-    /// Progress callback.
-    pub progress: Option<ProgressFn>,
-    /// Stop requests (from Ctrl-C / SIGTERM handlers).
-    pub stop: Option<watch::Receiver<StopRequest>>,
-    /// What serves the probes and `sim://` endpoints (the binary's host); without one, every
-    /// region must name a remote probe URL.
-    pub targets: Option<Arc<dyn TargetHost>>,
-    /// Link watching and what a region that stays down does to the sitting (docs/faults.md).
-    pub faults: FaultPolicy,
-}
+use tokio::sync::oneshot;
 
 /// What a full-run sitting ended with.
 #[derive(Debug, Clone)]
@@ -201,7 +174,7 @@ fn final_status(
         SittingStatus::LanesStopped { .. } => RunStatus::Incomplete,
         SittingStatus::Complete => {
             let finished = finished_phases(manifest, plan.attempt);
-            if crate::load::is_done(plan, records, &finished) {
+            if load_progress::is_done(plan, records, &finished) {
                 RunStatus::Complete
             } else {
                 RunStatus::Incomplete
@@ -250,7 +223,7 @@ async fn execute_plan(
                 }
             }
             Phase::OpenLoop(load) | Phase::ClosedLoop(load) => {
-                let remaining = crate::load::remaining(
+                let remaining = load_progress::remaining(
                     load,
                     index,
                     version,
@@ -265,10 +238,10 @@ async fn execute_plan(
         }
     }
     let rounds_done =
-        crate::load::rounds_done(plan, version, |id| committed.contains(id), &finished);
+        load_progress::rounds_done(plan, version, |id| committed.contains(id), &finished);
     let progress = Progress {
         rounds_done,
-        rounds_total: crate::load::rounds_total(plan),
+        rounds_total: load_progress::rounds_total(plan),
         requests_done: committed.len(),
         requests_total: plan.request_count(),
         harness_errors: 0,
@@ -335,6 +308,7 @@ async fn execute_plan(
                     run_id: run.run_id(),
                     attempt: plan.attempt,
                     committed: &committed,
+                    records: &records,
                     sitting: manifest.sessions,
                 };
                 crate::load::drive(&ctx, index, &phase, progress, options).await
@@ -377,7 +351,7 @@ async fn execute_plan(
                 });
             match grown {
                 Ok(true) => {
-                    sitting.progress.rounds_total = crate::load::rounds_total(plan);
+                    sitting.progress.rounds_total = load_progress::rounds_total(plan);
                     sitting.progress.requests_total = plan.request_count();
                     for (index, phase) in plan.phases.iter().enumerate().skip(before) {
                         let index = u32::try_from(index).unwrap_or(u32::MAX);
@@ -401,14 +375,14 @@ async fn execute_plan(
     manifest.outages.extend(sitting.outages.iter().cloned());
 
     let records = counting_records(&files.results)?;
-    manifest.rounds_done = crate::load::rounds_done(
+    manifest.rounds_done = load_progress::rounds_done(
         plan,
         version,
         |id| records.get(id).is_some_and(|r| r.outcome.is_committed()),
         &finished_phases(manifest, plan.attempt),
     );
     manifest.planned_requests = plan.request_count();
-    manifest.rounds_total = crate::load::rounds_total(plan);
+    manifest.rounds_total = load_progress::rounds_total(plan);
     manifest.count(records.values());
     manifest.records_chain = chain_head(files, plan.attempt)?;
     Ok((sitting, records))
@@ -484,40 +458,4 @@ async fn drive(
     drop(monitors);
     let _ = handle.await;
     report.map_err(|_| CoordinatorError::Actor("stopped without a report".into()))
-}
-
-/// Starts the health monitor of every region of the sitting.
-pub(crate) async fn start_monitors(infra: &Infra, options: &RunOptions) -> Monitors {
-    let sessions = infra
-        .sessions
-        .iter()
-        .filter_map(|(region, opened)| {
-            let opener = infra.openers.get(region)?.clone();
-            let opened = opened.clone();
-            Some((region.clone(), RegionSession { opened, opener }))
-        })
-        .collect();
-    Monitors::start(
-        &infra.links,
-        sessions,
-        options.faults.link,
-        &infra.link_runtime,
-    )
-    .await
-}
-
-/// Waits for the next stop request; never resolves without a stop channel.
-pub(crate) async fn next_stop(stop: &mut Option<watch::Receiver<StopRequest>>) -> StopRequest {
-    if let Some(rx) = stop {
-        loop {
-            if rx.changed().await.is_err() {
-                break;
-            }
-            let request = *rx.borrow_and_update();
-            if request != StopRequest::None {
-                return request;
-            }
-        }
-    }
-    std::future::pending().await
 }

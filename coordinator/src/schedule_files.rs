@@ -42,7 +42,7 @@ pub(crate) fn plan_attempt(
         repair_jsonl(&files.results)?;
         let records = counting_records(&files.results)?;
         let finished = finished_phases(manifest, attempt);
-        while crate::load::is_done(&schedule, &records, &finished) {
+        while crate::load::progress::is_done(&schedule, &records, &finished) {
             let before = schedule.phases.len();
             if !grow(inputs, run, &mut schedule, &records)? {
                 break;

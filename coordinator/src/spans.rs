@@ -5,7 +5,7 @@
 //! span, the parent of its requests' spans in the same way. Attribute names are in
 //! [`openbench_common::semconv`].
 
-use crate::actor::RoundJob;
+use crate::round_jobs::RoundJob;
 use openbench_common::rundir::PlannedRound;
 use openbench_common::schedule::LoadPhase;
 use openbench_common::semconv as sc;

@@ -105,7 +105,7 @@ fn planned_units(
         run_dir: &run.dir,
     };
     let schedule = inputs.workflow.plan(&plan_inputs, 0)?;
-    let units = openbench_coordinator::load::rounds_total(&schedule);
+    let units = openbench_coordinator::load::progress::rounds_total(&schedule);
     let paired = schedule
         .phases
         .iter()

@@ -117,7 +117,13 @@ pub fn step_phase(
     layout: &LaneLayout,
     workload: &Arc<Workload>,
 ) -> Phase {
-    let name = format!("step-{} {}", step.index, step.model.label());
+    // A ramped closed step says so in its name and load (unramped ones keep their bytes).
+    let ramp = match section.ramp_up_s(step.index) {
+        Some(ramp_s) if !step.model.is_open() => format!(" ramp {ramp_s}s"),
+        _ => String::new(),
+    };
+    let label = format!("{}{ramp}", step.model.label());
+    let name = format!("step-{} {label}", step.index);
     match step.model {
         StepModel::Open { .. }
         | StepModel::Gamma { .. }
@@ -135,7 +141,7 @@ pub fn step_phase(
                 .iter()
                 .map(|&r| per_region.get(r).cloned().unwrap_or_default())
                 .collect();
-            let source = source_of(step, section.seed, layout, workload);
+            let source = source_of(step, section, layout, workload);
             Phase::OpenLoop(LoadPhase {
                 name,
                 load: step.model.label(),
@@ -165,10 +171,10 @@ pub fn step_phase(
                     cooldown_ms: step.phases.cooldown_s * 1000.0,
                 },
             };
-            let source = source_of(step, section.seed, layout, workload);
+            let source = source_of(step, section, layout, workload);
             Phase::ClosedLoop(LoadPhase {
                 name,
-                load: step.model.label(),
+                load: label,
                 lanes: layout.lanes.clone(),
                 pacing,
                 source: Arc::new(source),
@@ -178,13 +184,15 @@ pub fn step_phase(
 }
 
 /// The request source of `step`: how it numbers its requests and builds their prompts (a
-/// `trace` step's from its file's lengths, seeded by `seed`).
+/// `trace` step's from its file's lengths, seeded by the section's seed) and, for a closed step
+/// with `ramp_up_s`, when each user starts.
 pub fn source_of(
     step: &Step,
-    seed: u64,
+    section: &LoadSection,
     layout: &LaneLayout,
     workload: &Arc<Workload>,
 ) -> StepSource {
+    let seed = section.seed;
     let source = match step.model {
         StepModel::Trace { .. } => StepSource::open(step.index, layout.regions, workload.clone())
             .with_trace(step.trace.clone(), seed),
@@ -196,6 +204,7 @@ pub fn source_of(
                 .map(|r| (0..r).map(|q| layout.users_of(concurrency, q)).sum())
                 .collect();
             StepSource::closed(step.index, concurrency, before, workload.clone())
+                .with_ramp(section.ramp_up_s(step.index))
         }
     };
     source.with_lanes(layout.region_of.clone(), layout.ignore_eos.clone())
@@ -303,5 +312,52 @@ mod tests {
             lane_targets(step, 1, &layout(&["a", "b"])),
             [Some(6.0 / 3.0), Some(7.0 / 3.0)]
         );
+    }
+
+    #[test]
+    fn a_ramped_closed_steps_users_start_at_their_planned_offsets() {
+        use openbench_common::schedule::{LoadPosition, Next};
+        let section: LoadSection = serde_json::from_value(serde_json::json!({
+            "seed": 1,
+            "phases": {"warmup_s": 3.0, "measure": {"duration_s": 2.0}, "cooldown_s": 0.0},
+            "steps": [{"model": "closed", "concurrency": 4, "ramp_up_s": 2.0},
+                      {"model": "closed", "concurrency": 4}],
+            "workload": {"kind": "tasks"}
+        }))
+        .unwrap();
+        let steps = section.sweep_steps(&Traces::new());
+        let two = layout(&["a", "b"]);
+        let workload = Arc::new(Workload::Tasks {
+            items: Vec::new(),
+            ceiling: 8,
+        });
+        let wait = |step: &Step, lane_index: usize, slot: u32, sequence: u64| {
+            let Phase::ClosedLoop(load) = step_phase(step, &section, &two, &workload) else {
+                panic!("a closed step plans a closed loop");
+            };
+            let at = LoadPosition {
+                phase: 0,
+                lane: two.lanes[lane_index].label.clone(),
+                lane_index,
+                slot,
+                sequence,
+            };
+            match load.source.next(&at, &[]) {
+                Next::Send { think_ms, .. } => (load.name, think_ms),
+                Next::Stop => panic!("a load step never stops a slot"),
+            }
+        };
+        // N = 4 users over 2 s, two per region: user g = (users before the region) + slot
+        // starts g × 2000 / 4 ms in: region a's users 0 and 1 at 0 and 500 ms, region b's
+        // users 2 and 3 at 1000 and 1500 ms; later requests go at once.
+        let starts: Vec<f64> = [(0, 0), (0, 1), (1, 0), (1, 1)]
+            .iter()
+            .map(|&(lane, slot)| wait(&steps[0], lane, slot, 0).1)
+            .collect();
+        assert_eq!(starts, [0.0, 500.0, 1000.0, 1500.0]);
+        assert_eq!(wait(&steps[0], 1, 1, 1).1, 0.0);
+        assert_eq!(wait(&steps[0], 0, 0, 0).0, "step-0 closed c=4 ramp 2s");
+        // Without a ramp every user starts at once, and the name is what it was.
+        assert_eq!(wait(&steps[1], 1, 1, 0), ("step-1 closed c=4".into(), 0.0));
     }
 }

@@ -123,7 +123,7 @@ impl RunContext {
             return None;
         }
         let at = self.position(step, record, lane_index);
-        let built = source_of(step, self.section.seed, &self.layout, &self.workload).built(&at);
+        let built = source_of(step, &self.section, &self.layout, &self.workload).built(&at);
         Some(u64::from(built.prompt.max_output_tokens))
     }
 
@@ -148,7 +148,7 @@ impl RunContext {
             return 0;
         };
         let at = self.position(step, record, lane_index);
-        source_of(step, self.section.seed, &self.layout, &self.workload)
+        source_of(step, &self.section, &self.layout, &self.workload)
             .built(&at)
             .prompt
             .input_tokens

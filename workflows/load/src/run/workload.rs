@@ -12,7 +12,7 @@ use crate::workload::synthetic::Synthetic;
 use crate::workload::trace_prompt::trace_text;
 use crate::workload::{Prompt, output_tokens};
 use openbench_common::request::{ChatMessage, OutputLength, Role};
-use openbench_common::schedule::{LoadPosition, RequestContent, RequestSource};
+use openbench_common::schedule::{LoadPosition, Next, RequestContent, RequestSource, Turn};
 use openbench_common::tokenizer::count_tokens;
 use openbench_common::workflow::WorkItem;
 use std::sync::Arc;
@@ -210,6 +210,8 @@ pub struct StepSource {
     ignore_eos: Vec<bool>,
     /// A `trace` step's file and the spec's seed: request k is the file's k-th request.
     trace: Option<(Arc<Trace>, u64)>,
+    /// A closed step's ramp (`ramp_up_s`), ms: its users start one after another over it.
+    ramp_ms: Option<f64>,
 }
 
 impl StepSource {
@@ -224,6 +226,7 @@ impl StepSource {
             region_of: Vec::new(),
             ignore_eos: Vec::new(),
             trace: None,
+            ramp_ms: None,
         }
     }
 
@@ -244,6 +247,7 @@ impl StepSource {
             region_of: Vec::new(),
             ignore_eos: Vec::new(),
             trace: None,
+            ramp_ms: None,
         }
     }
 
@@ -259,6 +263,28 @@ impl StepSource {
     pub fn with_trace(mut self, trace: Option<Arc<Trace>>, seed: u64) -> StepSource {
         self.trace = trace.map(|t| (t, seed));
         self
+    }
+
+    /// The same source, its users starting one after another over `ramp_up_s` seconds (a
+    /// closed step's ramp; `None`: all at once).
+    pub fn with_ramp(mut self, ramp_up_s: Option<f64>) -> StepSource {
+        self.ramp_ms = ramp_up_s.map(|s| s * 1000.0);
+        self
+    }
+
+    /// When the request at `at` may be sent, ms after the step's start (its slot's first
+    /// request) or after its slot's previous request (any other): user g of a closed step's N
+    /// (numbered over the provider's regions, as the prompts are) starts g × ramp ÷ N in; every
+    /// other request goes at once.
+    pub fn wait_ms(&self, at: &LoadPosition) -> f64 {
+        match (&self.numbering, self.ramp_ms) {
+            (Numbering::Closed { users, before }, Some(ramp_ms)) if at.sequence == 0 => {
+                let r = self.region_of.get(at.lane_index).copied().unwrap_or(0);
+                let g = u64::from(before.get(r).copied().unwrap_or(0)) + u64::from(at.slot);
+                g as f64 * ramp_ms / *users as f64
+            }
+            _ => 0.0,
+        }
     }
 
     /// The prompt number of the request at `at`.
@@ -291,6 +317,15 @@ impl StepSource {
 }
 
 impl RequestSource for StepSource {
+    /// The request, after the step's ramp for a user's first one ([`StepSource::wait_ms`]); the
+    /// history is not read (every request is independent).
+    fn next(&self, at: &LoadPosition, _history: &[Turn]) -> Next {
+        Next::Send {
+            content: self.request(at),
+            think_ms: self.wait_ms(at),
+        }
+    }
+
     fn request(&self, at: &LoadPosition) -> RequestContent {
         let built = self.built(at);
         // A drawn output length is sent as the request's own ceiling (with `ignore_eos` where

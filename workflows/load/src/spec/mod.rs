@@ -86,6 +86,14 @@ impl LoadSection {
     pub fn open_loop_in_flight(&self) -> u32 {
         self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT)
     }
+
+    /// The ramp of sweep step `index` when it is a closed loop that has one (`ramp_up_s`).
+    pub fn ramp_up_s(&self, index: usize) -> Option<f64> {
+        match self.steps.get(index)? {
+            LoadModel::Closed { ramp_up_s, .. } => *ramp_up_s,
+            _ => None,
+        }
+    }
 }
 
 fn default_goodput_threshold() -> f64 {
@@ -104,6 +112,12 @@ pub enum LoadModel {
     Closed {
         /// Users per lane.
         concurrency: u32,
+        /// Users start one after another over this many seconds instead of all at once: user g
+        /// of the provider's `concurrency` N sends its first request g × ramp_up_s ÷ N seconds
+        /// after the step's start (users rise linearly; all N run from (N − 1) × ramp_up_s ÷ N
+        /// on). Absent: every user starts at once.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ramp_up_s: Option<f64>,
     },
     /// Open loop, one request every 1/rate seconds.
     Constant {

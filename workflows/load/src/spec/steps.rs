@@ -92,7 +92,7 @@ impl StepModel {
 impl From<&LoadModel> for StepModel {
     fn from(model: &LoadModel) -> StepModel {
         match *model {
-            LoadModel::Closed { concurrency } => StepModel::Closed { concurrency },
+            LoadModel::Closed { concurrency, .. } => StepModel::Closed { concurrency },
             LoadModel::Constant { rate_per_s } => StepModel::Open {
                 arrivals: Arrivals::Constant,
                 rate_per_s,

@@ -271,3 +271,23 @@ workload: {kind: tasks}
         .to_string();
     assert!(err.contains("burstgpt"), "{err}");
 }
+
+#[test]
+fn a_closed_steps_user_ramp_parses_and_is_checked() {
+    let text = "seed: 1\nphases: {warmup_s: 1, measure: {duration_s: 1}, cooldown_s: 1}\n\
+                steps: [{model: closed, concurrency: 4, ramp_up_s: 2}, {model: closed, \
+                concurrency: 2}, {model: closed, concurrency: 1, ramp_up_s: -1}, \
+                {model: closed, concurrency: 1, ramp_up_s: 90000}]\nworkload: {kind: tasks}\n";
+    let load = LoadSection::from_yaml(text, "s.yaml").unwrap();
+    assert_eq!(
+        (load.ramp_up_s(0), load.ramp_up_s(1), load.ramp_up_s(9)),
+        (Some(2.0), None, None)
+    );
+    assert_eq!(
+        load.problems(&LIMITS),
+        [
+            "load.steps[2].ramp_up_s: -1 is outside [0, 86400]",
+            "load.steps[3].ramp_up_s: 90000 is outside [0, 86400]",
+        ]
+    );
+}

@@ -71,10 +71,20 @@ impl LoadSection {
         for (i, step) in self.steps.iter().enumerate() {
             let at = format!("load.steps[{i}]");
             match step {
-                LoadModel::Closed { concurrency } => {
+                LoadModel::Closed {
+                    concurrency,
+                    ramp_up_s,
+                } => {
                     if *concurrency == 0 || *concurrency > MAX_CONCURRENCY {
                         say(format!(
                             "{at}.concurrency: {concurrency} is outside 1..={MAX_CONCURRENCY}"
+                        ));
+                    }
+                    if let Some(ramp) = ramp_up_s
+                        && !(*ramp >= 0.0 && *ramp <= MAX_PHASE_S)
+                    {
+                        say(format!(
+                            "{at}.ramp_up_s: {ramp} is outside [0, {MAX_PHASE_S}]"
                         ));
                     }
                 }
@@ -195,7 +205,7 @@ impl LoadSection {
         self.steps
             .iter()
             .filter_map(|step| match step {
-                LoadModel::Closed { concurrency } => Some(*concurrency),
+                LoadModel::Closed { concurrency, .. } => Some(*concurrency),
                 _ => None,
             })
             .chain(open.then(|| self.open_loop_in_flight()))
