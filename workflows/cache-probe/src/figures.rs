@@ -16,10 +16,10 @@
 use crate::plan::{SendKind, parse_item_key, trials};
 use crate::section::CacheProbeSection;
 use openbench_common::record::{Outcome, TerminalRecord};
+use openbench_common::rng::Stream;
 use openbench_common::spec::Price;
 use openbench_common::stats::nearest_rank;
 use openbench_report_kit::bootstrap::percentile_interval;
-use openbench_common::rng::Stream;
 use serde::{Deserialize, Serialize};
 
 /// Bootstrap replicates of the TTFA difference.
