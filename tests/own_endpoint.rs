@@ -243,7 +243,7 @@ fn a_spec_problem_is_printed_once_and_an_unknown_workflow_lists_the_known_ones()
     let err = text(&o.stderr);
     assert_eq!(
         err.trim(),
-        "error: unknown workflow \"loads\"; known: micro-single-task, example-echo, load"
+        "error: unknown workflow \"loads\"; known: micro-single-task, example-echo, load, cache-probe"
     );
 }
 
