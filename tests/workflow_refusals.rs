@@ -90,7 +90,7 @@ fn an_unknown_workflow_is_refused_with_the_known_ones() {
     assert_eq!(code, Some(1));
     assert_eq!(
         stderr,
-        "error: unknown workflow \"nope\"; known: micro-single-task, example-echo, load\n"
+        "error: unknown workflow \"nope\"; known: micro-single-task, example-echo, load, cache-probe\n"
     );
 }
 
