@@ -6,7 +6,7 @@
 //! go only where the run's spec sends them (plaintext http only to loopback) and where
 //! `$OPENBENCH_PROBE_ALLOW_ENDPOINTS` allows, as for `probe serve --spec`.
 
-use openbench_common::spec::{Endpoint, LoadedSpec, ProbeLocation};
+use openbench_common::spec::{Endpoint, LoadedSpec, ProbeLocation, region_of_probe};
 use openbench_common::workflow::CannedAnswer;
 use openbench_coordinator::{BoxFuture, CoordinatorError, RunInputs, TargetHost, Targets};
 use openbench_probe::endpoint_policy::EndpointPolicy;
@@ -120,7 +120,7 @@ impl LocalTargets {
                 continue;
             }
             let config = ProbeConfig {
-                region: name.clone(),
+                region: region_of_probe(&name).to_string(),
                 credentials: CredentialSource::Given(inputs.credentials.clone()),
                 endpoints: EndpointRules {
                     local: local.clone(),

@@ -368,6 +368,11 @@ pub struct TerminalRecord {
     /// interruption holds two timelines, and the report says so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sitting: Option<u32>,
+    /// Load phases in a region with probe replicas only: which replica sent it (`k` of the
+    /// region's `replicas`), so each replica's send lag is reported on its own (docs/load.md,
+    /// "Probe replicas").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<u32>,
     /// The name of the tool the request offered (absent when it offered none), so a record
     /// says on its own that its answer is expected as a call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -451,6 +456,7 @@ impl TerminalRecord {
             sent_offset_ms: None,
             think_ms: None,
             sitting: None,
+            replica: None,
             offered_tool: None,
             tool_calls: Vec::new(),
             ttf_tool_call_ms: None,

@@ -21,6 +21,7 @@ pub mod lane_guard;
 pub mod load;
 pub mod lock;
 pub mod probe_links;
+pub mod replicas;
 pub mod round_jobs;
 pub mod run_dir;
 pub mod runner;

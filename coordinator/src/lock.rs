@@ -116,13 +116,16 @@ pub fn adapters_sha256(spec: &LoadedSpec) -> String {
     sha256_hex(canonical_json(&value))
 }
 
-/// sha256 of the spec's canonical JSON with every region's `probe` emptied: the spec as an
+/// sha256 of the spec's canonical JSON with every region's `probe` (and replica) emptied: the spec as an
 /// input, without where its probes happen to listen (comments and layout of the file drop out
 /// too, as they change nothing a run does).
 pub fn spec_inputs_sha256(spec: &LoadedSpec) -> String {
     let mut inputs = spec.spec.clone();
     for region in &mut inputs.regions {
         region.probe.clear();
+        // How many replicas share the region's lanes is an input (it splits the load); where
+        // each listens is not.
+        region.replicas.iter_mut().for_each(String::clear);
     }
     let value = serde_json::to_value(&inputs).unwrap_or(serde_json::Value::Null);
     sha256_hex(canonical_json(&value))

@@ -7,7 +7,7 @@
 use crate::error::CoordinatorError;
 use crate::run_dir::{RunDir, RunInputs};
 use crate::session_open::{ProbeSession, SessionOpener};
-use openbench_common::spec::ProbeLocation;
+use openbench_common::spec::{ProbeLocation, region_of_probe};
 use openbench_proto::link::{self, ClientSecurity, LinkRuntime, ProbeChannel};
 use openbench_proto::v1::link_client::LinkClient;
 use openbench_proto::v1::probe_client::ProbeClient;
@@ -20,7 +20,8 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// What was started for one session: where each region's probe listens, and how to stop it.
 pub struct Targets {
-    /// Region label → probe URL (`http://…`, or `https://…` for a probe serving TLS).
+    /// Probe key (the region's label, `REGION#k` for a replica) → probe URL (`http://…`, or
+    /// `https://…` for a probe serving TLS).
     pub probes: BTreeMap<String, String>,
     /// Stops whatever was started for the session (in-process probes, a simulator).
     pub stop: Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send>,
@@ -67,7 +68,8 @@ impl TargetHost for RemoteProbes {
 
 /// The clients of one session and what to stop when it ends.
 pub struct Infra {
-    /// Region label → gRPC client of that region's probe.
+    /// Probe key (the region's label, `REGION#k` for replica `k`) → gRPC client of that probe.
+    /// Every map below is keyed the same way: a replica is watched like a region.
     pub clients: BTreeMap<String, ProbeClient<ProbeChannel>>,
     /// Region label → the session open on that region's probe.
     pub sessions: BTreeMap<String, ProbeSession>,
@@ -113,9 +115,14 @@ impl Infra {
                 let channel = connect(region, url, &security).await?;
                 let control = connect_on(&link_runtime, region, url, &security).await?;
                 let client = link::probe_client(channel);
-                let mut opener =
-                    SessionOpener::new(region, link::probe_client(control.clone()), inputs, run)
-                        .in_flight(lane_in_flight);
+                // A replica's session names its region (`eu` for probe key `eu#1`).
+                let mut opener = SessionOpener::new(
+                    region_of_probe(region),
+                    link::probe_client(control.clone()),
+                    inputs,
+                    run,
+                )
+                .in_flight(lane_in_flight);
                 let session = opener.open().await?;
                 Ok::<_, CoordinatorError>((client, link::link_client(control), session, opener))
             };

@@ -193,6 +193,7 @@ async fn execute_plan(
     options: &RunOptions,
     manifest: &mut RunManifest,
 ) -> Result<(SittingReport, BTreeMap<String, TerminalRecord>), CoordinatorError> {
+    crate::replicas::refuse_paired(&inputs.spec.spec, plan)?;
     repair_jsonl(&files.results)?;
     refuse_unwritten(files, plan, run.run_id())?;
     let records = counting_records(&files.results)?;

@@ -23,7 +23,8 @@ trap 'rm -rf "$scratch"' EXIT
 cp -r "$here" "$scratch/k8s"
 bash "$here/../certs.sh" "$scratch/pki" \
   us-east=openbench-probe.openbench.svc.cluster.local \
-  eu-west=probe.eu-west.example.org ap-southeast=probe.ap-southeast.example.org >/dev/null
+  eu-west=probe.eu-west.example.org ap-southeast=probe.ap-southeast.example.org \
+  'us-east-replicas=*.openbench-probe-pods.openbench.svc.cluster.local' >/dev/null
 for overlay in "$scratch"/k8s/overlays/*/; do
   region="$(basename "$overlay")"
   secrets="$overlay/secrets"

@@ -242,6 +242,15 @@ pub async fn run_load(spec: &Path, run_id: &str) -> (PathBuf, openbench_load::re
     (dir, results)
 }
 
+/// Nearest rank (the ceil(p·n)-th smallest), written out here, independent of the crates' own:
+/// what a test checks a report's percentile against.
+pub fn nearest_rank_by_hand(values: &[f64], p: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = (p * sorted.len() as f64 - 1e-9).ceil() as usize;
+    sorted[rank.max(1) - 1]
+}
+
 /// Every file below `dir`, at any depth (directories themselves are not listed).
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

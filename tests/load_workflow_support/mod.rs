@@ -53,7 +53,7 @@ pub async fn run(spec: &Path) -> (PathBuf, LoadResults) {
 
 /// Every open-loop request was sent by its probe no earlier than its scheduled time: each
 /// record's clock zero (`started_at`, the probe's wall clock) is at or after its `scheduled_at`
-/// (the coordinator's) moved onto the probe's clock by the region's measured offset, less that
+/// (the coordinator's) moved onto the probe's clock by the region's (or the replica's) measured offset, less that
 /// offset's error bound (both from the manifest) and the 1 µs of the timestamps' rounding. The
 /// coordinator hands requests over 250 ms early, so a release timed anywhere but on the probe
 /// breaks this by about that much. Every such record carries its send lag, and its sent offset is
@@ -70,7 +70,12 @@ pub fn assert_released_on_time(dir: &Path) -> usize {
     .unwrap();
     let mut checked = 0;
     for r in records.values().filter(|r| r.scheduled_at.is_some()) {
-        let link = &manifest.links[&r.region];
+        // A probe replica's offset is its own (`eu#1`).
+        let key = match r.replica {
+            Some(k) => format!("{}#{k}", r.region),
+            None => r.region.clone(),
+        };
+        let link = &manifest.links[&key];
         let scheduled = rfc3339_unix_micros(r.scheduled_at.as_deref().unwrap()).unwrap() as f64;
         let started = rfc3339_unix_micros(&r.started_at).unwrap() as f64;
         let slack_us = 1000.0 * link.clock_offset_error_ms + 1.0;

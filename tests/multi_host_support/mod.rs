@@ -147,7 +147,8 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// One compose project of `deploy/compose.yaml`; `docker-compose down` on drop.
+/// One compose project of `deploy/compose.yaml` (or `deploy/compose.replicas.yaml`);
+/// `docker-compose down` on drop.
 pub struct Topology {
     /// Project name (unique per test process), the prefix of its containers and networks.
     pub project: String,
@@ -155,25 +156,66 @@ pub struct Topology {
     pub dir: tempfile::TempDir,
     /// The variables the compose file reads (delays, paths, image).
     env: Vec<(String, String)>,
+    /// The compose file, relative to the repository (`deploy/compose.yaml`).
+    file: &'static str,
+    /// Each long-running service and the log line that says it is ready.
+    ready: &'static [(&'static str, &'static str)],
 }
+
+/// The services of `deploy/compose.yaml` and their ready lines.
+const TWO_REGIONS_READY: &[(&str, &str)] = &[
+    ("sim", "simulator listening"),
+    ("sim-west", "relay listening"),
+    ("link-east", "relay listening"),
+    ("link-west", "relay listening"),
+    ("probe-east", "probe: region east serving"),
+    ("probe-west", "probe: region west serving"),
+];
+
+/// The services of `deploy/compose.replicas.yaml` and their ready lines.
+const REPLICAS_READY: &[(&str, &str)] = &[
+    ("sim", "simulator listening"),
+    ("probe-0", "probe: region eu serving"),
+    ("probe-1", "probe: region eu serving"),
+    ("probe-2", "probe: region eu serving"),
+];
 
 impl Topology {
     /// Certificates for `probe-east` and `probe-west` (deploy/certs.sh), the token, a runs
     /// directory the containers' user can write, and `spec` as the mounted spec.
     pub fn new(image: &TestImage, spec: &str) -> Topology {
+        let certs = ["east=probe-east", "west=probe-west"];
+        Topology::of_file(
+            image,
+            spec,
+            "deploy/compose.yaml",
+            &certs,
+            TWO_REGIONS_READY,
+        )
+    }
+
+    /// `deploy/compose.replicas.yaml`: three probe replicas of region `eu` (certificates for
+    /// `probe-0`, `probe-1`, `probe-2`), with `spec` mounted.
+    pub fn replicas(image: &TestImage, spec: &str) -> Topology {
+        let certs = ["r0=probe-0", "r1=probe-1", "r2=probe-2"];
+        let file = "deploy/compose.replicas.yaml";
+        Topology::of_file(image, spec, file, &certs, REPLICAS_READY)
+    }
+
+    fn of_file(
+        image: &TestImage,
+        spec: &str,
+        file: &'static str,
+        certs: &[&str],
+        ready: &'static [(&'static str, &'static str)],
+    ) -> Topology {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let pki = d.join("pki");
-        let certs = repo().join("deploy/certs.sh");
-        must(
-            "bash",
-            &[
-                certs.to_str().unwrap(),
-                pki.to_str().unwrap(),
-                "east=probe-east",
-                "west=probe-west",
-            ],
-        );
+        let script = repo().join("deploy/certs.sh");
+        let mut args = vec![script.to_str().unwrap(), pki.to_str().unwrap()];
+        args.extend_from_slice(certs);
+        must("bash", &args);
         std::fs::write(pki.join("probe-token"), TOKEN).unwrap();
         let runs = d.join("runs");
         std::fs::create_dir_all(&runs).unwrap();
@@ -182,13 +224,15 @@ impl Topology {
         must("chmod", &["-R", "a+rX", pki.to_str().unwrap()]);
         must("chmod", &["0777", runs.to_str().unwrap()]);
         let topology = Topology {
-            project: format!("obmh{}", std::process::id()),
+            project: format!("obmh{}{}", ready.len(), std::process::id()),
             env: vec![
                 ("OPENBENCH_IMAGE".into(), image.tag.clone()),
                 ("OPENBENCH_PKI".into(), pki.display().to_string()),
                 ("OPENBENCH_RUNS".into(), runs.display().to_string()),
             ],
             dir,
+            file,
+            ready,
         };
         topology.set_spec(spec);
         topology
@@ -217,7 +261,7 @@ impl Topology {
             .arg("-p")
             .arg(&self.project)
             .arg("-f")
-            .arg(repo().join("deploy/compose.yaml"))
+            .arg(repo().join(self.file))
             .args(args)
             .env("OPENBENCH_SPEC", self.path("spec.yaml"));
         for (k, v) in &self.env {
@@ -235,14 +279,7 @@ impl Topology {
     /// until each has printed its ready line.
     pub fn up(&self) {
         self.must(&["up", "-d", "--remove-orphans"]);
-        for (service, ready) in [
-            ("sim", "simulator listening"),
-            ("sim-west", "relay listening"),
-            ("link-east", "relay listening"),
-            ("link-west", "relay listening"),
-            ("probe-east", "probe: region east serving"),
-            ("probe-west", "probe: region west serving"),
-        ] {
+        for (service, ready) in self.ready {
             self.wait_for_log(service, ready, 1);
         }
     }

@@ -13,11 +13,13 @@ use std::path::{Path, PathBuf};
 
 pub use api::Api;
 pub use endpoint::{CHAT_COMPLETIONS_PATH, Endpoint, chat_completions_url};
+pub use region::{ProbeLocation, REPLICA_SEPARATOR, Region, region_of_probe};
 pub use request::{DEFAULT_TIMEOUT_MS, RequestContract};
 pub use results::{RegressionRule, ResultsSettings};
 
 mod api;
 mod endpoint;
+mod region;
 mod request;
 mod results;
 mod rules;
@@ -314,46 +316,6 @@ impl Price {
     }
 }
 
-/// Where a set of probes runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Region {
-    /// Region label (`local`, `eu-west`).
-    pub name: String,
-    /// `local` runs probes in-process behind a loopback gRPC server; otherwise the probe
-    /// server's gRPC URL (`http://10.0.0.2:7070`).
-    #[serde(default = "default_probe")]
-    pub probe: String,
-}
-
-/// Where a region's probe runs (parsed from its `probe` string).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProbeLocation<'a> {
-    /// `local`: in this process, behind a loopback gRPC server.
-    InProcess,
-    /// A remote probe server's gRPC URL.
-    Remote(&'a str),
-    /// Anything else (refused by validation).
-    Unknown(&'a str),
-}
-
-impl<'a> ProbeLocation<'a> {
-    /// Parses a region's `probe` string.
-    pub fn parse(probe: &'a str) -> ProbeLocation<'a> {
-        if probe == "local" {
-            ProbeLocation::InProcess
-        } else if probe.starts_with("http://") || probe.starts_with("https://") {
-            ProbeLocation::Remote(probe)
-        } else {
-            ProbeLocation::Unknown(probe)
-        }
-    }
-}
-
-fn default_probe() -> String {
-    String::from("local")
-}
-
 /// The dataset release a run selects from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -523,16 +485,14 @@ impl Spec {
         }
     }
 
-    /// (region label, probe) pairs: `local` or a probe URL; one `local` region when the spec
-    /// names none.
+    /// (probe key, probe) pairs, one per probe: a region's label for its one probe, `REGION#k`
+    /// for replica `k` of a replicated region ([`Region::replicas`]); `local` or a probe URL;
+    /// one `local` region when the spec names none.
     pub fn region_probes(&self) -> Vec<(String, String)> {
         if self.regions.is_empty() {
             vec![(String::from("local"), String::from("local"))]
         } else {
-            self.regions
-                .iter()
-                .map(|r| (r.name.clone(), r.probe.clone()))
-                .collect()
+            self.regions.iter().flat_map(Region::probes).collect()
         }
     }
 

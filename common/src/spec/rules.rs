@@ -2,8 +2,8 @@
 //! at once, each naming its field path and the offending value.
 
 use super::{
-    CONTRACT_BODY_FIELDS, Endpoint, MAX_GRACE_MS, MAX_TIMEOUT_MS, ProbeLocation, ProviderAdapter,
-    RequestContract, Spec, SpecError,
+    CONTRACT_BODY_FIELDS, Endpoint, MAX_GRACE_MS, MAX_TIMEOUT_MS, ProviderAdapter, RequestContract,
+    Spec, SpecError,
 };
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -94,12 +94,7 @@ impl Spec {
                     region.name
                 ));
             }
-            if let ProbeLocation::Unknown(_) = ProbeLocation::parse(&region.probe) {
-                problems.push(format!(
-                    "regions[{i}].probe: {:?} must be `local` or a gRPC URL",
-                    region.probe
-                ));
-            }
+            problems.extend(region.problems(i));
         }
         if let Some(sim) = &self.simulator
             && !(sim.time_scale > 0.0 && sim.time_scale <= 10.0)

@@ -156,6 +156,11 @@ pub struct ValiditySection {
     pub send_lag_ms: Option<Spread>,
     /// Launch skew of paired rounds (spread of a round's sends), ms.
     pub launch_skew_ms: Option<Spread>,
+    /// Probe replica (`eu#1`) → the send lag of the releases it sent, ms: each replica times
+    /// its share on its own clock, so each is held to the threshold on its own (docs/load.md,
+    /// "Probe replicas"). Empty without replicas.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub replica_send_lag_ms: BTreeMap<String, Spread>,
     /// Every runtime canary of every sitting.
     pub runtimes: Vec<ScopedRuntime>,
     /// Region → measured clock offset and its bound.
@@ -221,6 +226,17 @@ impl ValiditySection {
         self
     }
 
+    /// Adds one probe replica's send-lag figure and check (scope `replica eu#1`).
+    pub fn with_replica_send_lag(mut self, replica: &str, lags_ms: &[f64]) -> Self {
+        if let Some(s) = Spread::of(lags_ms) {
+            let scope = format!("replica {replica}");
+            let check = Check::at_most("send lag p99", &scope, s.p99, SEND_LAG_P99_MS, "ms");
+            self.checks.push(check);
+            self.replica_send_lag_ms.insert(replica.to_string(), s);
+        }
+        self
+    }
+
     /// Adds the launch-skew figure and check.
     pub fn with_launch_skew(mut self, skews_ms: &[f64]) -> Self {
         self.launch_skew_ms = Spread::of(skews_ms);
@@ -252,13 +268,19 @@ impl ValiditySection {
         self
     }
 
-    /// Adds each region's clock offset and its bound check (in-process probes share the clock
-    /// and are still shown, with their near-zero bound).
+    /// Adds each region's (and each probe replica's, `replica eu#1`) clock offset and its bound
+    /// check (in-process probes share the clock and are still shown, with their near-zero
+    /// bound).
     pub fn with_clock(mut self, links: &BTreeMap<String, RegionLink>) -> Self {
-        for (region, link) in links {
+        for (key, link) in links {
+            let scope = if key.contains(crate::spec::REPLICA_SEPARATOR) {
+                format!("replica {key}")
+            } else {
+                format!("region {key}")
+            };
             self.checks.push(Check::at_most(
                 "clock offset bound",
-                &format!("region {region}"),
+                &scope,
                 link.clock_offset_error_ms,
                 CLOCK_OFFSET_ERROR_MS,
                 "ms",

@@ -82,6 +82,47 @@ fn worst_lines(section: &ValiditySection) -> Vec<String> {
     lines
 }
 
+/// One line per probe replica: its send lag and its clock offset with the offset's bound
+/// (docs/load.md, "Probe replicas"); none without replicas.
+fn replica_lines(section: &ValiditySection) -> Vec<String> {
+    let mut replicas: Vec<&String> = section.replica_send_lag_ms.keys().collect();
+    let clocked = section
+        .clock
+        .keys()
+        .filter(|k| k.contains(crate::spec::REPLICA_SEPARATOR));
+    replicas.extend(clocked);
+    replicas.sort();
+    replicas.dedup();
+    replicas
+        .into_iter()
+        .map(|replica| {
+            let lag = section.replica_send_lag_ms.get(replica).map_or_else(
+                || "no timed releases".to_string(),
+                |s| {
+                    format!(
+                        "send lag p50 {} / p99 {} / max {} ms over {} releases",
+                        number(s.p50),
+                        number(s.p99),
+                        number(s.max),
+                        s.n
+                    )
+                },
+            );
+            let clock = section.clock.get(replica).map_or_else(
+                || "clock offset not measured".to_string(),
+                |l| {
+                    format!(
+                        "clock offset {} ms (± {} ms)",
+                        number(l.clock_offset_ms),
+                        number(l.clock_offset_error_ms)
+                    )
+                },
+            );
+            format!("replica {replica}: {lag}; {clock}")
+        })
+        .collect()
+}
+
 /// The section in Markdown (`## Validity`); names from a spec (lanes, regions) are escaped as
 /// table cells (`untrusted_text::markdown_cell`).
 pub fn markdown(section: &ValiditySection) -> String {
@@ -94,6 +135,13 @@ pub fn markdown(section: &ValiditySection) -> String {
     for row in rows(section) {
         let cells: Vec<String> = row.iter().map(|c| escape(c)).collect();
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    let replicas = replica_lines(section);
+    if !replicas.is_empty() {
+        out.push_str("\nProbe replicas (each times its share on its own clock):\n\n");
+        for line in replicas {
+            out.push_str(&format!("- {}\n", escape(&line)));
+        }
     }
     let worst = worst_lines(section);
     if !worst.is_empty() {
@@ -125,6 +173,14 @@ pub fn html(section: &ValiditySection, escape: impl Fn(&str) -> String) -> Strin
         out.push_str("</tr>\n");
     }
     out.push_str("</table>\n");
+    let replicas = replica_lines(section);
+    if !replicas.is_empty() {
+        out.push_str("<p>Probe replicas (each times its share on its own clock):</p>\n<ul>\n");
+        for line in replicas {
+            out.push_str(&format!("<li>{}</li>\n", escape(&line)));
+        }
+        out.push_str("</ul>\n");
+    }
     let worst = worst_lines(section);
     if !worst.is_empty() {
         out.push_str("<ul>\n");

@@ -5,6 +5,7 @@
 use super::phase::{LaneTarget, Shared};
 use crate::lane_call::{LaneCall, LaneSession, encode, execute};
 use crate::lane_guard::Pass;
+use crate::replicas::{ReplicaLink, share_of};
 use openbench_common::record::Execution;
 use openbench_common::request::PlannedRequest;
 use std::time::{Duration, Instant, SystemTime};
@@ -16,13 +17,15 @@ pub(super) struct Due {
 }
 
 /// When a request goes out: the instant a count gate admitted it (else the call's start), an
-/// open-loop one's due time, how it passed the lane's guard, and the think time planned before
-/// it.
+/// open-loop one's due time, how it passed the lane's guard, the think time planned before it,
+/// and which share of the lane it is (an open loop's release number, else its slot: a closed
+/// loop's user or an open loop's conversation), which picks the probe replica sending it.
 pub(super) struct Sent {
     pub at: Option<Instant>,
     pub due: Option<Due>,
     pub pass: Pass,
     pub think_ms: Option<f64>,
+    pub share: u64,
 }
 
 /// The probe-clock time (µs since the UNIX epoch) of a release `offset` after a phase that
@@ -44,14 +47,20 @@ pub(super) async fn call(
         due,
         pass,
         think_ms,
+        share,
     } = sent;
-    let session = target.session.as_ref().map(|s| s.borrow().clone());
+    let fallback = ReplicaLink::default();
+    let probe = target
+        .probes
+        .get(share_of(share, target.probes.len()))
+        .unwrap_or(&fallback);
+    let session = probe.session.as_ref().map(|s| s.borrow().clone());
     let lane_session = session.as_ref().map(|s| LaneSession {
         id: s.session_id.clone(),
-        lost: target.lost.clone(),
+        lost: probe.lost.clone(),
     });
     let release_at_unix_us = due.as_ref().map_or(0, |due| {
-        release_at_unix_us(shared.start_wall, due.offset, target.clock_offset_us)
+        release_at_unix_us(shared.start_wall, due.offset, probe.clock_offset_us)
     });
     let call = LaneCall {
         body: encode(&request),
@@ -61,8 +70,8 @@ pub(super) async fn call(
     let dispatched = at.unwrap_or_else(Instant::now);
     let span = tracing::Span::current();
     let (mut execution, _from_probe) = execute(
-        target.client.clone(),
-        target.region.clone(),
+        probe.client.clone(),
+        probe.state.clone(),
         call,
         &request,
         &target.model,
@@ -75,6 +84,7 @@ pub(super) async fn call(
     let record = &mut execution.record;
     record.sitting = Some(shared.sitting);
     record.think_ms = think_ms;
+    record.replica = probe.replica;
     let sent = dispatched.saturating_duration_since(shared.start);
     record.sent_offset_ms = Some(sent.as_secs_f64() * 1000.0);
     if let Some(due) = due {

@@ -5,6 +5,8 @@
 //! is [`slots`] (a closed loop's users; each slot sends its next request when its last one
 //! ended and its think time passed) or [`open`] (each request released at its planned offset by
 //! its region's probe; with a source that reads history, each release starts a conversation).
+//! A lane in a region with probe replicas shares its releases (or slots) out over them, each
+//! replica timing its share on its own clock ([`crate::replicas`]).
 //! What every lane task shares, and how a slot asks its source for its next request and replays
 //! its committed turns on a resume, is [`phase`]; one request's call to its probe is [`call`];
 //! the count gate of a closed loop run to a count is [`count_gate`]; what is left of a phase and
@@ -136,17 +138,14 @@ pub async fn drive(
         let target = LaneTarget {
             lane: lane.clone(),
             lane_index,
-            client: ctx.infra.clients.get(&lane.region).cloned(),
-            session: monitors.sessions.get(&lane.region).cloned(),
-            lost: monitors.sessions_lost.get(&lane.region).cloned(),
-            region: monitors.states.get(&lane.region).cloned(),
+            probes: crate::replicas::links(spec, &lane.region, ctx.infra, &monitors, &faults)
+                .into(),
             model: spec
                 .providers
                 .iter()
                 .find(|p| p.key == lane.provider)
                 .map(|p| p.model.clone())
                 .unwrap_or_default(),
-            clock_offset_us: faults.offset_us(&lane.region).round() as i64,
             guard: guards[lane_index].clone(),
         };
         let (shared, tx, halted) = (shared.clone(), tx.clone(), halted.clone());

@@ -119,6 +119,7 @@ pub(super) async fn open_lane(
             due: Some(due),
             pass,
             think_ms: None,
+            share: release,
         };
         running.push(Box::pin(call(target, shared, out.request, sent).map(Some)));
         // Poll it once now, so it is handed over now even when the next one is due too.

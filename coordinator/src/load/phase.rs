@@ -2,21 +2,17 @@
 //! request: the phase's identity and clocks, each lane's target, and the replay of a slot's
 //! committed turns (so a resumed slot's history, ids and content are the ones it had).
 
-use crate::health::RegionState;
 use crate::lane_guard::LaneGuard;
-use crate::session_open::ProbeSession;
+use crate::replicas::ReplicaLink;
 use openbench_common::record::{Execution, TerminalRecord};
 use openbench_common::request::{PlannedRequest, RequestIdentity};
 use openbench_common::rundir::Lane;
 use openbench_common::schedule::{
     LoadPosition, Next, RequestContent, RequestSource, Turn, load_request_id,
 };
-use openbench_proto::link::ProbeChannel;
-use openbench_proto::v1::probe_client::ProbeClient;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-use tokio::sync::{mpsc, watch};
 
 /// What every lane task of a phase shares.
 pub(super) struct Shared {
@@ -50,13 +46,10 @@ pub(super) struct Shared {
 pub(super) struct LaneTarget {
     pub lane: Lane,
     pub lane_index: usize,
-    pub client: Option<ProbeClient<ProbeChannel>>,
-    pub session: Option<watch::Receiver<ProbeSession>>,
-    pub lost: Option<mpsc::UnboundedSender<String>>,
-    pub region: Option<watch::Receiver<RegionState>>,
+    /// Its region's probe, or each of its replicas, which share its requests
+    /// ([`crate::replicas`]).
+    pub probes: Arc<[ReplicaLink]>,
     pub model: String,
-    /// The region's clock offset, probe − coordinator, µs (0 when not measured).
-    pub clock_offset_us: i64,
     /// Backs the lane off, and stops it, when its requests fail at connection level.
     pub guard: Arc<LaneGuard>,
 }

@@ -114,6 +114,7 @@ pub(super) async fn run_slot(
             due,
             pass,
             think_ms: out.think_ms,
+            share: u64::from(cursor.slot),
         };
         let execution = call(target, shared, out.request, sent).await;
         let go_on = shared.settle(&mut cursor, out.content, &execution);

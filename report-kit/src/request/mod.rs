@@ -60,6 +60,9 @@ pub struct RequestSample {
     pub held_tokens: Option<u64>,
     /// The server said it stopped at the length (`finish_reason: length`).
     pub stopped_at_length: bool,
+    /// The probe replica that sent it (`eu#1`, the probe key), in a region with replicas; its
+    /// send lag is judged per replica (docs/load.md, "Probe replicas").
+    pub replica: Option<String>,
 }
 
 impl RequestSample {
@@ -183,5 +186,12 @@ pub fn sample_of(
         correct,
         held_tokens: None,
         stopped_at_length: record.finish_reason.as_deref() == Some("length"),
+        replica: record.replica.map(|k| {
+            format!(
+                "{}{}{k}",
+                record.region,
+                openbench_common::spec::REPLICA_SEPARATOR
+            )
+        }),
     }
 }

@@ -218,6 +218,7 @@ mod tests {
             correct: None,
             held_tokens: None,
             stopped_at_length: false,
+            replica: None,
         }
     }
 

@@ -38,6 +38,7 @@ pub fn done(
         correct: None,
         held_tokens: None,
         stopped_at_length: false,
+        replica: None,
     }
 }
 

@@ -1,4 +1,5 @@
-//! The load run's validity section (docs/validity.md): send lag of every open-loop release,
+//! The load run's validity section (docs/validity.md): send lag of every open-loop release (and
+//! of each probe replica's share),
 //! the runtimes' canaries, CPU and load, each region's clock offset (from the manifest, through
 //! [`RunHealth`]), delivered load against the plan (the step's own rate verdict: only the
 //! client falling behind is ours), a Kolmogorov–Smirnov fit of each Poisson lane's actual
@@ -38,8 +39,11 @@ pub fn section(results: &LoadResults, steps: &[StepView]) -> Option<ValiditySect
         .filter_map(|s| Some(s.sent_ms - s.scheduled_ms?))
         .collect();
     let harness: u64 = results.steps.iter().map(|s| s.harness_failures).sum();
-    let mut section = ValiditySection::default()
-        .with_send_lag(&lags)
+    let mut section = ValiditySection::default().with_send_lag(&lags);
+    for (replica, lags) in replica_lags(results) {
+        section = section.with_replica_send_lag(&replica, &lags);
+    }
+    section = section
         .with_runtimes(&health.sittings)
         .with_clock(&health.links)
         .with_harness_failures(usize::try_from(harness).unwrap_or(usize::MAX));
@@ -61,6 +65,20 @@ pub fn section(results: &LoadResults, steps: &[StepView]) -> Option<ValiditySect
         section = section.with_token_disagreement(&lane, share);
     }
     Some(section)
+}
+
+/// Probe replica → the send lag of every timed release it sent, over the run (samples from a
+/// replicated region name their replica).
+fn replica_lags(results: &LoadResults) -> BTreeMap<String, Vec<f64>> {
+    let mut lags: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for s in results.steps.iter().flat_map(|s| &s.samples) {
+        if let (Some(replica), Some(scheduled)) = (&s.replica, s.scheduled_ms) {
+            lags.entry(replica.clone())
+                .or_default()
+                .push(s.sent_ms - scheduled);
+        }
+    }
+    lags
 }
 
 /// The KS fit of each lane's actual inter-send gaps in a Poisson step against Exp(its planned

@@ -155,13 +155,26 @@ impl RunContext {
     }
 }
 
-/// The full run's records of each phase (step), in phase order.
+/// The full run's records of each phase (step), in phase order, each phase's in schedule order
+/// (lane, slot, sequence): the records of a lane split over probe replicas, written as each
+/// ended, merge back into the one schedule they were shared out of (docs/load.md, "Probe
+/// replicas").
 pub fn by_phase(records: &BTreeMap<String, TerminalRecord>) -> BTreeMap<u32, Vec<&TerminalRecord>> {
     let mut out: BTreeMap<u32, Vec<&TerminalRecord>> = BTreeMap::new();
     for r in records.values() {
         if let Some(phase) = r.phase {
             out.entry(phase).or_default().push(r);
         }
+    }
+    for phase in out.values_mut() {
+        phase.sort_by(|a, b| {
+            (&a.lane, a.slot, a.sequence, &a.request_id).cmp(&(
+                &b.lane,
+                b.slot,
+                b.sequence,
+                &b.request_id,
+            ))
+        });
     }
     out
 }
