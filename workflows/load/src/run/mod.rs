@@ -3,6 +3,7 @@
 //! search's chosen one at a time from the records), the task families' items (`openbench-tasks`,
 //! as micro-single-task sends them) when the workload is `tasks`, and the report read back from the raw records (docs/load.md).
 
+pub mod conversation;
 mod plan;
 pub mod run_data;
 mod section;

@@ -39,6 +39,8 @@ pub const MAX_BURSTINESS: f64 = 1_000.0;
 pub const MAX_TIME_SCALE: f64 = 1_000.0;
 /// Most bisections of a saturation search.
 pub const MAX_REFINE_STEPS: u32 = 20;
+/// Most turns one conversation may have (each turn re-sends every earlier one).
+pub const MAX_TURNS: u32 = 1_000;
 
 /// What the rest of the spec fixes that the load section must fit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +76,30 @@ impl LoadSection {
                 LoadModel::Closed {
                     concurrency,
                     ramp_up_s,
+                    conversation,
                 } => {
+                    if let Some(c) = conversation {
+                        if let Some((_, max)) =
+                            dist_problems(&format!("{at}.conversation.turns"), &c.turns, &mut say)
+                            && max > MAX_TURNS
+                        {
+                            say(format!(
+                                "{at}.conversation.turns: {max} turns is over {MAX_TURNS}"
+                            ));
+                        }
+                        if let Some(think) = &c.think_ms
+                            && let Some((_, max)) = dist_problems(
+                                &format!("{at}.conversation.think_ms"),
+                                think,
+                                &mut say,
+                            )
+                            && f64::from(max) > MAX_PHASE_S * 1000.0
+                        {
+                            say(format!(
+                                "{at}.conversation.think_ms: {max} ms is longer than a day"
+                            ));
+                        }
+                    }
                     if *concurrency == 0 || *concurrency > MAX_CONCURRENCY {
                         say(format!(
                             "{at}.concurrency: {concurrency} is outside 1..={MAX_CONCURRENCY}"
