@@ -160,7 +160,7 @@ async fn turn_ttfa_follows_the_prefill_and_cache_model_and_later_turns_report_ca
             } else {
                 context
                     + count_tokens(&previous_answer(records, r)) as u64
-                    + count_tokens(&follow_up(turn)) as u64
+                    + count_tokens(&follow_up("synthetic", "", turn).question) as u64
             };
             assert_eq!(samples[i].input_tokens, context, "{}", r.request_id);
             assert_eq!(
@@ -262,4 +262,134 @@ async fn a_failed_turn_ends_its_conversation_and_the_user_opens_the_next() {
     }
     eprintln!("failed turns followed by another request: {failed_then_more}");
     assert!(failed_then_more >= 1);
+}
+
+/// Meeting notes under conversations: turn 0 is the task's item, scored as before; follow-ups
+/// ask who took the notes, then who facilitated, each scored exactly against the note's own
+/// line (read here from the dataset file, not from the code under test).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn meeting_note_follow_ups_are_scored_exactly_against_the_notes_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The release with one contract and one ticket beside its meeting notes (items are cycled
+    // in family order, so a short run of the whole release would reach contracts only).
+    let release = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/micro-single-task");
+    let data = tmp.path().join("mostly-notes");
+    std::fs::create_dir_all(&data).unwrap();
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(release.join("manifest.json")).unwrap()).unwrap();
+    for family in [
+        "meeting-notes-lookup",
+        "ticket-triage",
+        "contract-terms-extraction",
+    ] {
+        let file = format!("{family}.jsonl");
+        let mut text = std::fs::read_to_string(release.join(&file)).unwrap();
+        if family != "meeting-notes-lookup" {
+            text = format!("{}\n", text.lines().next().unwrap());
+            let entry = &mut manifest["families"][family];
+            entry["rows"] = 1.into();
+            entry["private_items"] = 1.into();
+            entry["sha256"] = openbench_common::hash::sha256_hex(text.as_bytes()).into();
+        }
+        std::fs::write(data.join(&file), text).unwrap();
+    }
+    // The release hash (METHODOLOGY §7): sha256 of the sorted `path:sha256` lines.
+    let mut files: Vec<String> = manifest["families"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|f| {
+            format!(
+                "{}:{}",
+                f["file"].as_str().unwrap(),
+                f["sha256"].as_str().unwrap()
+            )
+        })
+        .collect();
+    files.sort();
+    manifest["release_hash"] =
+        openbench_common::hash::sha256_hex(files.join("\n").as_bytes()).into();
+    std::fs::write(data.join("manifest.json"), manifest.to_string()).unwrap();
+    let load = "  seed: 6
+  phases: {warmup_s: 0, measure: {duration_s: 2}, cooldown_s: 0}
+  steps:
+    - {model: closed, concurrency: 2, conversation: {turns: {dist: fixed, tokens: 3}}}
+  workload: {kind: tasks}";
+    let spec = write_spec(tmp.path(), &provider("b", "sim://plain"), load, "");
+    let text = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace(
+            "dataset: {source: ., manifest: none}",
+            &format!(
+                "dataset: {{source: '{}', manifest: manifest.json}}",
+                data.display()
+            ),
+        )
+        .replace(
+            "simulator: {time_scale: 1.0, seed: 7}",
+            "simulator: {time_scale: 0.05, seed: 7, answer_from_gold: true}",
+        );
+    std::fs::write(&spec, text).unwrap();
+    // The notes' lines, by item id, straight from the dataset file.
+    let mut lines: BTreeMap<String, (String, String)> = BTreeMap::new();
+    let notes = std::fs::read_to_string(data.join("meeting-notes-lookup.jsonl")).unwrap();
+    for line in notes.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let user = v["prompt"]["user"].as_str().unwrap();
+        let field = |name: &str| {
+            user.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .unwrap()
+                .trim()
+                .to_string()
+        };
+        lines.insert(
+            v["id"].as_str().unwrap().to_string(),
+            (field("Notes taken by:"), field("Facilitator:")),
+        );
+    }
+    let (dir, results) = run(&spec).await;
+    let samples = &results.steps[0].samples;
+    let (mut follow_ups, mut right) = (0, 0);
+    for records in slots(&dir).values() {
+        for r in records {
+            let Some((key, turn)) = r.item_id.split_once("/turn-") else {
+                continue;
+            };
+            let Some((taker, facilitator)) = lines.get(key) else {
+                continue;
+            };
+            let gold = if turn.parse::<u64>().unwrap() % 2 == 1 {
+                taker
+            } else {
+                facilitator
+            };
+            let answer: Option<serde_json::Value> = serde_json::from_str(&r.answer_text).ok();
+            let expected = r.outcome == Outcome::Completed
+                && answer
+                    .as_ref()
+                    .and_then(|a| a.as_object())
+                    .is_some_and(|o| {
+                        o.len() == 1 && o.get("answer").and_then(|v| v.as_str()) == Some(gold)
+                    });
+            let sample = samples
+                .iter()
+                .find(|s| s.lane == r.lane && s.sent_ms == r.sent_offset_ms.unwrap())
+                .unwrap();
+            assert_eq!(
+                sample.correct,
+                Some(expected),
+                "{}: {}",
+                r.item_id,
+                r.answer_text
+            );
+            follow_ups += 1;
+            right += usize::from(expected);
+        }
+    }
+    eprintln!("meeting-note follow-ups: {follow_ups}, right {right}");
+    assert!(follow_ups >= 2, "{follow_ups}");
+    // The simulator answers them from their gold (titles shared by two notes get the first
+    // note's answer, so some are wrong): both verdicts occur.
+    assert!(right >= 1 && right < follow_ups, "{right} of {follow_ups}");
 }

@@ -331,10 +331,10 @@ fn group_row(
         .iter()
         .filter(|(_, s)| s.outcome == Outcome::Completed && s.correct == Some(true))
         .count();
-    // A conversation's follow-up turns have no gold: they are not in the denominator.
+    // A conversation's follow-ups without a gold are not in the denominator.
     let scored = measured
         .iter()
-        .filter(|(i, _)| step.turns.get(*i).is_none_or(|t| t.turn == 0))
+        .filter(|(i, s)| s.correct.is_some() || step.turns.get(*i).is_none_or(|t| t.turn == 0))
         .count();
     let task_success = (results.scored && scored > 0).then(|| right as f64 / scored as f64);
     let interval = |values: Vec<f64>, p: f64, figure: &str| {

@@ -41,8 +41,8 @@ pub struct TurnRow {
     /// Mean cached prompt tokens over the requests whose usage reports them; `None` when none
     /// did.
     pub cached_tokens_mean: Option<f64>,
-    /// Exactly right answers ÷ requests, where the turn is scored (the first turn of a scored
-    /// run: follow-ups have no gold).
+    /// Exactly right answers ÷ scored requests, where the turn is scored (a scored run's turn
+    /// 0, and follow-ups with a gold: a meeting note's).
     pub task_success: Option<f64>,
 }
 
@@ -78,6 +78,7 @@ fn row(turn: u64, at: &[(&RequestSample, SampleTurn)], scored: bool) -> TurnRow 
         (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
     };
     let right = at.iter().filter(|(s, _)| s.correct == Some(true)).count();
+    let scored_here = at.iter().filter(|(s, _)| s.correct.is_some()).count();
     TurnRow {
         turn,
         requests: at.len(),
@@ -91,7 +92,7 @@ fn row(turn: u64, at: &[(&RequestSample, SampleTurn)], scored: bool) -> TurnRow 
                 .filter_map(|(_, t)| t.cached_tokens.map(|c| c as f64))
                 .collect(),
         ),
-        task_success: (scored && turn == 0).then(|| right as f64 / at.len() as f64),
+        task_success: (scored && scored_here > 0).then(|| right as f64 / scored_here as f64),
     }
 }
 

@@ -2,7 +2,7 @@
 //! ran (a saturation search's replayed from its records), every request as a
 //! [`RequestSample`], and the settings of the rules.
 
-use super::conversation::{ConversationSource, Sent};
+use super::conversation::{ConversationSource, Sent, TURN_MARK, follow_up};
 use super::plan::{LaneLayout, first_steps, lane_targets, next_step, source_of, window_of};
 use super::workload::Workload;
 use crate::arrivals::Window;
@@ -39,11 +39,15 @@ pub struct RunContext {
 
 impl RunContext {
     /// Whether a record's answer was exactly right (`None` without scoring, and for a
-    /// conversation's follow-up turns, which have no gold): a failed request is not right.
+    /// conversation's follow-up turn without a gold): a failed request is not right.
     pub fn correct(&self, record: &TerminalRecord) -> Option<bool> {
         let gold = self.gold.as_ref()?;
-        if record.item_id.contains(super::conversation::TURN_MARK) {
-            return None;
+        if let Some((key, turn)) = record.item_id.split_once(TURN_MARK) {
+            let gold = self.follow_up_gold(key, turn.parse().ok()?)?;
+            return Some(
+                record.outcome == Outcome::Completed
+                    && score_answer(&gold, &record.answer_text).correct,
+            );
         }
         Some(
             record.outcome == Outcome::Completed
@@ -51,6 +55,20 @@ impl RunContext {
                     .get(&record.item_id)
                     .is_some_and(|g| score_answer(g, &record.answer_text).correct),
         )
+    }
+
+    /// The gold of a conversation's follow-up at `turn` on task item `key` (a meeting note's
+    /// line: [`follow_up`]); `None` for a follow-up without one.
+    fn follow_up_gold(&self, key: &str, turn: u64) -> Option<GoldRef> {
+        let Workload::Tasks { items, .. } = &*self.workload else {
+            return None;
+        };
+        let item = items.iter().find(|i| i.item_id == key)?;
+        let value = follow_up(&item.group, &item.user, turn).gold?;
+        Some(GoldRef::MeetingNotes {
+            value,
+            aliases: Vec::new(),
+        })
     }
 
     /// The load of each lane in `step` (an open loop's target: [`lane_targets`]).
