@@ -174,6 +174,8 @@ async fn turn_ttfa_follows_the_prefill_and_cache_model_and_later_turns_report_ca
     assert!(rows[2].context_tokens_mean > rows[1].context_tokens_mean);
     let md = openbench_load::report::markdown::render(&metrics);
     assert!(md.contains("## Conversations per turn"), "{md}");
+    let html = openbench_load::report::html::render(&metrics);
+    assert!(html.contains("<h2>Conversations per turn</h2>"));
     let json = openbench_load::report::metrics_json(&metrics).unwrap();
     assert!(json.contains("\"cached_tokens_mean\""), "{json}");
 }
@@ -351,6 +353,8 @@ async fn meeting_note_follow_ups_are_scored_exactly_against_the_notes_lines() {
     let (dir, results) = run(&spec).await;
     let samples = &results.steps[0].samples;
     let (mut follow_ups, mut right) = (0, 0);
+    // Per turn: (right, scored) of the measured window [0, 2000) ms.
+    let mut per_turn: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
     for records in slots(&dir).values() {
         for r in records {
             let Some((key, turn)) = r.item_id.split_once("/turn-") else {
@@ -385,6 +389,11 @@ async fn meeting_note_follow_ups_are_scored_exactly_against_the_notes_lines() {
             );
             follow_ups += 1;
             right += usize::from(expected);
+            if r.sent_offset_ms.unwrap() < 2000.0 {
+                let at = per_turn.entry(turn.parse::<u64>().unwrap()).or_default();
+                at.0 += usize::from(expected);
+                at.1 += 1;
+            }
         }
     }
     eprintln!("meeting-note follow-ups: {follow_ups}, right {right}");
@@ -392,4 +401,15 @@ async fn meeting_note_follow_ups_are_scored_exactly_against_the_notes_lines() {
     // The simulator answers them from their gold (titles shared by two notes get the first
     // note's answer, so some are wrong): both verdicts occur.
     assert!(right >= 1 && right < follow_ups, "{right} of {follow_ups}");
+    // The report's task success per follow-up turn: right ÷ scored, by hand.
+    let metrics = compute(&results);
+    for row in metrics.steps[0].turns.iter().filter(|t| t.turn > 0) {
+        let (r, n) = per_turn[&row.turn];
+        assert_eq!(
+            row.task_success,
+            Some(r as f64 / n as f64),
+            "turn {}",
+            row.turn
+        );
+    }
 }
