@@ -413,3 +413,57 @@ async fn meeting_note_follow_ups_are_scored_exactly_against_the_notes_lines() {
         );
     }
 }
+
+/// An open loop of conversations: constant 4/s for 2 s releases 8 conversations, release k at
+/// k × 250 ms opening slot k with the step's request for release k; each later turn follows its
+/// previous one after its 50 ms think, unscheduled; after 3 turns the slot stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_loop_opens_one_conversation_per_release_and_each_stops_after_its_turns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let load = "  seed: 11
+  phases: {warmup_s: 0, measure: {duration_s: 2}, cooldown_s: 0}
+  steps:
+    - {model: constant, rate_per_s: 4,
+       conversation: {turns: {dist: fixed, tokens: 3}, think_ms: {dist: fixed, tokens: 50}}}
+  workload:
+    kind: synthetic
+    input_tokens: {dist: fixed, tokens: 200}
+    output_tokens: {dist: fixed, tokens: 8}";
+    let spec = write_spec(tmp.path(), &responses("p", "sim://plain"), load, "");
+    let (dir, results) = run(&spec).await;
+    let slots = slots(&dir);
+    assert_eq!(
+        slots.keys().map(|(_, s)| *s).collect::<Vec<_>>(),
+        (0..8).collect::<Vec<u32>>()
+    );
+    for ((_, slot), records) in &slots {
+        let turns: Vec<u64> = records.iter().map(turn_of).collect();
+        assert_eq!(turns, [0, 1, 2], "slot {slot}");
+        let first = &records[0];
+        assert_eq!(first.item_id, format!("synthetic-{slot}"));
+        assert_eq!(first.scheduled_offset_ms, Some(f64::from(*slot) * 250.0));
+        for pair in records.windows(2) {
+            assert_eq!(pair[1].think_ms, Some(50.0));
+            assert_eq!(pair[1].scheduled_offset_ms, None);
+            // Sent no earlier than its think after the previous turn ended.
+            let ended = pair[0].sent_offset_ms.unwrap() + pair[0].stream_end_ms.unwrap();
+            assert!(pair[1].sent_offset_ms.unwrap() >= ended + 50.0 - 1.0);
+        }
+    }
+    // The report's rows count the measured requests: scheduled (turn 0) or sent (later turns,
+    // unscheduled) inside [0, 2000) ms.
+    let mut measured: BTreeMap<u64, usize> = BTreeMap::new();
+    for r in slots.values().flatten() {
+        if r.scheduled_offset_ms.or(r.sent_offset_ms).unwrap() < 2000.0 {
+            *measured.entry(turn_of(r)).or_default() += 1;
+        }
+    }
+    let metrics = compute(&results);
+    let rows: BTreeMap<u64, usize> = metrics.steps[0]
+        .turns
+        .iter()
+        .map(|t| (t.turn, t.requests))
+        .collect();
+    assert_eq!(rows, measured);
+    assert_eq!(rows[&0], 8);
+}

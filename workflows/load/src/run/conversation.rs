@@ -116,6 +116,8 @@ pub struct ConversationSource {
     seed: u64,
     /// The step's index (keys the draws).
     step: usize,
+    /// An open loop: each release (slot) is one conversation, which stops when it ends.
+    open: bool,
 }
 
 /// Where a slot stands in its conversations after its history.
@@ -140,7 +142,15 @@ impl ConversationSource {
             conversation,
             seed,
             step,
+            open: false,
         }
+    }
+
+    /// The same conversations in an open loop: release k (slot k) opens one, with the step's
+    /// request for release k, and the slot stops when it ends (no next conversation).
+    pub fn open(mut self) -> ConversationSource {
+        self.open = true;
+        self
     }
 
     /// Turns of conversation `c` of the slot at `at`: drawn from the stream (seed,
@@ -271,6 +281,22 @@ impl RequestSource for ConversationSource {
         let now = self.standing(at, history);
         let last = history.last().filter(|_| now.turn > 0);
         let Some(last) = last else {
+            if self.open {
+                // Release k's conversation: the step's request for release k, at its release;
+                // once it ended, the slot stops.
+                if now.conversation > 0 {
+                    return Next::Stop;
+                }
+                let opening = LoadPosition {
+                    slot: 0,
+                    sequence: u64::from(at.slot),
+                    ..at.clone()
+                };
+                return Next::Send {
+                    content: self.base.request(&opening),
+                    think_ms: 0.0,
+                };
+            }
             // A new conversation: the step's request for its number, after the ramp for the
             // user's first one.
             let opening = LoadPosition {

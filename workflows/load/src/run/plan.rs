@@ -124,8 +124,8 @@ pub fn step_phase(
         _ => String::new(),
     };
     let conversation = match section.conversation(step.index) {
-        Some(_) if !step.model.is_open() => " conversations",
-        _ => "",
+        Some(_) => " conversations",
+        None => "",
     };
     let label = format!("{}{ramp}{conversation}", step.model.label());
     let name = format!("step-{} {label}", step.index);
@@ -147,6 +147,12 @@ pub fn step_phase(
                 .map(|&r| per_region.get(r).cloned().unwrap_or_default())
                 .collect();
             let source = source_of(step, section, layout, workload);
+            let source: Arc<dyn RequestSource> = match section.conversation(step.index) {
+                Some(c) => Arc::new(
+                    ConversationSource::new(source, c.clone(), section.seed, step.index).open(),
+                ),
+                None => Arc::new(source),
+            };
             Phase::OpenLoop(LoadPhase {
                 name,
                 load: step.model.label(),
@@ -155,7 +161,7 @@ pub fn step_phase(
                     offsets_ms,
                     max_in_flight: section.open_loop_in_flight(),
                 },
-                source: Arc::new(source),
+                source,
             })
         }
         StepModel::Closed { concurrency } => {

@@ -168,12 +168,12 @@ impl RunContext {
         records: &[&TerminalRecord],
     ) -> Option<HashMap<String, Sent>> {
         let conversation = self.section.conversation(step.index)?;
-        if step.model.is_open() {
-            return None;
-        }
         let base = source_of(step, &self.section, &self.layout, &self.workload);
-        let source =
+        let mut source =
             ConversationSource::new(base, conversation.clone(), self.section.seed, step.index);
+        if step.model.is_open() {
+            source = source.open();
+        }
         let lanes = &self.layout.lanes;
         Some(source.replay(
             step.index as u32,

@@ -87,10 +87,13 @@ impl LoadSection {
         self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT)
     }
 
-    /// The conversations of sweep step `index` when it is a closed loop that holds them.
+    /// The conversations of sweep step `index` when it holds them (a closed, constant or
+    /// Poisson step with `conversation`).
     pub fn conversation(&self, index: usize) -> Option<&Conversation> {
         match self.steps.get(index)? {
-            LoadModel::Closed { conversation, .. } => conversation.as_ref(),
+            LoadModel::Closed { conversation, .. }
+            | LoadModel::Constant { conversation, .. }
+            | LoadModel::Poisson { conversation, .. } => conversation.as_ref(),
             _ => None,
         }
     }
@@ -136,11 +139,21 @@ pub enum LoadModel {
     Constant {
         /// Requests per second per lane.
         rate_per_s: f64,
+        /// Each release opens a conversation ([`Conversation`]): its later turns follow their
+        /// previous one after its think time, and it ends after its turns or a failed turn.
+        /// Absent: every release is one request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        conversation: Option<Conversation>,
     },
     /// Open loop, exponential gaps of mean 1/rate, drawn from the seed.
     Poisson {
         /// Mean requests per second per lane.
         rate_per_s: f64,
+        /// Each release opens a conversation ([`Conversation`]): its later turns follow their
+        /// previous one after its think time, and it ends after its turns or a failed turn.
+        /// Absent: every release is one request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        conversation: Option<Conversation>,
     },
     /// Open loop, gamma-distributed gaps of mean 1/rate, drawn from the seed: vLLM `bench
     /// serve`'s `--burstiness` (shape = burstiness, scale = 1/(rate × burstiness); 1 is Poisson,

@@ -317,6 +317,22 @@ fn a_closed_steps_conversations_parse_and_are_checked() {
             "load.steps[2].conversation.think_ms: 90000000 ms is longer than a day",
         ]
     );
+    // Open loops: constant and Poisson steps take conversations (each release opens one),
+    // checked alike; other open models refuse the field.
+    let open = "seed: 1\nphases: {warmup_s: 1, measure: {duration_s: 1}, cooldown_s: 1}\n\
+                steps: [{model: poisson, rate_per_s: 2, conversation: {turns: {dist: fixed, \
+                tokens: 0}}}]\nworkload: {kind: tasks}\n";
+    let load = LoadSection::from_yaml(open, "s.yaml").unwrap();
+    assert!(load.conversation(0).is_some());
+    assert_eq!(
+        load.problems(&LIMITS),
+        ["load.steps[0].conversation.turns.tokens: must be at least 1"]
+    );
+    let gamma = open.replace(
+        "poisson, rate_per_s: 2",
+        "gamma, rate_per_s: 2, burstiness: 1",
+    );
+    assert!(LoadSection::from_yaml(&gamma, "s.yaml").is_err());
     let typo = "seed: 1\nphases: {warmup_s: 1, measure: {duration_s: 1}, cooldown_s: 1}\n\
                 steps: [{model: closed, concurrency: 2, conversation: {turn: 3}}]\n\
                 workload: {kind: tasks}\n";
