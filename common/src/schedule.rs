@@ -419,6 +419,12 @@ pub struct PhaseFile<'a> {
     /// The rounds of a paired phase.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan: Option<&'a Plan>,
+    /// The phase's source reads its slots' history ([`RequestSource::reads_history`]): a slot
+    /// may stop before its planned requests (a conversation ended or failed), so `requests` is
+    /// a ceiling, not a count `watch` should wait for. Written only when true, so the plan
+    /// files of other phases keep their bytes, and plan files without it read as false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub reads_history: bool,
 }
 
 impl<'a> PhaseFile<'a> {
@@ -451,6 +457,10 @@ impl<'a> PhaseFile<'a> {
             Phase::PairedRounds(p) => p.plan.request_count(),
             Phase::OpenLoop(l) | Phase::ClosedLoop(l) => l.request_count(),
         };
+        let reads_history = match phase {
+            Phase::PairedRounds(_) => false,
+            Phase::OpenLoop(l) | Phase::ClosedLoop(l) => l.source.reads_history(),
+        };
         PhaseFile {
             phase: phase_index,
             phase_id: phase_id(version, phase_index, &name, attempt),
@@ -460,6 +470,7 @@ impl<'a> PhaseFile<'a> {
             pacing,
             requests,
             plan,
+            reads_history,
         }
     }
 }

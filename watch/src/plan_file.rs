@@ -44,8 +44,9 @@ pub struct Unit {
     /// What a load phase asks of each lane (`None` for paired rounds).
     pub load: Option<PhaseLoad>,
     /// Lanes whose requests in this unit are an outcome, not a plan (a timed closed loop sends
-    /// as many as its users finish in the window, so its plan lists none): their progress has
-    /// no total.
+    /// as many as its users finish in the window, so its plan lists none; a phase whose source
+    /// reads history, conversations, may stop its slots before their planned turns, so its plan
+    /// lists a ceiling): their progress has no total.
     pub open_ended: Vec<Lane>,
 }
 
@@ -118,6 +119,10 @@ struct PhaseEntry {
     pacing: Option<Pacing>,
     #[serde(default)]
     plan: Option<Plan>,
+    /// The phase's source reads its slots' history (conversations): its slots may stop early,
+    /// so its planned requests are a ceiling. Absent in older plan files: false.
+    #[serde(default)]
+    reads_history: bool,
 }
 
 /// Just enough of a plan file to tell its kind.
@@ -223,6 +228,7 @@ fn push_phase(outline: &mut Outline, phase: &PhaseEntry) {
     };
     let open_ended = match &phase.pacing {
         Some(Pacing::Users { .. }) => phase.lanes.clone(),
+        Some(_) if phase.reads_history => phase.lanes.clone(),
         _ => Vec::new(),
     };
     outline.columns.push(phase.name.clone());

@@ -196,3 +196,61 @@ fn a_timed_closed_loop_leaves_its_lanes_without_a_total() {
         [("a".into(), "0/11+".into()), ("b".into(), "0/11 0%".into())]
     );
 }
+
+/// Conversations: a source that reads its slots' history.
+struct Talking;
+
+impl RequestSource for Talking {
+    fn request(&self, position: &LoadPosition) -> RequestContent {
+        Same.request(position)
+    }
+    fn reads_history(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_conversation_phase_is_marked_in_the_plan_file_and_its_lanes_have_no_total() {
+    let mut schedule = schedule();
+    schedule.phases.push(Phase::ClosedLoop(LoadPhase {
+        name: "talk".into(),
+        load: "closed c=1".into(),
+        lanes: vec![lane("b")],
+        pacing: Pacing::Slots {
+            concurrency: 1,
+            per_slot: 4,
+        },
+        source: Arc::new(Talking),
+    }));
+    let text = serde_json::to_value(schedule.plan_file()).unwrap();
+    let marks: Vec<Option<&serde_json::Value>> = text["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.get("reads_history"))
+        .collect();
+    // Only the conversation phase carries the field; the others keep their bytes.
+    assert_eq!(marks, [None, None, Some(&serde_json::Value::Bool(true))]);
+
+    let outline = read_back(&schedule.plan_file());
+    let units: Vec<(usize, Vec<&str>)> = outline
+        .units
+        .iter()
+        .map(|u| {
+            (
+                u.requests.len(),
+                u.open_ended.iter().map(|l| l.label.as_str()).collect(),
+            )
+        })
+        .collect();
+    // Its 4 planned turns are a ceiling: lane b's progress has no total.
+    assert_eq!(units, [(12, vec![]), (10, vec![]), (4, vec!["b"])]);
+
+    // An older plan file (no field) still reads, its phases with totals.
+    let mut old = text.clone();
+    if let Some(p) = old["phases"][2].as_object_mut() {
+        p.remove("reads_history");
+    }
+    let outline = read_back(&old);
+    assert!(outline.units.iter().all(|u| u.open_ended.is_empty()));
+}

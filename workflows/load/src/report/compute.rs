@@ -93,6 +93,9 @@ pub struct StepView {
     pub providers: Vec<Row>,
     /// All lanes pooled.
     pub pooled: Row,
+    /// A conversation step's figures per turn index (absent for any other step).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<super::turns::TurnRow>,
 }
 
 /// The figures of one lane, provider or the pool in one step.
@@ -279,6 +282,7 @@ fn step_view(step: &StepResults, results: &LoadResults) -> StepView {
         lanes,
         providers,
         pooled: row("pooled", &all),
+        turns: super::turns::turn_rows(step, results.scored),
     }
 }
 
@@ -327,8 +331,12 @@ fn group_row(
         .iter()
         .filter(|(_, s)| s.outcome == Outcome::Completed && s.correct == Some(true))
         .count();
-    let task_success =
-        (results.scored && !measured.is_empty()).then(|| right as f64 / measured.len() as f64);
+    // A conversation's follow-ups without a gold are not in the denominator.
+    let scored = measured
+        .iter()
+        .filter(|(i, s)| s.correct.is_some() || step.turns.get(*i).is_none_or(|t| t.turn == 0))
+        .count();
+    let task_success = (results.scored && scored > 0).then(|| right as f64 / scored as f64);
     let interval = |values: Vec<f64>, p: f64, figure: &str| {
         let label = format!("{}/{name}/{figure}", step.index);
         sample_percentile_interval(&values, p, REPORT_REPLICATES, settings.seed, &label)

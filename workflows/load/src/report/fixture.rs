@@ -111,6 +111,7 @@ pub fn results() -> LoadResults {
         ],
         harness_failures: 1,
         sittings: vec![1],
+        turns: Vec::new(),
         retry_after_s: BTreeMap::from([(2, 2.0)]),
     };
     let step1 = StepResults {
@@ -129,6 +130,7 @@ pub fn results() -> LoadResults {
             .collect(),
         harness_failures: 0,
         sittings: vec![1],
+        turns: Vec::new(),
         // Samples 0, 2, 4, 6 are lane a's 429s; two carried a Retry-After.
         retry_after_s: BTreeMap::from([(0, 3.0), (4, 1.0)]),
     };
@@ -145,6 +147,7 @@ pub fn results() -> LoadResults {
         ],
         harness_failures: 0,
         sittings: vec![1],
+        turns: Vec::new(),
         retry_after_s: BTreeMap::new(),
     };
     LoadResults {
@@ -201,6 +204,7 @@ pub fn forty(run_id: &str, ttfa: f64, mixed: &[usize]) -> LoadResults {
         samples,
         harness_failures: 0,
         sittings: vec![1],
+        turns: Vec::new(),
         retry_after_s: BTreeMap::new(),
     }];
     run

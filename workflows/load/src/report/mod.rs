@@ -39,6 +39,7 @@ mod retry_after;
 pub mod tables;
 #[cfg(test)]
 mod tests;
+pub mod turns;
 pub mod validity;
 
 pub use retry_after::retry_after_s;
@@ -98,6 +99,9 @@ pub struct StepResults {
     /// were stamped carry none). More than one: the step was interrupted and resumed, and its
     /// offsets come from two timelines, each from its own sitting's start.
     pub sittings: Vec<u32>,
+    /// A conversation step's place of every sample in its conversation (`turns[i]` is
+    /// `samples[i]`'s); empty for any other step.
+    pub turns: Vec<turns::SampleTurn>,
 }
 
 /// One lane's share of a step's load.

@@ -44,9 +44,10 @@ impl Table {
 }
 
 /// Every table in report order: summary, latency, intervals, timed from the schedule, goodput,
-/// saturation point, failures, inter-token latency, throughput.
+/// saturation point, failures, inter-token latency, throughput; then, when a step held
+/// conversations, their figures per turn.
 pub fn tables(m: &LoadMetrics) -> Vec<Table> {
-    vec![
+    let mut out = vec![
         summary(m),
         latency(m),
         intervals(m),
@@ -56,7 +57,10 @@ pub fn tables(m: &LoadMetrics) -> Vec<Table> {
         failures(m),
         itl(m),
         throughput(m),
-    ]
+    ];
+    // Conversation steps only: other reports keep their bytes.
+    out.extend(super::turns::table(m));
+    out
 }
 
 /// One row per step × row (lanes, providers, pooled) of `m`.

@@ -3,6 +3,7 @@
 //! search's chosen one at a time from the records), the task families' items (`openbench-tasks`,
 //! as micro-single-task sends them) when the workload is `tasks`, and the report read back from the raw records (docs/load.md).
 
+pub mod conversation;
 mod plan;
 pub mod run_data;
 mod section;
@@ -189,7 +190,12 @@ impl Workflow for LoadWorkflow {
         if dataset.items.is_empty() {
             return Ok(Vec::new());
         }
-        dataset::canned::canned_answers(dataset).map_err(|e| WorkflowError(Box::new(e)))
+        let mut answers =
+            dataset::canned::canned_answers(dataset).map_err(|e| WorkflowError(Box::new(e)))?;
+        // Conversations' follow-ups on meeting notes, so a simulated run can answer them right.
+        let items: Vec<_> = dataset.items.values().flatten().cloned().collect();
+        answers.extend(conversation::canned_follow_ups(&items));
+        Ok(answers)
     }
     fn report(
         &self,

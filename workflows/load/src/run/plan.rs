@@ -11,13 +11,14 @@
 //! - **Saturation search**: one step at a time ([`next_step`]), each rate from the records of the
 //!   steps before (`metrics::saturation::next_rate`).
 
+use super::conversation::ConversationSource;
 use super::workload::{StepSource, Workload};
 use crate::arrivals::{OpenSchedule, Window, closed_window, ms_to_ns};
 use crate::metrics::saturation::next_rate;
 use crate::spec::{LoadSection, Measure, Step, StepModel};
 use crate::trace::Traces;
 use openbench_common::rundir::Lane;
-use openbench_common::schedule::{LoadPhase, Pacing, Phase};
+use openbench_common::schedule::{LoadPhase, Pacing, Phase, RequestSource};
 use std::sync::Arc;
 
 /// Where a run's lanes sit: their labels and each one's region index.
@@ -122,7 +123,11 @@ pub fn step_phase(
         Some(ramp_s) if !step.model.is_open() => format!(" ramp {ramp_s}s"),
         _ => String::new(),
     };
-    let label = format!("{}{ramp}", step.model.label());
+    let conversation = match section.conversation(step.index) {
+        Some(_) => " conversations",
+        None => "",
+    };
+    let label = format!("{}{ramp}{conversation}", step.model.label());
     let name = format!("step-{} {label}", step.index);
     match step.model {
         StepModel::Open { .. }
@@ -142,6 +147,12 @@ pub fn step_phase(
                 .map(|&r| per_region.get(r).cloned().unwrap_or_default())
                 .collect();
             let source = source_of(step, section, layout, workload);
+            let source: Arc<dyn RequestSource> = match section.conversation(step.index) {
+                Some(c) => Arc::new(
+                    ConversationSource::new(source, c.clone(), section.seed, step.index).open(),
+                ),
+                None => Arc::new(source),
+            };
             Phase::OpenLoop(LoadPhase {
                 name,
                 load: step.model.label(),
@@ -150,7 +161,7 @@ pub fn step_phase(
                     offsets_ms,
                     max_in_flight: section.open_loop_in_flight(),
                 },
-                source: Arc::new(source),
+                source,
             })
         }
         StepModel::Closed { concurrency } => {
@@ -172,12 +183,21 @@ pub fn step_phase(
                 },
             };
             let source = source_of(step, section, layout, workload);
+            let source: Arc<dyn RequestSource> = match section.conversation(step.index) {
+                Some(c) => Arc::new(ConversationSource::new(
+                    source,
+                    c.clone(),
+                    section.seed,
+                    step.index,
+                )),
+                None => Arc::new(source),
+            };
             Phase::ClosedLoop(LoadPhase {
                 name,
                 load: label,
                 lanes: layout.lanes.clone(),
                 pacing,
-                source: Arc::new(source),
+                source,
             })
         }
     }

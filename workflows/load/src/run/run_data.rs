@@ -2,11 +2,13 @@
 //! ran (a saturation search's replayed from its records), every request as a
 //! [`RequestSample`], and the settings of the rules.
 
+use super::conversation::{ConversationSource, Sent, TURN_MARK, follow_up};
 use super::plan::{LaneLayout, first_steps, lane_targets, next_step, source_of, window_of};
 use super::workload::Workload;
 use crate::arrivals::Window;
 use crate::metrics::step::{StepSettings, step_metrics};
 use crate::metrics::{RequestSample, Slo};
+use crate::report::turns::SampleTurn;
 use crate::report::{LaneLoad, LoadResults, ReportSettings, StepResults};
 use crate::spec::{LoadSection, Step, StepModel, WorkloadSpec};
 use crate::trace::Traces;
@@ -18,7 +20,7 @@ pub use openbench_report_kit::request::events::{
     AnswerEvents, AnswerStream, READ_COALESCE_MS, answer_events,
 };
 pub use openbench_report_kit::request::sample_of;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 /// What reading a run needs besides its records.
@@ -36,16 +38,37 @@ pub struct RunContext {
 }
 
 impl RunContext {
-    /// Whether a record's answer was exactly right (`None` without scoring): a failed request
-    /// is not right.
+    /// Whether a record's answer was exactly right (`None` without scoring, and for a
+    /// conversation's follow-up turn without a gold): a failed request is not right.
     pub fn correct(&self, record: &TerminalRecord) -> Option<bool> {
         let gold = self.gold.as_ref()?;
+        if let Some((key, turn)) = record.item_id.split_once(TURN_MARK) {
+            let gold = self.follow_up_gold(key, turn.parse().ok()?)?;
+            return Some(
+                record.outcome == Outcome::Completed
+                    && score_answer(&gold, &record.answer_text).correct,
+            );
+        }
         Some(
             record.outcome == Outcome::Completed
                 && gold
                     .get(&record.item_id)
                     .is_some_and(|g| score_answer(g, &record.answer_text).correct),
         )
+    }
+
+    /// The gold of a conversation's follow-up at `turn` on task item `key` (a meeting note's
+    /// line: [`follow_up`]); `None` for a follow-up without one.
+    fn follow_up_gold(&self, key: &str, turn: u64) -> Option<GoldRef> {
+        let Workload::Tasks { items, .. } = &*self.workload else {
+            return None;
+        };
+        let item = items.iter().find(|i| i.item_id == key)?;
+        let value = follow_up(&item.group, &item.user, turn).gold?;
+        Some(GoldRef::MeetingNotes {
+            value,
+            aliases: Vec::new(),
+        })
     }
 
     /// The load of each lane in `step` (an open loop's target: [`lane_targets`]).
@@ -135,6 +158,28 @@ impl RunContext {
             slot: record.slot.unwrap_or(0),
             sequence: record.sequence.unwrap_or(0),
         }
+    }
+
+    /// What each of `records` sent when `step` holds conversations (its turn and context
+    /// length, by request id, replayed as a resume does); `None` for any other step.
+    pub fn conversation_sent(
+        &self,
+        step: &Step,
+        records: &[&TerminalRecord],
+    ) -> Option<HashMap<String, Sent>> {
+        let conversation = self.section.conversation(step.index)?;
+        let base = source_of(step, &self.section, &self.layout, &self.workload);
+        let mut source =
+            ConversationSource::new(base, conversation.clone(), self.section.seed, step.index);
+        if step.model.is_open() {
+            source = source.open();
+        }
+        let lanes = &self.layout.lanes;
+        Some(source.replay(
+            step.index as u32,
+            |label| lanes.iter().position(|l| l.label == label),
+            records,
+        ))
     }
 
     /// o200k tokens of the prompt the record's request sent, rebuilt from its position.
@@ -227,16 +272,27 @@ pub fn results_of(
                 .filter(|r| r.outcome != Outcome::HarnessError)
                 .collect();
             kept.sort_by(|a, b| (&a.lane, a.slot, a.sequence).cmp(&(&b.lane, b.slot, b.sequence)));
+            let sent = ctx.conversation_sent(&step, &kept);
+            let turns = match &sent {
+                Some(sent) => kept
+                    .iter()
+                    .map(|r| SampleTurn {
+                        turn: sent.get(&r.request_id).map_or(0, |s| s.turn),
+                        cached_tokens: r.usage.as_ref().and_then(|u| u.cached_tokens),
+                    })
+                    .collect(),
+                None => Vec::new(),
+            };
             let samples = kept
                 .iter()
                 .map(|r| {
                     let stream = chunks.get(&r.request_id).cloned().unwrap_or_default();
-                    let mut sample = sample_of(
-                        r,
-                        Some(stream.events_ms),
-                        ctx.input_tokens(&step, r),
-                        ctx.correct(r),
-                    );
+                    let input_tokens = match &sent {
+                        Some(sent) => sent.get(&r.request_id).map_or(0, |s| s.context_tokens),
+                        None => ctx.input_tokens(&step, r),
+                    };
+                    let mut sample =
+                        sample_of(r, Some(stream.events_ms), input_tokens, ctx.correct(r));
                     sample.read_groups = stream.groups;
                     sample.held_tokens = ctx.held_tokens(&step, r);
                     sample
@@ -260,6 +316,7 @@ pub fn results_of(
                 harness_failures,
                 retry_after_s,
                 sittings: sittings.into_iter().collect(),
+                turns,
             }
         })
         .collect();

@@ -87,6 +87,17 @@ impl LoadSection {
         self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT)
     }
 
+    /// The conversations of sweep step `index` when it holds them (a closed, constant or
+    /// Poisson step with `conversation`).
+    pub fn conversation(&self, index: usize) -> Option<&Conversation> {
+        match self.steps.get(index)? {
+            LoadModel::Closed { conversation, .. }
+            | LoadModel::Constant { conversation, .. }
+            | LoadModel::Poisson { conversation, .. } => conversation.as_ref(),
+            _ => None,
+        }
+    }
+
     /// The ramp of sweep step `index` when it is a closed loop that has one (`ramp_up_s`).
     pub fn ramp_up_s(&self, index: usize) -> Option<f64> {
         match self.steps.get(index)? {
@@ -118,16 +129,31 @@ pub enum LoadModel {
         /// on). Absent: every user starts at once.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ramp_up_s: Option<f64>,
+        /// Each user holds conversations instead of independent requests: turn k carries the
+        /// earlier turns' messages and the model's answers verbatim ([`Conversation`]).
+        /// Absent: every request stands alone.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        conversation: Option<Conversation>,
     },
     /// Open loop, one request every 1/rate seconds.
     Constant {
         /// Requests per second per lane.
         rate_per_s: f64,
+        /// Each release opens a conversation ([`Conversation`]): its later turns follow their
+        /// previous one after its think time, and it ends after its turns or a failed turn.
+        /// Absent: every release is one request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        conversation: Option<Conversation>,
     },
     /// Open loop, exponential gaps of mean 1/rate, drawn from the seed.
     Poisson {
         /// Mean requests per second per lane.
         rate_per_s: f64,
+        /// Each release opens a conversation ([`Conversation`]): its later turns follow their
+        /// previous one after its think time, and it ends after its turns or a failed turn.
+        /// Absent: every release is one request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        conversation: Option<Conversation>,
     },
     /// Open loop, gamma-distributed gaps of mean 1/rate, drawn from the seed: vLLM `bench
     /// serve`'s `--burstiness` (shape = burstiness, scale = 1/(rate × burstiness); 1 is Poisson,
@@ -279,6 +305,19 @@ pub struct SharedPrefix {
     pub suffixes_per_prefix: u32,
     /// Length of every prefix in tokens.
     pub prefix_tokens: u32,
+}
+
+/// A closed step's conversations: how many turns each has and how long a user thinks between
+/// them, both drawn from the section's seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Conversation {
+    /// Turns per conversation, drawn per conversation (`{dist: fixed, tokens: 3}`: 3 turns; the
+    /// distribution's values are turns here, not tokens).
+    pub turns: LengthDist,
+    /// Think time before each later turn, ms, drawn per turn (values are ms). Absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think_ms: Option<LengthDist>,
 }
 
 /// A distribution of lengths in o200k tokens.

@@ -93,11 +93,11 @@ impl From<&LoadModel> for StepModel {
     fn from(model: &LoadModel) -> StepModel {
         match *model {
             LoadModel::Closed { concurrency, .. } => StepModel::Closed { concurrency },
-            LoadModel::Constant { rate_per_s } => StepModel::Open {
+            LoadModel::Constant { rate_per_s, .. } => StepModel::Open {
                 arrivals: Arrivals::Constant,
                 rate_per_s,
             },
-            LoadModel::Poisson { rate_per_s } => StepModel::Open {
+            LoadModel::Poisson { rate_per_s, .. } => StepModel::Open {
                 arrivals: Arrivals::Poisson,
                 rate_per_s,
             },

@@ -1,7 +1,7 @@
 //! The rules of a `load:` section. Every broken rule is one line naming its field path and value;
 //! nothing stops at the first problem.
 
-use super::{LengthDist, LoadModel, LoadSection, Measure, Phases, WorkloadSpec};
+use super::{Conversation, LengthDist, LoadModel, LoadSection, Measure, Phases, WorkloadSpec};
 use openbench_common::probe_session::MAX_PROBE_IN_FLIGHT;
 
 /// Metric names an SLO may bound (all in milliseconds, all per request). The `_sched` ones are
@@ -39,6 +39,8 @@ pub const MAX_BURSTINESS: f64 = 1_000.0;
 pub const MAX_TIME_SCALE: f64 = 1_000.0;
 /// Most bisections of a saturation search.
 pub const MAX_REFINE_STEPS: u32 = 20;
+/// Most turns one conversation may have (each turn re-sends every earlier one).
+pub const MAX_TURNS: u32 = 1_000;
 
 /// What the rest of the spec fixes that the load section must fit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +76,11 @@ impl LoadSection {
                 LoadModel::Closed {
                     concurrency,
                     ramp_up_s,
+                    conversation,
                 } => {
+                    if let Some(c) = conversation {
+                        conversation_problems(&at, c, &mut say);
+                    }
                     if *concurrency == 0 || *concurrency > MAX_CONCURRENCY {
                         say(format!(
                             "{at}.concurrency: {concurrency} is outside 1..={MAX_CONCURRENCY}"
@@ -88,7 +94,17 @@ impl LoadSection {
                         ));
                     }
                 }
-                LoadModel::Constant { rate_per_s } | LoadModel::Poisson { rate_per_s } => {
+                LoadModel::Constant {
+                    rate_per_s,
+                    conversation,
+                }
+                | LoadModel::Poisson {
+                    rate_per_s,
+                    conversation,
+                } => {
+                    if let Some(c) = conversation {
+                        conversation_problems(&at, c, &mut say);
+                    }
                     rate_problems(
                         &format!("{at}.rate_per_s"),
                         *rate_per_s,
@@ -373,6 +389,26 @@ fn output_problems(dist: &LengthDist, limits: &Limits, say: &mut impl FnMut(Stri
         say(format!(
             "{at}: lengths up to {max} tokens cannot fit the contract's ceiling request.max_output_tokens = {}",
             limits.max_output_tokens
+        ));
+    }
+}
+
+/// The problems of step `at`'s conversations: its turns and think time as length distributions,
+/// at most [`MAX_TURNS`] turns and a day of think.
+fn conversation_problems(at: &str, c: &Conversation, say: &mut impl FnMut(String)) {
+    if let Some((_, max)) = dist_problems(&format!("{at}.conversation.turns"), &c.turns, say)
+        && max > MAX_TURNS
+    {
+        say(format!(
+            "{at}.conversation.turns: {max} turns is over {MAX_TURNS}"
+        ));
+    }
+    if let Some(think) = &c.think_ms
+        && let Some((_, max)) = dist_problems(&format!("{at}.conversation.think_ms"), think, say)
+        && f64::from(max) > MAX_PHASE_S * 1000.0
+    {
+        say(format!(
+            "{at}.conversation.think_ms: {max} ms is longer than a day"
         ));
     }
 }
