@@ -10,6 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
+# fuzz/ is its own workspace with its own lock file; a workspace dependency change must update it
+# too (CI's fuzz pass builds it with --locked).
+cargo metadata --locked --format-version 1 --manifest-path fuzz/Cargo.toml > /dev/null
 log="$(mktemp)"
 skip_dir="$(mktemp -d)"
 trap 'rm -rf "$log" "$skip_dir"' EXIT
