@@ -347,8 +347,60 @@ pub const VALIDITY_CHECKS: Table = Table {
     key: &["run_id", "check_index"],
 };
 
+/// A repeated load sweep's figures per repeat (`load.repeats`): one row per written step, row
+/// (lane, provider or `pooled`), figure and repeat (1-based), with the run's step (`phase`,
+/// `load_steps.step`) that repeat ran as.
+pub const LOAD_REPEATS: Table = Table {
+    name: "load_repeats",
+    columns: &[
+        col("run_id", Text),
+        col("step", Int),
+        col("row_name", Text),
+        col("figure", Text),
+        col("repeat", Int),
+        col("phase", Int),
+        opt("value", Real),
+    ],
+    key: &["run_id", "step", "row_name", "figure", "repeat"],
+};
+
+/// A repeated load sweep's figures across repeats: the mean over the repeats that had the
+/// figure and its 95% Student t interval (docs/load.md, "Repeats").
+pub const LOAD_REPEAT_INTERVALS: Table = Table {
+    name: "load_repeat_intervals",
+    columns: &[
+        col("run_id", Text),
+        col("step", Int),
+        col("row_name", Text),
+        col("figure", Text),
+        col("repeats", Int),
+        col("mean", Real),
+        col("low", Real),
+        col("high", Real),
+    ],
+    key: &["run_id", "step", "row_name", "figure"],
+};
+
+/// Each probe replica's send lag and clock offset from a run's validity section
+/// (docs/validity.md): its releases' send-lag count, p50, p99 and max, and its link's clock
+/// offset and bound. NULL where the section has one and not the other.
+pub const REPLICA_VALIDITY: Table = Table {
+    name: "replica_validity",
+    columns: &[
+        col("run_id", Text),
+        col("replica", Text),
+        opt("send_lag_count", Int),
+        opt("send_lag_p50_ms", Real),
+        opt("send_lag_p99_ms", Real),
+        opt("send_lag_max_ms", Real),
+        opt("clock_offset_ms", Real),
+        opt("clock_offset_bound_ms", Real),
+    ],
+    key: &["run_id", "replica"],
+};
+
 /// Every data table, parents first (publish inserts in this order, deletes in reverse).
-pub const TABLES: [Table; 12] = [
+pub const TABLES: [Table; 15] = [
     RUNS,
     LANES,
     REQUESTS,
@@ -361,6 +413,9 @@ pub const TABLES: [Table; 12] = [
     PAIRED_WINS,
     PAIRED_PAIRS,
     RUN_CONTRACTS,
+    LOAD_REPEATS,
+    LOAD_REPEAT_INTERVALS,
+    REPLICA_VALIDITY,
 ];
 
 /// One schema version.
@@ -399,6 +454,11 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 5,
         name: "paired_wins, paired_pairs, run_contracts",
         ddl: paired_contract_schema,
+    },
+    Migration {
+        version: 6,
+        name: "load_repeats, load_repeat_intervals, replica_validity",
+        ddl: repeats_replicas_schema,
     },
 ];
 
@@ -461,6 +521,15 @@ fn snapshot_schema() -> String {
 /// Self-contained (names its tables, not a slice of [`TABLES`]), so it can be renumbered.
 fn paired_contract_schema() -> String {
     [PAIRED_WINS, PAIRED_PAIRS, RUN_CONTRACTS]
+        .iter()
+        .map(create_table)
+        .collect::<Vec<_>>()
+        .join(";\n")
+}
+
+/// Self-contained, as [`paired_contract_schema`].
+fn repeats_replicas_schema() -> String {
+    [LOAD_REPEATS, LOAD_REPEAT_INTERVALS, REPLICA_VALIDITY]
         .iter()
         .map(create_table)
         .collect::<Vec<_>>()
