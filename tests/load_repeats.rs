@@ -201,7 +201,7 @@ fn stored(location: &str, dir: &Path, hand: &[[f64; 5]], across: &[(String, f64,
         .query(
             "SELECT figure, repeat, phase, value FROM load_repeats WHERE run_id = $1 \
              AND row_name = 'pooled' AND figure = 'ttfa_p50_ms' ORDER BY repeat",
-            &[id.clone()],
+            std::slice::from_ref(&id),
         )
         .unwrap();
     assert_eq!(rows.len(), 3);
