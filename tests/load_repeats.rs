@@ -174,14 +174,7 @@ async fn three_repeats_report_each_repeat_and_the_interval_across_them() {
 
     // The store keeps each repeat's value and the interval, as reported, in SQLite and (when
     // deploy/postgres/test-server.sh runs) PostgreSQL.
-    let mut locations = vec![tmp.path().join("store.db").display().to_string()];
-    match std::env::var("OPENBENCH_TEST_POSTGRES_URL") {
-        Ok(url) => locations.push(url),
-        Err(_) => real_targets::skip::skip_or_fail(
-            "load_repeats::postgres",
-            "OPENBENCH_TEST_POSTGRES_URL is not set (deploy/postgres/test-server.sh starts one)",
-        ),
-    }
+    let locations = real_targets::skip::store_locations(tmp.path(), "load_repeats::postgres");
     for location in locations {
         let (dir, hand, across) = (dir.clone(), hand.clone(), expected_across.clone());
         // The store's PostgreSQL client is synchronous: it runs off the runtime.

@@ -156,14 +156,7 @@ async fn three_replicas_share_one_lane_and_pool_it_exactly() {
             clock_offset_bound_ms: Some(link.clock_offset_error_ms),
         });
     }
-    let mut locations = vec![tmp.path().join("store.db").display().to_string()];
-    match std::env::var("OPENBENCH_TEST_POSTGRES_URL") {
-        Ok(url) => locations.push(url),
-        Err(_) => real_targets::skip::skip_or_fail(
-            "load_replicas::postgres",
-            "OPENBENCH_TEST_POSTGRES_URL is not set (deploy/postgres/test-server.sh starts one)",
-        ),
-    }
+    let locations = real_targets::skip::store_locations(tmp.path(), "load_replicas::postgres");
     for location in locations {
         let (dir, expected) = (dir.clone(), expected.clone());
         // The store's PostgreSQL client is synchronous: it runs off the runtime.
