@@ -61,20 +61,21 @@ pub fn render(c: &Comparison) -> String {
         "# Load comparison: {} (B) against {} (A)\n",
         c.run_b, c.run_a
     );
-    let _ = writeln!(
-        out,
-        "- Intervals: {}% percentile bootstrap of B − A over each step's measured requests, {} \
-         replicates per run, seed {}; none when either run has under 30 measured requests in the \
-         row. A verdict needs an interval that excludes zero.",
-        LEVEL * 100.0,
-        c.replicates,
-        c.seed
-    );
     if c.steps.iter().any(|s| s.repeats.is_some()) {
         out.push_str(
             "- Both runs repeated their sweep: each figure is the mean across a run's repeats, \
              the interval each run's 95% Student t interval across its repeats, and a verdict \
              needs the two intervals separated.\n",
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "- Intervals: {}% percentile bootstrap of B − A over each step's measured requests, {} \
+             replicates per run, seed {}; none when either run has under 30 measured requests in the \
+             row. A verdict needs an interval that excludes zero.",
+            LEVEL * 100.0,
+            c.replicates,
+            c.seed
         );
     }
     out.push_str("- Steps are matched by their load in run order, lanes by label.\n");

@@ -245,5 +245,6 @@ fn repeated_runs_are_called_only_when_their_repeat_intervals_are_separated() {
     assert_eq!(quiet.verdict(), "— (within measured error)");
     let md = super::compare_md::render(&separated);
     assert!(md.contains("over 3 repeats"), "{md}");
+    assert!(!md.contains("percentile bootstrap"), "{md}");
     assert!(md.contains("A [85.2, 134.8] · B [285.2, 334.8]"), "{md}");
 }
