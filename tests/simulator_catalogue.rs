@@ -49,14 +49,8 @@ async fn run(
         limits: StreamLimits::default(),
         // 15 + 19 = 34 characters: the simulator reports ceil(34 / 4) = 9 prompt tokens.
         messages: vec![
-            ChatMessage {
-                role: request::Role::System,
-                content: "Answer in JSON.".into(),
-            },
-            ChatMessage {
-                role: request::Role::User,
-                content: "What is the answer?".into(),
-            },
+            ChatMessage::text(request::Role::System, "Answer in JSON.".into()),
+            ChatMessage::text(request::Role::User, "What is the answer?".into()),
         ],
     };
     let before = std::time::Instant::now();

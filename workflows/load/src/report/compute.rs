@@ -96,6 +96,9 @@ pub struct StepView {
     /// A conversation step's figures per turn index (absent for any other step).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub turns: Vec<super::turns::TurnRow>,
+    /// An agent step's figures per step index and per run (absent for any other step).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<super::agents::AgentView>,
 }
 
 /// The figures of one lane, provider or the pool in one step.
@@ -283,6 +286,7 @@ fn step_view(step: &StepResults, results: &LoadResults) -> StepView {
         providers,
         pooled: row("pooled", &all),
         turns: super::turns::turn_rows(step, results.scored),
+        agent: super::agents::view(step),
     }
 }
 

@@ -39,6 +39,7 @@ mod retry_after;
 pub mod tables;
 #[cfg(test)]
 mod tests;
+pub mod agents;
 pub mod turns;
 pub mod validity;
 
@@ -102,6 +103,9 @@ pub struct StepResults {
     /// A conversation step's place of every sample in its conversation (`turns[i]` is
     /// `samples[i]`'s); empty for any other step.
     pub turns: Vec<turns::SampleTurn>,
+    /// An agent step's runs and each sample's place in its run (docs/agents.md); `None` for
+    /// any other step.
+    pub agent: Option<agents::AgentResults>,
 }
 
 /// One lane's share of a step's load.

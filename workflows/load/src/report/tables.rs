@@ -60,6 +60,8 @@ pub fn tables(m: &LoadMetrics) -> Vec<Table> {
     ];
     // Conversation steps only: other reports keep their bytes.
     out.extend(super::turns::table(m));
+    // Agent steps only, likewise.
+    out.extend(super::agents::tables(m));
     out
 }
 
