@@ -179,7 +179,10 @@ async fn a_three_step_agent_run_sends_each_dialects_tool_loop_and_is_scored_exac
         let mine = &records[lane];
         assert!(mine.len() >= 3, "{lane}: {} records", mine.len());
         let keys: Vec<&str> = mine[..3].iter().map(|r| r.item_id.as_str()).collect();
-        assert_eq!(keys, ["agent-0000", "agent-0000/step-1", "agent-0000/step-2"]);
+        assert_eq!(
+            keys,
+            ["agent-0000", "agent-0000/step-1", "agent-0000/step-2"]
+        );
         assert_eq!(mine[0].tool_calls.len(), 1);
         assert_eq!(mine[0].tool_calls[0].name, "lookup_meeting");
         assert_eq!(mine[0].tool_calls[0].arguments, meeting_args);
@@ -270,7 +273,11 @@ async fn a_three_step_agent_run_sends_each_dialects_tool_loop_and_is_scored_exac
     let cut = &records["cut"];
     assert!(cut.len() >= 2);
     for (k, r) in cut.iter().enumerate() {
-        assert_eq!(r.item_id, format!("agent-{k:04}"), "no later step after a broken call");
+        assert_eq!(
+            r.item_id,
+            format!("agent-{k:04}"),
+            "no later step after a broken call"
+        );
         assert_eq!(r.outcome, Outcome::Completed);
         assert!(r.tool_call_error.is_some());
     }
@@ -283,24 +290,78 @@ async fn a_three_step_agent_run_sends_each_dialects_tool_loop_and_is_scored_exac
     for lane in ["chat", "resp", "anth"] {
         let r = row(lane);
         assert!(r.runs >= 1, "{lane}");
-        assert_eq!((r.answered, r.step_limit, r.failed), (r.runs, 0, 0), "{lane}");
+        assert_eq!(
+            (r.answered, r.step_limit, r.failed),
+            (r.runs, 0, 0),
+            "{lane}"
+        );
         assert_eq!(r.model_calls_mean, Some(3.0), "{lane}");
         assert_eq!(r.answer_success, Some(1.0), "{lane}");
         assert_eq!(r.tool_call_success, Some(1.0), "{lane}");
-        assert!(r.time_to_answer_p50_ms.unwrap() > 0.0);
     }
+    // Time to final answer, by hand from the records of the chat lane's answered runs: the last
+    // request's send offset plus its stream end, less the first request's send offset.
+    let chat = &records["chat"];
+    let mut times = Vec::new();
+    let mut first = None;
+    for r in chat {
+        if !r.item_id.contains("/step-") {
+            first = r.sent_offset_ms;
+        }
+        if r.tool_calls.is_empty() && r.outcome == Outcome::Completed {
+            times.push(r.sent_offset_ms.unwrap() + r.stream_end_ms.unwrap() - first.unwrap());
+        }
+    }
+    let by_hand = coordinator_support::nearest_rank_by_hand(&times, 0.5);
+    let reported = row("chat").time_to_answer_p50_ms.unwrap();
+    assert!((reported - by_hand).abs() < 1e-9, "{reported} vs {by_hand}");
+    // Three calls of at least the simulator's 40 ms TTFA each.
+    assert!(by_hand >= 120.0, "{by_hand}");
     let w = row("wrong");
     assert!(w.runs >= 1);
     assert_eq!(w.answered, w.runs);
-    assert_eq!((w.answer_success, w.tool_call_success), (Some(0.0), Some(0.0)));
+    assert_eq!(
+        (w.answer_success, w.tool_call_success),
+        (Some(0.0), Some(0.0))
+    );
     let c = row("cut");
-    assert_eq!((c.failed, c.answered, c.model_calls_mean), (c.runs, 0, Some(1.0)));
+    assert_eq!(
+        (c.failed, c.answered, c.model_calls_mean),
+        (c.runs, 0, Some(1.0))
+    );
     assert_eq!(c.tool_call_success, Some(0.0));
     // Step index rows: steps 0 and 1 made calls, step 2 answered (good and wrong lanes).
     let s2 = agent.steps.iter().find(|s| s.step == 2).unwrap();
     assert_eq!(s2.tool_calls, 0);
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap_or_default();
     if !report.is_empty() {
-        assert!(report.contains("Agent runs"), "report.md lists the agent runs");
+        assert!(
+            report.contains("Agent runs"),
+            "report.md lists the agent runs"
+        );
     }
+}
+
+#[test]
+fn an_agent_step_with_a_legacy_completions_provider_is_refused_at_init_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let providers = "  - {key: legacy, endpoint: 'sim://plain', model: m, api: openai-completions, \
+                     auth: {scheme: none}}\n  - {key: chat, endpoint: 'sim://plain', model: m, \
+                     auth: {scheme: none}}\n";
+    let spec = write_spec(tmp.path(), providers, SECTION, "");
+    let err = openbench_coordinator::prepare_inputs(
+        &spec,
+        Arc::new(openbench_load::run::LoadWorkflow),
+        "c",
+    )
+    .err()
+    .map(|e| e.to_string())
+    .unwrap_or_default();
+    assert!(
+        err.contains(
+            "load.steps[0].agent: provider legacy speaks openai-completions, which has no tools"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("provider chat"), "{err}");
 }

@@ -182,6 +182,8 @@ async fn every_catalogue_entry_has_a_test_here() {
         // The tool-call quirks: tests/tool_calls_loopback.rs.
         "malformed-tool-call",
         "truncated-tool-call",
+        // The agent quirk: tests/load_agents.rs.
+        "agent-wrong-tool",
         "ping",
         "http-429",
         "http-500",

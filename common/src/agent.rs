@@ -52,7 +52,11 @@ impl AgentScript {
             let value = results
                 .get(key.result)
                 .and_then(|r| serde_json::from_str::<Value>(r).ok())
-                .and_then(|v| v.get(&key.field).and_then(Value::as_str).map(str::to_string))
+                .and_then(|v| {
+                    v.get(&key.field)
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                })
                 .unwrap_or_default();
             out.insert(key.key.clone(), Value::String(value));
         }

@@ -88,7 +88,10 @@ pub fn item_pairs(item: &Value) -> Vec<(String, String)> {
     match item.get("type").and_then(Value::as_str) {
         // Responses input items.
         Some("function_call") => {
-            return vec![call_pair(&text(item.get("name")), &text(item.get("arguments")))];
+            return vec![call_pair(
+                &text(item.get("name")),
+                &text(item.get("arguments")),
+            )];
         }
         Some("function_call_output") => {
             return vec![("tool_result".into(), text(item.get("output")))];

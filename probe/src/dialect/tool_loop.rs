@@ -59,16 +59,20 @@ pub fn responses_input(messages: &[&ChatMessage]) -> Vec<Value> {
     let mut out = Vec::new();
     for m in messages {
         if m.role == Role::Tool {
-            out.push(json!({"type": "function_call_output", "call_id": m.tool_call_id,
-                "output": m.content}));
+            out.push(
+                json!({"type": "function_call_output", "call_id": m.tool_call_id,
+                "output": m.content}),
+            );
             continue;
         }
         if m.tool_calls.is_empty() || !m.content.is_empty() {
             out.push(json!({"role": role_name(m.role), "content": m.content}));
         }
         for c in &m.tool_calls {
-            out.push(json!({"type": "function_call", "call_id": c.id, "name": c.name,
-                "arguments": c.arguments}));
+            out.push(
+                json!({"type": "function_call", "call_id": c.id, "name": c.name,
+                "arguments": c.arguments}),
+            );
         }
     }
     out

@@ -4,9 +4,9 @@
 //! `function_call_output` items, Anthropic `tool_use` / `tool_result` blocks); legacy
 //! completions refuse them.
 
+use crate::dialect::build_body;
 use crate::dialect::tests::adapter;
 use crate::dialect::tools::{NoTools, check_messages, offer_all};
-use crate::dialect::build_body;
 use openbench_common::request::{ChatMessage, Role};
 use openbench_common::spec::{Api, RequestContract};
 use openbench_common::tool::{ToolCall, ToolChoice, ToolOffer};
@@ -50,7 +50,10 @@ fn tools() -> Vec<ToolOffer> {
             "required": ["id"]}),
         choice: ToolChoice::Auto,
     };
-    vec![offer("lookup_meeting", "meeting"), offer("get_ticket", "ticket")]
+    vec![
+        offer("lookup_meeting", "meeting"),
+        offer("get_ticket", "ticket"),
+    ]
 }
 
 fn fixture(name: &str) -> Value {
@@ -91,7 +94,10 @@ fn text_messages_keep_their_bytes_and_completions_refuse_a_loop() {
     let contract = RequestContract::reference(20_000);
     let text = vec![ChatMessage::text(Role::User, "hi".into())];
     let body = build_body(&adapter(Api::OpenaiChat), &contract, &text, None);
-    assert_eq!(body["messages"].to_string(), r#"[{"role":"user","content":"hi"}]"#);
+    assert_eq!(
+        body["messages"].to_string(),
+        r#"[{"role":"user","content":"hi"}]"#
+    );
     assert_eq!(
         check_messages(Api::OpenaiCompletions, &messages()),
         Err(NoTools {

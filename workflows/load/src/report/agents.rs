@@ -123,9 +123,9 @@ fn mean(values: &[f64]) -> Option<f64> {
 pub fn view(step: &StepResults) -> Option<AgentView> {
     let agent = step.agent.as_ref()?;
     let measured = |i: usize| {
-        step.samples.get(i).is_some_and(|s| {
-            is_measured(s, &step.window) && s.outcome != Outcome::HarnessError
-        })
+        step.samples
+            .get(i)
+            .is_some_and(|s| is_measured(s, &step.window) && s.outcome != Outcome::HarnessError)
     };
     let mut by_step: Vec<Vec<usize>> = Vec::new();
     for (i, at) in agent.steps.iter().enumerate() {
@@ -172,11 +172,19 @@ fn step_row(k: u64, at: &[usize], step: &StepResults, agent: &AgentResults) -> A
         .filter(|&i| step.samples[i].outcome == Outcome::Completed)
         .collect();
     let p50 = |f: &dyn Fn(&AgentSampleStep) -> Option<f64>| {
-        let values: Vec<f64> = completed.iter().filter_map(|&i| f(&agent.steps[i])).collect();
+        let values: Vec<f64> = completed
+            .iter()
+            .filter_map(|&i| f(&agent.steps[i]))
+            .collect();
         nearest_rank(&values, 0.5)
     };
     let usage = |f: &dyn Fn(usize) -> Option<u64>| {
-        mean(&at.iter().filter_map(|&i| f(i)).map(|v| v as f64).collect::<Vec<_>>())
+        mean(
+            &at.iter()
+                .filter_map(|&i| f(i))
+                .map(|v| v as f64)
+                .collect::<Vec<_>>(),
+        )
     };
     AgentStepRow {
         step: k,
@@ -199,16 +207,16 @@ fn run_row(name: &str, runs: &[&AgentRun], step: &StepResults) -> AgentRunRow {
     let count = |end: StepEnd| ended.iter().filter(|r| r.end == end).count();
     let n = ended.len();
     let share = |k: usize| (n > 0).then(|| k as f64 / n as f64);
-    let mut times: Vec<f64> = ended
+    let times: Vec<f64> = ended
         .iter()
         .filter(|r| r.end == StepEnd::Answered)
         .filter_map(|r| {
             let first = step.samples.get(*r.samples.first()?)?;
             let last = step.samples.get(*r.samples.last()?)?;
-            Some(last.finished_ms - first.sent_ms)
+            // A sample's end is ms after its own send; sends are ms from the step's start.
+            Some(last.sent_ms + last.finished_ms - first.sent_ms)
         })
         .collect();
-    times.sort_by(f64::total_cmp);
     let calls: Vec<f64> = ended.iter().map(|r| r.samples.len() as f64).collect();
     let tokens: Vec<f64> = ended
         .iter()

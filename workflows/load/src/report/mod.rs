@@ -23,6 +23,7 @@ use openbench_common::workflow::{CompareSettings, ReportOutcome, WorkflowError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub mod agents;
 #[cfg(test)]
 mod browser_tests;
 pub mod compare;
@@ -39,7 +40,6 @@ mod retry_after;
 pub mod tables;
 #[cfg(test)]
 mod tests;
-pub mod agents;
 pub mod turns;
 pub mod validity;
 

@@ -73,8 +73,7 @@ pub fn agent_results(
         let end = stepped
             .get(&kept[last].request_id)
             .map_or(StepEnd::Continues, |s| s.end);
-        let answer_right =
-            end == StepEnd::Answered && score_answer(&it, &kept[last].answer_text);
+        let answer_right = end == StepEnd::Answered && score_answer(&it, &kept[last].answer_text);
         let calls: Vec<_> = mine.iter().flat_map(|&i| &kept[i].tool_calls).collect();
         let tokens: Vec<u64> = mine
             .iter()
@@ -84,7 +83,11 @@ pub fn agent_results(
         for &i in &mine {
             if let Some(s) = samples.get_mut(i) {
                 s.correct = (i == last && end == StepEnd::Answered).then_some(answer_right);
-                s.input_tokens = kept[i].usage.as_ref().and_then(|u| u.prompt_tokens).unwrap_or(0);
+                s.input_tokens = kept[i]
+                    .usage
+                    .as_ref()
+                    .and_then(|u| u.prompt_tokens)
+                    .unwrap_or(0);
             }
         }
         out.push(AgentRun {

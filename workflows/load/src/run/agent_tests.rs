@@ -69,7 +69,11 @@ fn a_three_step_run_carries_its_calls_and_the_harness_results_then_the_next_run_
     assert!(first.messages[1].content.contains("meeting mtg-0001"));
     assert!(first.messages[1].content.contains("ticket tkt-0007"));
     assert_eq!(
-        first.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        first
+            .tools
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>(),
         ["lookup_meeting", "get_ticket"]
     );
 
@@ -104,7 +108,11 @@ fn a_three_step_run_carries_its_calls_and_the_harness_results_then_the_next_run_
     assert_eq!(send(source.next(&at(1, 2), &history)).0, third);
 
     // The final answer ends the run; the user opens run 1 at once: prompt index 1 × 2 + 1 = 3.
-    history.push(turn(third, r#"{"organizer":"Frances Allen","owner":"Donald Knuth"}"#, vec![]));
+    history.push(turn(
+        third,
+        r#"{"organizer":"Frances Allen","owner":"Donald Knuth"}"#,
+        vec![],
+    ));
     assert_eq!(source.standing(&history), Standing { run: 1, step: 0 });
     let (next, wait) = send(source.next(&at(1, 3), &history));
     assert_eq!((next.item_key.as_str(), wait), ("agent-0003", 0.0));
@@ -118,10 +126,17 @@ fn a_failed_step_a_broken_call_or_the_step_limit_ends_the_run() {
 
     let mut failed = turn(first.clone(), "", vec![c.clone()]);
     failed.record.outcome = Outcome::HttpError;
-    let mut malformed = turn(first.clone(), "", vec![call("x", "lookup_meeting", "{'id'")]);
+    let mut malformed = turn(
+        first.clone(),
+        "",
+        vec![call("x", "lookup_meeting", "{'id'")],
+    );
     malformed.record.tool_call_error = Some(ToolCallError::MalformedToolCall);
     for ended in [failed, malformed] {
-        assert_eq!(source.standing(&[ended.clone()]), Standing { run: 1, step: 0 });
+        assert_eq!(
+            source.standing(std::slice::from_ref(&ended)),
+            Standing { run: 1, step: 0 }
+        );
         let (next, _) = send(source.next(&at(0, 1), &[ended]));
         // Not a second step built on it: run 1's opening (prompt index 1 × 2 + 0 = 2).
         assert_eq!(next.item_key, "agent-0002");
@@ -131,8 +146,14 @@ fn a_failed_step_a_broken_call_or_the_step_limit_ends_the_run() {
     // max_steps 2: a second step that calls a tool again ends the run there.
     let second = turn(first.clone(), "", vec![c.clone()]);
     let again = turn(first, "", vec![c]);
-    assert_eq!(source.standing(&[second.clone()]), Standing { run: 0, step: 1 });
-    assert_eq!(source.standing(&[second, again]), Standing { run: 1, step: 0 });
+    assert_eq!(
+        source.standing(std::slice::from_ref(&second)),
+        Standing { run: 0, step: 1 }
+    );
+    assert_eq!(
+        source.standing(&[second, again]),
+        Standing { run: 1, step: 0 }
+    );
 }
 
 #[test]

@@ -339,8 +339,8 @@ pub struct Conversation {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Agent {
-    /// Most model calls one run makes: a run that has made this many without a final answer
-    /// ends there (and fails).
+    /// Most model calls one run makes: a run whose call this many still calls a tool ends
+    /// there without an answer (reported as a step-limit run).
     pub max_steps: u32,
     /// Think time before each later step (the tool's own time, as the harness models it), ms,
     /// drawn per step (values are ms). Absent: none.

@@ -1,7 +1,9 @@
 //! The rules of a `load:` section. Every broken rule is one line naming its field path and value;
 //! nothing stops at the first problem.
 
-use super::{Agent, Conversation, LengthDist, LoadModel, LoadSection, Measure, Phases, WorkloadSpec};
+use super::{
+    Agent, Conversation, LengthDist, LoadModel, LoadSection, Measure, Phases, WorkloadSpec,
+};
 use openbench_common::probe_session::MAX_PROBE_IN_FLIGHT;
 
 /// Metric names an SLO may bound (all in milliseconds, all per request). The `_sched` ones are
@@ -413,12 +415,12 @@ fn agent_problems(at: &str, a: &Agent, conversation: bool, say: &mut impl FnMut(
         && let Some((_, max)) = dist_problems(&format!("{at}.agent.think_ms"), think, say)
         && max > 86_400_000
     {
-        say(format!("{at}.agent.think_ms: {max} ms is longer than a day"));
+        say(format!(
+            "{at}.agent.think_ms: {max} ms is longer than a day"
+        ));
     }
     if conversation {
-        say(format!(
-            "{at}: give `conversation` or `agent`, not both"
-        ));
+        say(format!("{at}: give `conversation` or `agent`, not both"));
     }
 }
 
