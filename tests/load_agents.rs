@@ -365,3 +365,93 @@ fn an_agent_step_with_a_legacy_completions_provider_is_refused_at_init_by_name()
     );
     assert!(!err.contains("provider chat"), "{err}");
 }
+
+/// A run stopped after its first committed request and resumed: the resumed sitting rebuilds
+/// the user's run from the records on disk, so every request it sends continues the chain the
+/// first sitting began (the earlier messages verbatim, then the model's calls with the ids the
+/// provider gave them and one result per call), and every id is the one the position names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_sitting_rebuilds_the_same_runs_ids_and_messages() {
+    use coordinator_support::{options, stopping_after};
+    use openbench_coordinator::{RunDir, RunStatus, prepare_inputs, run_full};
+    let tmp = tempfile::tempdir().unwrap();
+    let (proxy, log) = start();
+    let providers = format!(
+        "  - {{key: chat, endpoint: '{proxy}/chat/v1', model: m, auth: {{scheme: none}}}}\n"
+    );
+    let spec = write_spec(tmp.path(), &providers, SECTION, "");
+    let inputs = prepare_inputs(
+        &spec,
+        Arc::new(openbench_load::run::LoadWorkflow),
+        "test-code-digest",
+    )
+    .unwrap();
+    let dir = RunDir::create(&inputs, Some("T-1"), "test")
+        .unwrap()
+        .dir
+        .clone();
+    let sitting = |options| {
+        let (inputs, dir) = (&inputs, &dir);
+        async move {
+            let run = RunDir::open(inputs, dir, "test").unwrap();
+            run_full(inputs, &run, "T-1", &options)
+                .await
+                .unwrap()
+                .status
+        }
+    };
+    assert_eq!(
+        sitting(stopping_after(&inputs, 1)).await,
+        RunStatus::Interrupted
+    );
+    assert_eq!(sitting(options(&inputs)).await, RunStatus::Complete);
+
+    let records = &lanes(&dir)["chat"];
+    let bodies = &log.lock().unwrap()["chat"];
+    assert_eq!(
+        bodies.len(),
+        records.len(),
+        "one body per record, none resent"
+    );
+    let sittings: Vec<u32> = records.iter().map(|r| r.sitting.unwrap()).collect();
+    assert!(sittings.windows(2).any(|w| w[0] != w[1]), "{sittings:?}");
+    let mut continued_across = 0;
+    for (k, r) in records.iter().enumerate() {
+        let at = openbench_common::schedule::LoadPosition {
+            phase: 0,
+            lane: "chat".into(),
+            lane_index: 0,
+            slot: 0,
+            sequence: k as u64,
+        };
+        assert_eq!(r.sequence, Some(k as u64));
+        assert_eq!(
+            r.request_id,
+            openbench_common::schedule::load_request_id("load-test-v1", &at, 0)
+        );
+        if !r.item_id.contains("/step-") {
+            assert_eq!(bodies[k]["messages"].as_array().unwrap().len(), 2);
+            continue;
+        }
+        // A later step: the previous request's messages, then its calls and their results.
+        let before = bodies[k - 1]["messages"].as_array().unwrap();
+        let now = bodies[k]["messages"].as_array().unwrap();
+        let calls = &records[k - 1].tool_calls;
+        assert_eq!(now.len(), before.len() + 1 + calls.len());
+        assert_eq!(&now[..before.len()], &before[..]);
+        let sent = &now[before.len()]["tool_calls"];
+        for (i, c) in calls.iter().enumerate() {
+            assert_eq!(sent[i]["id"], json!(c.id));
+            assert_eq!(sent[i]["function"]["arguments"], json!(c.arguments));
+            assert_eq!(now[before.len() + 1 + i]["tool_call_id"], json!(c.id));
+        }
+        if records[k - 1].sitting != r.sitting {
+            continued_across += 1;
+        }
+    }
+    eprintln!(
+        "later steps sent by the resumed sitting on the first one's records: {continued_across}"
+    );
+    // Run 0 of the resumed chain still answers exactly.
+    assert_eq!(records[2].answer_text, ANSWER_0);
+}
