@@ -452,6 +452,53 @@ async fn a_resumed_sitting_rebuilds_the_same_runs_ids_and_messages() {
     eprintln!(
         "later steps sent by the resumed sitting on the first one's records: {continued_across}"
     );
+    // Stopped after the first commit of a 3-step run: the resumed sitting goes on inside it.
+    assert!(continued_across >= 1);
     // Run 0 of the resumed chain still answers exactly.
     assert_eq!(records[2].answer_text, ANSWER_0);
+}
+
+/// Many users, no barrier between them: a user thinking 600 ms before a later step holds no
+/// other user, whose requests go on being sent inside that think time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thinking_user_does_not_hold_the_others() {
+    let tmp = tempfile::tempdir().unwrap();
+    let section = SECTION.replace("concurrency: 1", "concurrency: 4").replace(
+        "agent: {max_steps: 4}",
+        "agent: {max_steps: 4, think_ms: {dist: list, values: [1, 600]}}",
+    );
+    let spec = write_spec(
+        tmp.path(),
+        "  - {key: p, endpoint: 'sim://plain', model: m, auth: {scheme: none}}\n",
+        &section,
+        "",
+    );
+    let (dir, _) = run(&spec).await;
+    let records: Vec<TerminalRecord> = lanes(&dir).remove("p").unwrap();
+    let end = |r: &TerminalRecord| r.sent_offset_ms.unwrap() + r.stream_end_ms.unwrap_or(0.0);
+    let mut overlapped = 0;
+    let mut thought = 0;
+    for r in records.iter().filter(|r| r.think_ms == Some(600.0)) {
+        let slot = r.slot;
+        let previous = records
+            .iter()
+            .find(|p| p.slot == slot && p.sequence == r.sequence.map(|s| s - 1))
+            .unwrap();
+        let (from, to) = (end(previous), r.sent_offset_ms.unwrap());
+        // The think time is waited (after the previous step's end, as the coordinator saw it).
+        assert!(
+            to >= from + 600.0,
+            "{} sent {to} after {from}",
+            r.request_id
+        );
+        thought += 1;
+        overlapped += records
+            .iter()
+            .filter(|o| o.slot != slot)
+            .filter(|o| o.sent_offset_ms.is_some_and(|s| s > from && s < to))
+            .count();
+    }
+    eprintln!("{thought} thinking steps; other users' sends inside them: {overlapped}");
+    assert!(thought >= 1);
+    assert!(overlapped >= 1);
 }
