@@ -333,13 +333,26 @@ async fn a_three_step_agent_run_sends_each_dialects_tool_loop_and_is_scored_exac
     // Step index rows: steps 0 and 1 made calls, step 2 answered (good and wrong lanes).
     let s2 = agent.steps.iter().find(|s| s.step == 2).unwrap();
     assert_eq!(s2.tool_calls, 0);
-    let report = std::fs::read_to_string(dir.join("report.md")).unwrap_or_default();
-    if !report.is_empty() {
+    // The figures reach report.md, report.html and load-metrics.json.
+    openbench_load::report::write_reports(&dir, &results).unwrap();
+    for name in ["report.md", "report.html"] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
         assert!(
-            report.contains("Agent runs"),
-            "report.md lists the agent runs"
+            text.contains("Agent steps") && text.contains("Agent runs"),
+            "{name}"
         );
     }
+    let json: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("load-metrics.json")).unwrap()).unwrap();
+    let pooled = json["steps"][0]["agent"]["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "pooled")
+        .unwrap()
+        .clone();
+    assert_eq!(pooled["runs"], json!(agent.runs.last().unwrap().runs));
+    assert_eq!(pooled["name"], json!("pooled"));
 }
 
 #[test]
