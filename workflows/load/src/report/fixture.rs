@@ -113,6 +113,7 @@ pub fn results() -> LoadResults {
         sittings: vec![1],
         turns: Vec::new(),
         agent: None,
+        repeat: None,
         retry_after_s: BTreeMap::from([(2, 2.0)]),
     };
     let step1 = StepResults {
@@ -133,6 +134,7 @@ pub fn results() -> LoadResults {
         sittings: vec![1],
         turns: Vec::new(),
         agent: None,
+        repeat: None,
         // Samples 0, 2, 4, 6 are lane a's 429s; two carried a Retry-After.
         retry_after_s: BTreeMap::from([(0, 3.0), (4, 1.0)]),
     };
@@ -151,6 +153,7 @@ pub fn results() -> LoadResults {
         sittings: vec![1],
         turns: Vec::new(),
         agent: None,
+        repeat: None,
         retry_after_s: BTreeMap::new(),
     };
     LoadResults {
@@ -167,6 +170,7 @@ pub fn results() -> LoadResults {
         scored: false,
         notes: vec!["provider b does not honour ignore_eos".into()],
         health: None,
+        replica_harness_failures: BTreeMap::new(),
     }
 }
 
@@ -209,6 +213,7 @@ pub fn forty(run_id: &str, ttfa: f64, mixed: &[usize]) -> LoadResults {
         sittings: vec![1],
         turns: Vec::new(),
         agent: None,
+        repeat: None,
         retry_after_s: BTreeMap::new(),
     }];
     run

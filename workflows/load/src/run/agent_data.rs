@@ -22,7 +22,7 @@ pub fn agent_results(
     kept: &[&TerminalRecord],
     samples: &mut [RequestSample],
 ) -> Option<AgentResults> {
-    let agent = ctx.section.agent(step.index)?;
+    let agent = ctx.section.agent(step.written())?;
     let base = source_of(step, &ctx.section, &ctx.layout, &ctx.workload);
     let source = AgentSource::new(base, agent.clone(), ctx.section.seed, step.index);
     let lanes = &ctx.layout.lanes;
