@@ -72,15 +72,15 @@ impl LoadSection {
         }
         for (i, step) in self.steps.iter().enumerate() {
             let at = format!("load.steps[{i}]");
+            if let Some(c) = self.conversation(i) {
+                conversation_problems(&at, c, &mut say);
+            }
             match step {
                 LoadModel::Closed {
                     concurrency,
                     ramp_up_s,
-                    conversation,
+                    ..
                 } => {
-                    if let Some(c) = conversation {
-                        conversation_problems(&at, c, &mut say);
-                    }
                     if *concurrency == 0 || *concurrency > MAX_CONCURRENCY {
                         say(format!(
                             "{at}.concurrency: {concurrency} is outside 1..={MAX_CONCURRENCY}"
@@ -94,17 +94,7 @@ impl LoadSection {
                         ));
                     }
                 }
-                LoadModel::Constant {
-                    rate_per_s,
-                    conversation,
-                }
-                | LoadModel::Poisson {
-                    rate_per_s,
-                    conversation,
-                } => {
-                    if let Some(c) = conversation {
-                        conversation_problems(&at, c, &mut say);
-                    }
+                LoadModel::Constant { rate_per_s, .. } | LoadModel::Poisson { rate_per_s, .. } => {
                     rate_problems(
                         &format!("{at}.rate_per_s"),
                         *rate_per_s,
@@ -115,6 +105,7 @@ impl LoadSection {
                 LoadModel::Gamma {
                     rate_per_s,
                     burstiness,
+                    ..
                 } => {
                     rate_problems(
                         &format!("{at}.rate_per_s"),
