@@ -104,6 +104,10 @@ pub struct LaneFigures {
     pub cost_usd: Option<f64>,
     /// The same usage with no cache discount, USD.
     pub cost_without_cache_usd: Option<f64>,
+    /// The lane's conversation, when the section asks for one (its requests are in none of the
+    /// figures above).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<crate::conversation::ConversationFigures>,
 }
 
 /// The figures of one lane's records under `section`, priced at `price`.
@@ -192,6 +196,7 @@ pub fn lane_figures(
         ttfa_samples: (hit_ttfa.len() as u64, miss_ttfa.len() as u64),
         cost_usd: priced.then_some(cost),
         cost_without_cache_usd: priced.then_some(plain_cost),
+        conversation: None,
     }
 }
 
@@ -261,6 +266,8 @@ mod tests {
             pair_offset_s: 0.5,
             max_output_tokens: 8,
             bootstrap_seed: 1,
+            conversation_turns: 0,
+            conversation_think_s: 1.0,
         }
     }
 
