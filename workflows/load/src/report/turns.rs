@@ -56,6 +56,9 @@ pub struct TurnRow {
     pub task_success: Option<f64>,
 }
 
+/// One lane's measured samples by turn index.
+type ByTurn<'a> = Vec<Vec<(&'a RequestSample, SampleTurn)>>;
+
 /// The pooled rows' lane name.
 pub const POOLED: &str = "pooled";
 
@@ -63,7 +66,7 @@ pub const POOLED: &str = "pooled";
 /// order, then pooled over its lanes when it has more than one, each by turn index; intervals
 /// drawn from `seed` and `STEP/LANE/turn-K/FIGURE`.
 pub fn turn_rows(step: &StepResults, scored: bool, seed: u64) -> Vec<TurnRow> {
-    let mut groups: Vec<(&str, Vec<Vec<(&RequestSample, SampleTurn)>>)> = step
+    let mut groups: Vec<(&str, ByTurn<'_>)> = step
         .lanes
         .iter()
         .map(|l| (l.lane.as_str(), Vec::new()))
