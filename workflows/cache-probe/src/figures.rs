@@ -130,8 +130,10 @@ pub fn lane_figures(
     let (mut hit_ttfa, mut miss_ttfa) = (Vec::new(), Vec::new());
     let (mut completed, mut unknown, mut fresh_hits) = (0, 0, 0);
     let (mut cost, mut plain_cost) = (0.0, 0.0);
+    // No cache: no discount, and no cache writes either (written tokens at the input price).
     let undiscounted = price.map(|p| Price {
         cached_input_per_mtok: None,
+        cache_write_input_per_mtok: Some(p.input_per_mtok),
         ..p
     });
     for record in records {
@@ -142,8 +144,9 @@ pub fn lane_figures(
         if let (Some(p), Some(plain), Some(u)) = (price, undiscounted, record.usage.as_ref()) {
             let (prompt, cached) = (u.prompt_tokens.unwrap_or(0), u.cached_tokens.unwrap_or(0));
             let output = u.completion_tokens.unwrap_or(0);
-            cost += p.cost_usd(prompt, cached, output);
-            plain_cost += plain.cost_usd(prompt, cached, output);
+            let written = u.cache_write_tokens.unwrap_or(0);
+            cost += p.cost_usd(prompt, cached, written, output);
+            plain_cost += plain.cost_usd(prompt, cached, written, output);
         }
         if status == Status::Unknown {
             unknown += 1;
@@ -293,6 +296,7 @@ mod tests {
             input_per_mtok: 1.0,
             output_per_mtok: 2.0,
             cached_input_per_mtok: Some(0.25),
+            cache_write_input_per_mtok: None,
         };
         let f = lane_figures(&section(), &refs, Some(price));
         assert_eq!((f.requests, f.completed, f.unknown_status), (11, 11, 1));
