@@ -54,6 +54,7 @@ fn step() -> StepResults {
         sittings: vec![1],
         turns,
         retry_after_s: BTreeMap::new(),
+        repeat: None,
     }
 }
 
