@@ -25,7 +25,18 @@ use std::sync::Arc;
 
 const SCALE: f64 = 0.25;
 
+/// A lane with the cache and one without, both priced.
+const PROVIDERS: &str =
+    "  - {key: cached, endpoint: 'sim://plain?prefix_cache=on', model: m, api: openai-responses,
+      price: {input_per_mtok: 1.0, output_per_mtok: 4.0, cached_input_per_mtok: 0.1}}
+  - {key: nocache, endpoint: 'sim://plain', model: m, api: openai-responses,
+      price: {input_per_mtok: 1.0, output_per_mtok: 4.0, cached_input_per_mtok: 0.1}}";
+
 fn write_spec(dir: &Path, section: &str) -> std::path::PathBuf {
+    write_spec_with(dir, PROVIDERS, section)
+}
+
+fn write_spec_with(dir: &Path, providers: &str, section: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(dir.join("data")).unwrap();
     let corpus = "the quick brown fox jumps over the lazy dog while seven wary owls \
                   watch a pale moon rise above the quiet harbour ";
@@ -36,10 +47,7 @@ request: {{temperature: 0, top_p: 1, presence_penalty: 0, frequency_penalty: 0,
   max_output_tokens: 64, response_format: json_object, timeout_ms: 20000,
   harness_grace_ms: 60000}}
 providers:
-  - {{key: cached, endpoint: 'sim://plain?prefix_cache=on', model: m, api: openai-responses,
-      price: {{input_per_mtok: 1.0, output_per_mtok: 4.0, cached_input_per_mtok: 0.1}}}}
-  - {{key: nocache, endpoint: 'sim://plain', model: m, api: openai-responses,
-      price: {{input_per_mtok: 1.0, output_per_mtok: 4.0, cached_input_per_mtok: 0.1}}}}
+{providers}
 dataset: {{source: data, manifest: corpus.txt}}
 simulator: {{time_scale: {SCALE}, seed: 5}}
 run_root: runs
@@ -187,4 +195,103 @@ async fn the_probe_finds_the_simulators_ttl_and_hit_vs_miss_ttfa() {
     assert_eq!(plain.cost_usd, plain.cost_without_cache_usd);
     let summary = std::fs::read_to_string(run.dir.join(layout::REPORT_MD)).unwrap();
     assert!(summary.contains("12.5..17.5"), "{summary}");
+}
+
+/// A 4-turn conversation per lane after one short trial, on three simulated providers whose
+/// truth is known: `cached` (plain's cache, 100,000 tokens) keeps it, so turn k's cached tokens
+/// are turn k − 1's prompt to within the last partial 64-token block; `nocache` reuses nothing;
+/// `small` (the same cache held to 512 tokens, `prefix_cache_tokens`) keeps only the first 512
+/// tokens of a ≈ 2,000-token conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_stays_on_a_cache_that_holds_it_and_loses_one_too_small() {
+    let tmp = tempfile::tempdir().unwrap();
+    let providers = format!(
+        "{PROVIDERS}
+  - {{key: small, endpoint: 'sim://plain?prefix_cache=on&prefix_cache_tokens=512', model: m,
+      api: openai-responses}}"
+    );
+    let section = "cache_probe:
+  prefix_tokens: 2000
+  gaps_s: [1]
+  repeats: 1
+  spacing_s: 0.5
+  pair_offset_s: 0.3
+  max_output_tokens: 8
+  conversation_turns: 4
+  conversation_think_s: 0.2
+";
+    let spec = write_spec_with(tmp.path(), &providers, section);
+    let inputs = prepare_inputs(&spec, Arc::new(CacheProbe), "test-code-digest").unwrap();
+    let run = RunDir::create(&inputs, Some("T-1"), "test").unwrap();
+    let outcome = run_full(&inputs, &run, "T-1", &options(&inputs))
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::Complete);
+    let recs = records(&run.dir.join(layout::FULL_RESULTS));
+    // Per lane: warm, probe, fresh, then the conversation's 4 turns.
+    assert_eq!(recs.len(), 3 * 7);
+    CacheProbe
+        .report(&run.dir, &ReportOptions::default())
+        .unwrap();
+    let bytes = std::fs::read(run.dir.join(openbench_cache_probe::FIGURES_JSON)).unwrap();
+    let lanes: Vec<LaneFigures> = serde_json::from_slice(&bytes).unwrap();
+    let lane = |key: &str| lanes.iter().find(|l| l.lane == key).unwrap();
+    for key in ["cached", "nocache", "small"] {
+        let l = lane(key);
+        // The trials' figures hold the trials' three requests only.
+        assert_eq!(l.requests, 3, "{key}");
+        let c = l.conversation.as_ref().unwrap();
+        assert_eq!(
+            c.turns.iter().map(|t| t.turn).collect::<Vec<_>>(),
+            [0, 1, 2, 3]
+        );
+        for pair in c.turns.windows(2) {
+            let (before, now) = (&pair[0], &pair[1]);
+            let previous = before.prompt_tokens.unwrap();
+            let cached = now.cached_tokens.unwrap();
+            assert_eq!(now.previous_prompt_tokens, Some(previous));
+            // Each turn repeats the last and adds its answer and a question.
+            assert!(now.prompt_tokens.unwrap() > previous, "{key}: {now:?}");
+            match key {
+                // Every full 64-token block of the previous prompt (⌈characters / 4⌉ tokens).
+                "cached" => assert!(
+                    cached <= previous && cached + 65 > previous,
+                    "{key}: {cached} of {previous}"
+                ),
+                "nocache" => assert_eq!(cached, 0),
+                _ => assert_eq!(cached, 512, "{key}: turn {}", now.turn),
+            }
+            // Read back from JSON: equal to the last bits or so.
+            assert!((now.reuse.unwrap() - cached as f64 / previous as f64).abs() < 1e-12);
+        }
+        println!(
+            "{key}: {:?}",
+            c.turns.iter().map(|t| t.reuse).collect::<Vec<_>>()
+        );
+    }
+    assert_eq!(
+        lane("cached").conversation.as_ref().unwrap().stays_on_cache,
+        Some(true)
+    );
+    assert_eq!(
+        lane("nocache")
+            .conversation
+            .as_ref()
+            .unwrap()
+            .stays_on_cache,
+        Some(false)
+    );
+    assert_eq!(
+        lane("small").conversation.as_ref().unwrap().stays_on_cache,
+        Some(false)
+    );
+    let report = std::fs::read_to_string(run.dir.join(layout::REPORT_MD)).unwrap();
+    assert!(
+        report.contains("Conversation: stays on its cache"),
+        "{report}"
+    );
+    assert!(
+        report.contains("Conversation: does not stay on its cache"),
+        "{report}"
+    );
 }

@@ -15,7 +15,7 @@ use load_workflow_support::*;
 use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_common::tokenizer::count_tokens;
 use openbench_load::report::compute::compute;
-use openbench_load::run::conversation::follow_up;
+use openbench_load::run::follow_up::follow_up;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -266,154 +266,6 @@ async fn a_failed_turn_ends_its_conversation_and_the_user_opens_the_next() {
     assert!(failed_then_more >= 1);
 }
 
-/// Meeting notes under conversations: turn 0 is the task's item, scored as before; follow-ups
-/// ask who took the notes, then who facilitated, each scored exactly against the note's own
-/// line (read here from the dataset file, not from the code under test).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn meeting_note_follow_ups_are_scored_exactly_against_the_notes_lines() {
-    let tmp = tempfile::tempdir().unwrap();
-    // The release with one contract and one ticket beside its meeting notes (items are cycled
-    // in family order, so a short run of the whole release would reach contracts only).
-    let release = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/micro-single-task");
-    let data = tmp.path().join("mostly-notes");
-    std::fs::create_dir_all(&data).unwrap();
-    let mut manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(release.join("manifest.json")).unwrap()).unwrap();
-    for family in [
-        "meeting-notes-lookup",
-        "ticket-triage",
-        "contract-terms-extraction",
-    ] {
-        let file = format!("{family}.jsonl");
-        let mut text = std::fs::read_to_string(release.join(&file)).unwrap();
-        if family != "meeting-notes-lookup" {
-            text = format!("{}\n", text.lines().next().unwrap());
-            let entry = &mut manifest["families"][family];
-            entry["rows"] = 1.into();
-            entry["private_items"] = 1.into();
-            entry["sha256"] = openbench_common::hash::sha256_hex(text.as_bytes()).into();
-        }
-        std::fs::write(data.join(&file), text).unwrap();
-    }
-    // The release hash (METHODOLOGY §7): sha256 of the sorted `path:sha256` lines.
-    let mut files: Vec<String> = manifest["families"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|f| {
-            format!(
-                "{}:{}",
-                f["file"].as_str().unwrap(),
-                f["sha256"].as_str().unwrap()
-            )
-        })
-        .collect();
-    files.sort();
-    manifest["release_hash"] =
-        openbench_common::hash::sha256_hex(files.join("\n").as_bytes()).into();
-    std::fs::write(data.join("manifest.json"), manifest.to_string()).unwrap();
-    let load = "  seed: 6
-  phases: {warmup_s: 0, measure: {duration_s: 2}, cooldown_s: 0}
-  steps:
-    - {model: closed, concurrency: 2, conversation: {turns: {dist: fixed, tokens: 3}}}
-  workload: {kind: tasks}";
-    let spec = write_spec(tmp.path(), &provider("b", "sim://plain"), load, "");
-    let text = std::fs::read_to_string(&spec)
-        .unwrap()
-        .replace(
-            "dataset: {source: ., manifest: none}",
-            &format!(
-                "dataset: {{source: '{}', manifest: manifest.json}}",
-                data.display()
-            ),
-        )
-        .replace(
-            "simulator: {time_scale: 1.0, seed: 7}",
-            "simulator: {time_scale: 0.05, seed: 7, answer_from_gold: true}",
-        );
-    std::fs::write(&spec, text).unwrap();
-    // The notes' lines, by item id, straight from the dataset file.
-    let mut lines: BTreeMap<String, (String, String)> = BTreeMap::new();
-    let notes = std::fs::read_to_string(data.join("meeting-notes-lookup.jsonl")).unwrap();
-    for line in notes.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        let user = v["prompt"]["user"].as_str().unwrap();
-        let field = |name: &str| {
-            user.lines()
-                .find_map(|l| l.strip_prefix(name))
-                .unwrap()
-                .trim()
-                .to_string()
-        };
-        lines.insert(
-            v["id"].as_str().unwrap().to_string(),
-            (field("Notes taken by:"), field("Facilitator:")),
-        );
-    }
-    let (dir, results) = run(&spec).await;
-    let samples = &results.steps[0].samples;
-    let (mut follow_ups, mut right) = (0, 0);
-    // Per turn: (right, scored) of the measured window [0, 2000) ms.
-    let mut per_turn: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
-    for records in slots(&dir).values() {
-        for r in records {
-            let Some((key, turn)) = r.item_id.split_once("/turn-") else {
-                continue;
-            };
-            let Some((taker, facilitator)) = lines.get(key) else {
-                continue;
-            };
-            let gold = if turn.parse::<u64>().unwrap() % 2 == 1 {
-                taker
-            } else {
-                facilitator
-            };
-            let answer: Option<serde_json::Value> = serde_json::from_str(&r.answer_text).ok();
-            let expected = r.outcome == Outcome::Completed
-                && answer
-                    .as_ref()
-                    .and_then(|a| a.as_object())
-                    .is_some_and(|o| {
-                        o.len() == 1 && o.get("answer").and_then(|v| v.as_str()) == Some(gold)
-                    });
-            let sample = samples
-                .iter()
-                .find(|s| s.lane == r.lane && s.sent_ms == r.sent_offset_ms.unwrap())
-                .unwrap();
-            assert_eq!(
-                sample.correct,
-                Some(expected),
-                "{}: {}",
-                r.item_id,
-                r.answer_text
-            );
-            follow_ups += 1;
-            right += usize::from(expected);
-            if r.sent_offset_ms.unwrap() < 2000.0 {
-                let at = per_turn.entry(turn.parse::<u64>().unwrap()).or_default();
-                at.0 += usize::from(expected);
-                at.1 += 1;
-            }
-        }
-    }
-    eprintln!("meeting-note follow-ups: {follow_ups}, right {right}");
-    assert!(follow_ups >= 2, "{follow_ups}");
-    // The simulator answers them from their gold (titles shared by two notes get the first
-    // note's answer, so some are wrong): both verdicts occur.
-    assert!(right >= 1 && right < follow_ups, "{right} of {follow_ups}");
-    // The report's task success per follow-up turn: right ÷ scored, by hand.
-    let metrics = compute(&results);
-    for row in metrics.steps[0].turns.iter().filter(|t| t.turn > 0) {
-        let (r, n) = per_turn[&row.turn];
-        assert_eq!(
-            row.task_success,
-            Some(r as f64 / n as f64),
-            "turn {}",
-            row.turn
-        );
-    }
-}
-
 /// An open loop of conversations: constant 4/s for 2 s releases 8 conversations, release k at
 /// k × 250 ms opening slot k with the step's request for release k; each later turn follows its
 /// previous one after its 50 ms think, unscheduled; after 3 turns the slot stops.
@@ -466,4 +318,124 @@ async fn an_open_loop_opens_one_conversation_per_release_and_each_stops_after_it
         .collect();
     assert_eq!(rows, measured);
     assert_eq!(rows[&0], 8);
+}
+
+/// Every slot of phase `phase` with its records in sequence order.
+fn slots_of(dir: &Path, phase: u32) -> BTreeMap<u32, Vec<TerminalRecord>> {
+    let records = openbench_common::rundir::counting_records(
+        &dir.join(openbench_common::rundir::FULL_RESULTS),
+    )
+    .unwrap();
+    let mut out: BTreeMap<u32, Vec<TerminalRecord>> = BTreeMap::new();
+    for r in records.into_values().filter(|r| r.phase == Some(phase)) {
+        out.entry(r.slot.unwrap()).or_default().push(r);
+    }
+    for v in out.values_mut() {
+        v.sort_by_key(|r| r.sequence);
+    }
+    out
+}
+
+/// Gamma, ramp and trace steps hold conversations as constant and Poisson ones do: release k
+/// opens slot k with the step's request for release k (`synthetic-N`, N counted from the step's
+/// own stride) at its planned offset, its second turn
+/// follows unscheduled after the 20 ms think, and the slot stops. The ramp (0 → 4/s over 1 s,
+/// constant arrivals) is due at Λ⁻¹(k) with Λ(t) = 2t² up to 1 s and 2 + 4(t − 1) after, by
+/// hand: 0, √0.5 s, 1, 1.25, 1.5 and 1.75 s in the 2 s window; the trace (the Azure sample at
+/// ×0.5) at its recorded offsets, each line's request opening its own conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gamma_ramp_and_trace_steps_open_one_conversation_per_release() {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "azure-llm-sample.csv";
+    let trace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data/traces")
+        .join(name);
+    std::fs::copy(&trace, tmp.path().join(name)).unwrap();
+    let conversation =
+        "conversation: {turns: {dist: fixed, tokens: 2}, think_ms: {dist: fixed, tokens: 20}}";
+    let load = format!(
+        "  seed: 11
+  phases: {{warmup_s: 0, measure: {{duration_s: 2}}, cooldown_s: 0}}
+  steps:
+    - {{model: gamma, rate_per_s: 4, burstiness: 0.5, {conversation}}}
+    - {{model: ramp, arrivals: constant, from_rate_per_s: 0, to_rate_per_s: 4, ramp_s: 1,
+       {conversation}}}
+    - {{model: trace, path: {name}, format: azure_csv, time_scale: 0.5, {conversation}}}
+  workload:
+    kind: synthetic
+    input_tokens: {{dist: fixed, tokens: 200}}
+    output_tokens: {{dist: fixed, tokens: 8}}"
+    );
+    let spec = write_spec(
+        tmp.path(),
+        &responses("p", "sim://plain?slots=64"),
+        &load,
+        "",
+    );
+    let (dir, results) = run(&spec).await;
+    let ramp_ms = [0.0, 0.5f64.sqrt() * 1000.0, 1000.0, 1250.0, 1500.0, 1750.0];
+    let entries = openbench_load::trace::read_trace(
+        &tmp.path().join(name),
+        openbench_load::spec::TraceFormat::AzureCsv,
+        64,
+    )
+    .unwrap();
+    for phase in 0..3u32 {
+        let slots = slots_of(&dir, phase);
+        assert!(slots.len() >= 2, "phase {phase}: {} slots", slots.len());
+        assert_eq!(
+            slots.keys().copied().collect::<Vec<_>>(),
+            (0..slots.len() as u32).collect::<Vec<_>>(),
+            "phase {phase}"
+        );
+        let mut last_due = -1.0;
+        for (slot, records) in &slots {
+            let turns: Vec<u64> = records.iter().map(turn_of).collect();
+            assert_eq!(turns, [0, 1], "phase {phase} slot {slot}");
+            let first = &records[0];
+            let due = first.scheduled_offset_ms.unwrap();
+            assert!(due > last_due, "phase {phase} slot {slot}: {due}");
+            last_due = due;
+            match phase {
+                2 => {
+                    let e = &entries[*slot as usize];
+                    assert_eq!(first.item_id, format!("line-{}", e.line));
+                    assert!((due - e.offset_ns as f64 * 0.5 / 1e6).abs() < 1e-3);
+                }
+                // Step s numbers its prompts from s × 10¹² (run/workload.rs), so steps differ.
+                _ => assert_eq!(
+                    first.item_id,
+                    format!(
+                        "synthetic-{}",
+                        u64::from(phase) * 1_000_000_000_000 + u64::from(*slot)
+                    )
+                ),
+            }
+            if phase == 1 {
+                assert!(
+                    (due - ramp_ms[*slot as usize]).abs() < 1e-3,
+                    "{slot}: {due}"
+                );
+            }
+            let second = &records[1];
+            assert_eq!(second.item_id, format!("{}/turn-1", first.item_id));
+            assert_eq!(second.think_ms, Some(20.0));
+            assert_eq!(second.scheduled_offset_ms, None);
+            let ended = first.sent_offset_ms.unwrap() + first.stream_end_ms.unwrap();
+            assert!(second.sent_offset_ms.unwrap() >= ended + 20.0 - 1.0);
+        }
+        if phase == 1 {
+            assert_eq!(slots.len(), ramp_ms.len());
+        }
+        if phase == 2 {
+            assert_eq!(slots.len(), entries.len());
+        }
+        // The step says it holds conversations, and reports per turn.
+        let metrics = compute(&results);
+        assert_eq!(
+            metrics.steps[phase as usize].turns.len(),
+            2,
+            "phase {phase}"
+        );
+    }
 }

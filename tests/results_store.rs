@@ -343,8 +343,9 @@ fn three_runs_give_one_history_in_sqlite_and_postgres_and_the_planted_regression
 /// taken by DuckDB from the exported records of the Baseten lane (the one reporting usage), over
 /// its completed responses with usage: the token sums; the discrepancy between the provider's
 /// visible completion tokens (completion − reasoning) and our o200k count, `visible / o200k − 1`;
-/// and the cost, (prompt × 0.5 + completion × 2.0) / 10⁶ USD, per million output tokens and per
-/// correct answer.
+/// the cached tokens and their cost at the input price (the spec gives no cached price); and the
+/// cost, (prompt × 0.5 + completion × 2.0) / 10⁶ USD, per million output tokens and per correct
+/// answer.
 fn check_cost(md: &str, requests: &str, lanes: &str, runs: &str) {
     let row = duckdb(&format!(
         "SELECT count(*) FILTER (WHERE has_usage = 1) || ',' || count(*) || ',' || \
@@ -352,6 +353,7 @@ fn check_cost(md: &str, requests: &str, lanes: &str, runs: &str) {
          sum(coalesce(usage_reasoning_tokens, 0)) FILTER (WHERE has_usage = 1) || ',' || \
          sum(coalesce(answer_tokens, 0)) FILTER (WHERE has_usage = 1) || ',' || \
          sum(correct) FILTER (WHERE has_usage = 1) || ',' || \
+         sum(coalesce(usage_cached_tokens, 0)) FILTER (WHERE has_usage = 1) || ',' || \
          ((sum(usage_completion_tokens) - sum(coalesce(usage_reasoning_tokens, 0)) \
            FILTER (WHERE has_usage = 1))::DOUBLE \
           / (sum(coalesce(answer_tokens, 0)) FILTER (WHERE has_usage = 1)) - 1) \
@@ -362,9 +364,17 @@ fn check_cost(md: &str, requests: &str, lanes: &str, runs: &str) {
     .unwrap();
     let parts: Vec<&str> = row[0].split(',').collect();
     let int = |i: usize| parts[i].parse::<u64>().unwrap();
-    let (with_usage, completed, prompt, completion, reasoning, o200k, correct) =
-        (int(0), int(1), int(2), int(3), int(4), int(5), int(6));
-    let discrepancy: f64 = parts[7].parse().unwrap();
+    let (with_usage, completed, prompt, completion, reasoning, o200k, correct, cached) = (
+        int(0),
+        int(1),
+        int(2),
+        int(3),
+        int(4),
+        int(5),
+        int(6),
+        int(7),
+    );
+    let discrepancy: f64 = parts[8].parse().unwrap();
     assert!(with_usage > 0 && o200k > 0, "{row:?}");
     let row = md
         .lines()
@@ -379,14 +389,21 @@ fn check_cost(md: &str, requests: &str, lanes: &str, runs: &str) {
     assert_eq!(cells[5], format!("{:+.2}%", discrepancy * 100.0), "{row}");
     let cost = (prompt as f64 * 0.5 + completion as f64 * 2.0) / 1e6;
     let usd = |c: &str| c.trim_start_matches('$').replace(',', "");
-    assert_eq!(usd(cells[6]), format!("{cost:.4}"), "{row}");
+    // Cached tokens and their cost: no cached price in the spec, so the input price 0.5.
+    assert_eq!(count(cells[6]), cached, "{row}");
     assert_eq!(
         usd(cells[7]),
+        format!("{:.4}", cached as f64 * 0.5 / 1e6),
+        "{row}"
+    );
+    assert_eq!(usd(cells[8]), format!("{cost:.4}"), "{row}");
+    assert_eq!(
+        usd(cells[9]),
         format!("{:.4}", cost / completion as f64 * 1e6),
         "{row}"
     );
     assert_eq!(
-        usd(cells[8]),
+        usd(cells[10]),
         format!("{:.4}", cost / correct as f64),
         "{row}"
     );

@@ -216,6 +216,10 @@ pub struct Usage {
     /// Cached prompt tokens (`prompt_tokens_details.cached_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_tokens: Option<u64>,
+    /// Prompt tokens written to the provider's cache, billed at a surcharge (Anthropic's
+    /// `cache_creation_input_tokens`; part of `prompt_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
     /// Reasoning tokens (`completion_tokens_details.reasoning_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,

@@ -225,6 +225,9 @@ pub fn build_lock(
                 input_price_per_mtok: p.price.as_ref().map(|x| x.input_per_mtok),
                 output_price_per_mtok: p.price.as_ref().map(|x| x.output_per_mtok),
                 cached_input_price_per_mtok: p.price.and_then(|x| x.cached_input_per_mtok),
+                cache_write_input_price_per_mtok: p
+                    .price
+                    .and_then(|x| x.cache_write_input_per_mtok),
             })
             .collect(),
         regions: s.region_names(),

@@ -235,6 +235,7 @@ pub fn parse_usage(value: &Value) -> Option<Usage> {
             .get("prompt_tokens_details")
             .and_then(|d| d.get("cached_tokens")))
         .or_else(|| num(obj.get("cached_tokens"))),
+        cache_write_tokens: None,
         reasoning_tokens: num(obj
             .get("completion_tokens_details")
             .and_then(|d| d.get("reasoning_tokens")))

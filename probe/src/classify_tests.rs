@@ -85,6 +85,7 @@ fn finish_only_usage_only_and_metadata() {
             completion_tokens: Some(5),
             total_tokens: Some(15),
             cached_tokens: Some(4),
+            cache_write_tokens: None,
             reasoning_tokens: Some(2),
         })
     );

@@ -267,6 +267,7 @@ fn merge_usage(held: Usage, later: Usage) -> Usage {
         completion_tokens: later.completion_tokens.or(held.completion_tokens),
         total_tokens: later.total_tokens.or(held.total_tokens),
         cached_tokens: later.cached_tokens.or(held.cached_tokens),
+        cache_write_tokens: later.cache_write_tokens.or(held.cache_write_tokens),
         reasoning_tokens: later.reasoning_tokens.or(held.reasoning_tokens),
     }
 }

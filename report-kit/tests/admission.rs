@@ -31,6 +31,7 @@ fn lock() -> RunLock {
         input_price_per_mtok: None,
         output_price_per_mtok: None,
         cached_input_price_per_mtok: None,
+        cache_write_input_price_per_mtok: None,
     };
     RunLock::synthetic(
         "any-workflow",

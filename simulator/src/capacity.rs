@@ -45,14 +45,18 @@ pub struct CapacitySpec {
 
 impl CapacitySpec {
     /// Parses `slots=2&queue=8&tokens_per_s=400&retry_after_s=1`; `Ok(None)` for a query with
-    /// no capacity parameter (empty, or only the prefix cache's `prefix_cache`, which
-    /// [`crate::prefix_cache::requested`] reads). Unknown keys and bad values are refused, naming
+    /// no capacity parameter (empty, or only the prefix cache's `prefix_cache` and
+    /// `prefix_cache_tokens`, which [`crate::prefix_cache::requested`] reads). Unknown keys and bad values are refused, naming
     /// them.
     pub fn parse_query(query: &str) -> Result<Option<CapacitySpec>, SimError> {
         let pairs: Vec<&str> = query
             .split('&')
             .filter(|pair| !pair.is_empty())
-            .filter(|pair| pair.split('=').next() != Some(crate::prefix_cache::QUERY_KEY))
+            .filter(|pair| {
+                let key = pair.split('=').next();
+                key != Some(crate::prefix_cache::QUERY_KEY)
+                    && key != Some(crate::prefix_cache::CAPACITY_KEY)
+            })
             .collect();
         if pairs.is_empty() {
             return Ok(None);
@@ -94,7 +98,7 @@ impl CapacitySpec {
                     return Err(bad(
                         key,
                         "unknown parameter; known: slots, queue, tokens_per_s, retry_after_s, \
-                         prefix_cache"
+                         prefix_cache, prefix_cache_tokens"
                             .into(),
                     ));
                 }

@@ -34,27 +34,53 @@ use tokio::time::Instant;
 /// The route query parameter that turns the cache on (`prefix_cache=on`).
 pub const QUERY_KEY: &str = "prefix_cache";
 
-/// Whether a route's query (`slots=2&prefix_cache=on`) asks for the prefix cache: `on` yes,
-/// `off` or absent no; any other value is refused, naming it.
-pub fn requested(query: &str) -> Result<bool, crate::SimError> {
+/// The route query parameter that replaces the profile's cache capacity, in tokens
+/// (`prefix_cache=on&prefix_cache_tokens=512`): a provider whose cache is too small to keep a
+/// long conversation.
+pub const CAPACITY_KEY: &str = "prefix_cache_tokens";
+
+/// The cache a route's query (`slots=2&prefix_cache=on`) asks for: `None` unless
+/// `prefix_cache=on` (`off` or absent: none); else `profile`'s model, with its capacity replaced
+/// by `prefix_cache_tokens` when given (at least one block). Any other value is refused, naming
+/// it.
+pub fn requested(
+    query: &str,
+    profile: PrefixCacheSpec,
+) -> Result<Option<PrefixCacheSpec>, crate::SimError> {
+    let bad = |field: &str, message: String| crate::SimError::BadRequest {
+        field: field.to_string(),
+        message,
+    };
     let mut on = false;
+    let mut spec = profile;
     for pair in query.split('&') {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if key == CAPACITY_KEY {
+            spec.capacity_tokens = value
+                .parse::<u64>()
+                .ok()
+                .filter(|c| *c >= u64::from(spec.block_tokens))
+                .ok_or_else(|| {
+                    bad(
+                        CAPACITY_KEY,
+                        format!(
+                            "{value:?} must be a whole number of tokens, at least one block ({})",
+                            spec.block_tokens
+                        ),
+                    )
+                })?;
+            continue;
+        }
         if key != QUERY_KEY {
             continue;
         }
         on = match value {
             "on" => true,
             "off" => false,
-            other => {
-                return Err(crate::SimError::BadRequest {
-                    field: QUERY_KEY.to_string(),
-                    message: format!("{other:?} must be on or off"),
-                });
-            }
+            other => return Err(bad(QUERY_KEY, format!("{other:?} must be on or off"))),
         };
     }
-    Ok(on)
+    Ok(on.then_some(spec))
 }
 
 /// Characters per simulated prompt token (the simulator's usage counts ⌈characters / 4⌉).
@@ -248,6 +274,30 @@ mod tests {
 
     fn user(text: &str) -> Vec<(String, String)> {
         vec![("user".to_string(), text.to_string())]
+    }
+
+    #[test]
+    fn a_route_asks_for_the_cache_and_may_shrink_its_capacity() {
+        let profile = spec(1000);
+        assert_eq!(requested("slots=2", profile).unwrap(), None);
+        assert_eq!(requested("prefix_cache=off", profile).unwrap(), None);
+        assert_eq!(
+            requested("prefix_cache=on", profile).unwrap(),
+            Some(profile)
+        );
+        // Alone, the capacity asks for no cache; with it, the profile's model holding 6 tokens.
+        assert_eq!(requested("prefix_cache_tokens=6", profile).unwrap(), None);
+        assert_eq!(
+            requested("slots=1&prefix_cache_tokens=6&prefix_cache=on", profile).unwrap(),
+            Some(spec(6))
+        );
+        // Under one block (2 tokens), or not a number: refused, naming the parameter.
+        for bad in ["prefix_cache_tokens=1", "prefix_cache_tokens=many"] {
+            let err = requested(&format!("prefix_cache=on&{bad}"), profile)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("prefix_cache_tokens"), "{err}");
+        }
     }
 
     #[test]

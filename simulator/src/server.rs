@@ -339,9 +339,8 @@ async fn respond(
         Ok(spec) => spec.and_then(|spec| shared.capacities.get(profile_name, spec)),
         Err(e) => return json_error(StatusCode::BAD_REQUEST, &e.to_string()),
     };
-    let cache = match prefix_cache::requested(query) {
-        Ok(on) => on.then(|| {
-            let spec = profile.spec.prefix_cache;
+    let cache = match prefix_cache::requested(query, profile.spec.prefix_cache) {
+        Ok(spec) => spec.map(|spec| {
             let key = format!("{profile_name}?{query}");
             shared
                 .prefix_caches

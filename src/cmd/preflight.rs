@@ -25,13 +25,16 @@ pub fn problems(inputs: &RunInputs) -> Vec<String> {
                 // `sim://plain?slots=2&queue=8&prefix_cache=on`: the profile, then its capacity
                 // and prefix cache (simulator README, "Capacity", "Prefix cache").
                 let (name, query) = openbench_simulator::capacity::split_profile(profile);
-                if let Err(e) = openbench_simulator::profile::find(name) {
-                    problems.push(format!("{at}: {e}"));
+                match openbench_simulator::profile::find(name) {
+                    Ok(profile) => {
+                        let cache = profile.spec.prefix_cache;
+                        if let Err(e) = openbench_simulator::prefix_cache::requested(query, cache) {
+                            problems.push(format!("{at}: {e}"));
+                        }
+                    }
+                    Err(e) => problems.push(format!("{at}: {e}")),
                 }
                 if let Err(e) = openbench_simulator::capacity::CapacitySpec::parse_query(query) {
-                    problems.push(format!("{at}: {e}"));
-                }
-                if let Err(e) = openbench_simulator::prefix_cache::requested(query) {
                     problems.push(format!("{at}: {e}"));
                 }
             }

@@ -23,6 +23,11 @@ pub struct CostRow {
     /// (completion − reasoning) / o200k − 1: how much more (or fewer) visible tokens the provider
     /// bills than o200k counts; `None` without usage or answer tokens.
     pub answer_token_discrepancy: Option<f64>,
+    /// Provider-reported cached prompt tokens over those responses.
+    pub cached_tokens: u64,
+    /// What those cached tokens cost at the lock's cached-input price (the input price when it
+    /// gives none), USD; `None` without prices. Part of `cost_usd`.
+    pub cached_cost_usd: Option<f64>,
     /// Cost of the responses with usage at the lock's prices (the report's `usage.cost_usd`).
     pub cost_usd: Option<f64>,
     /// cost_usd per million provider-reported completion tokens.
@@ -40,6 +45,10 @@ pub fn of_run(run: &StoredRun) -> Vec<CostRow> {
         .iter()
         .map(|p| {
             let lane = run.lanes.lanes.iter().position(|l| l.lane == p.lane);
+            let price = lane
+                .and_then(|i| run.lanes.lanes.get(i))
+                .and_then(|l| run.lock.providers.iter().find(|x| x.key == l.provider))
+                .and_then(|x| x.price());
             let mut row = CostRow {
                 lane: p.display_name.clone(),
                 responses_with_usage: 0,
@@ -48,6 +57,8 @@ pub fn of_run(run: &StoredRun) -> Vec<CostRow> {
                 reasoning_tokens: 0,
                 o200k_answer_tokens: 0,
                 answer_token_discrepancy: None,
+                cached_tokens: 0,
+                cached_cost_usd: None,
                 cost_usd: p.pooled.usage.cost_usd,
                 cost_per_million_output_tokens: None,
                 correct_with_usage: 0,
@@ -66,9 +77,17 @@ pub fn of_run(run: &StoredRun) -> Vec<CostRow> {
                 row.responses_with_usage += 1;
                 row.completion_tokens += usage.completion_tokens.unwrap_or(0);
                 row.reasoning_tokens += usage.reasoning_tokens.unwrap_or(0);
+                // As the cost counts them: at most the prompt.
+                row.cached_tokens += usage
+                    .cached_tokens
+                    .unwrap_or(0)
+                    .min(usage.prompt_tokens.unwrap_or(u64::MAX));
                 row.o200k_answer_tokens += tokens.unwrap_or(0);
                 row.correct_with_usage += u64::from(o.correct());
             }
+            row.cached_cost_usd = price
+                .filter(|_| row.responses_with_usage > 0)
+                .map(|p| row.cached_tokens as f64 * p.cached_price() / 1e6);
             let visible = row.completion_tokens.saturating_sub(row.reasoning_tokens);
             row.answer_token_discrepancy = (row.o200k_answer_tokens > 0
                 && row.responses_with_usage > 0)

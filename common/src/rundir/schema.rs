@@ -24,6 +24,10 @@ pub struct LockedProvider {
     /// locks of runs without it keep their bytes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_input_price_per_mtok: Option<f64>,
+    /// USD per million cache-write input tokens, when the spec gives one (absent otherwise:
+    /// [`crate::spec::CACHE_WRITE_FACTOR`] × the input price applies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_input_price_per_mtok: Option<f64>,
 }
 
 impl LockedProvider {
@@ -33,6 +37,7 @@ impl LockedProvider {
             input_per_mtok: self.input_price_per_mtok?,
             output_per_mtok: self.output_price_per_mtok?,
             cached_input_per_mtok: self.cached_input_price_per_mtok,
+            cache_write_input_per_mtok: self.cache_write_input_price_per_mtok,
         })
     }
 }

@@ -300,17 +300,45 @@ pub struct Price {
     /// provider discounts them; absent, cached tokens cost the input price.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_input_per_mtok: Option<f64>,
+    /// Price of prompt tokens written to the cache (Anthropic's `cache_creation_input_tokens`);
+    /// absent, [`CACHE_WRITE_FACTOR`] × the input price (Anthropic's 5-minute cache write).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_input_per_mtok: Option<f64>,
 }
 
+/// A cache write's price over the input price when the spec gives none: Anthropic bills a
+/// 5-minute cache write at 1.25 × its input price.
+pub const CACHE_WRITE_FACTOR: f64 = 1.25;
+
 impl Price {
-    /// USD for one response's usage: uncached prompt tokens at the input price, cached ones
-    /// (at most the prompt) at the cached-input price (the input price when none is given),
-    /// completion tokens at the output price.
-    pub fn cost_usd(&self, prompt_tokens: u64, cached_tokens: u64, completion_tokens: u64) -> f64 {
+    /// The price of cached input tokens: `cached_input_per_mtok`, else the input price.
+    pub fn cached_price(&self) -> f64 {
+        self.cached_input_per_mtok.unwrap_or(self.input_per_mtok)
+    }
+
+    /// The price of cache-write input tokens: `cache_write_input_per_mtok`, else
+    /// [`CACHE_WRITE_FACTOR`] × the input price.
+    pub fn cache_write_price(&self) -> f64 {
+        self.cache_write_input_per_mtok
+            .unwrap_or(CACHE_WRITE_FACTOR * self.input_per_mtok)
+    }
+
+    /// USD for one response's usage. `prompt_tokens` holds every prompt token: the cached ones
+    /// (at most the prompt) at [`Price::cached_price`], the ones written to the cache (at most
+    /// the rest) at [`Price::cache_write_price`], the rest at the input price; completion
+    /// tokens at the output price.
+    pub fn cost_usd(
+        &self,
+        prompt_tokens: u64,
+        cached_tokens: u64,
+        cache_write_tokens: u64,
+        completion_tokens: u64,
+    ) -> f64 {
         let cached = cached_tokens.min(prompt_tokens);
-        let cached_price = self.cached_input_per_mtok.unwrap_or(self.input_per_mtok);
-        ((prompt_tokens - cached) as f64 * self.input_per_mtok
-            + cached as f64 * cached_price
+        let written = cache_write_tokens.min(prompt_tokens - cached);
+        ((prompt_tokens - cached - written) as f64 * self.input_per_mtok
+            + cached as f64 * self.cached_price()
+            + written as f64 * self.cache_write_price()
             + completion_tokens as f64 * self.output_per_mtok)
             / 1e6
     }

@@ -187,6 +187,10 @@ impl ProviderAdapter {
                 ("input_per_mtok", Some(price.input_per_mtok)),
                 ("output_per_mtok", Some(price.output_per_mtok)),
                 ("cached_input_per_mtok", price.cached_input_per_mtok),
+                (
+                    "cache_write_input_per_mtok",
+                    price.cache_write_input_per_mtok,
+                ),
             ];
             for (field, value) in fields {
                 if let Some(v) = value.filter(|v| !(v.is_finite() && *v >= 0.0)) {

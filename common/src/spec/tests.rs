@@ -322,15 +322,41 @@ fn a_cached_input_price_is_parsed_checked_and_bills_the_cached_tokens() {
     assert_eq!(price.cached_input_per_mtok, Some(0.5));
     // 1,000 prompt tokens of which 800 cached, 100 completion tokens:
     // (200 × 2.0 + 800 × 0.5 + 100 × 8.0) / 1e6 = (400 + 400 + 800) / 1e6 = 0.0016 USD.
-    assert!((price.cost_usd(1000, 800, 100) - 0.0016).abs() < 1e-15);
+    assert!((price.cost_usd(1000, 800, 0, 100) - 0.0016).abs() < 1e-15);
     // Without a cached price, cached tokens cost the input price: (1000 × 2 + 800) / 1e6.
     let plain = Price {
         cached_input_per_mtok: None,
         ..price
     };
-    assert!((plain.cost_usd(1000, 800, 100) - 0.0028).abs() < 1e-15);
+    assert!((plain.cost_usd(1000, 800, 0, 100) - 0.0028).abs() < 1e-15);
     // A report of more cached tokens than prompt tokens bills at most the prompt as cached.
-    assert!((price.cost_usd(100, 500, 0) - 0.00005).abs() < 1e-15);
+    assert!((price.cost_usd(100, 500, 0, 0) - 0.00005).abs() < 1e-15);
+    // Cache writes (Anthropic's cache creation), part of the prompt: by default 1.25 × input.
+    // 1,000 prompt = 300 cached + 500 written + 200 plain, 100 completion:
+    // (200 × 2.0 + 300 × 0.5 + 500 × 2.5 + 100 × 8.0) / 1e6 = (400 + 150 + 1250 + 800) / 1e6.
+    assert!((price.cost_usd(1000, 300, 500, 100) - 0.0026).abs() < 1e-15);
+    // Writes beyond the uncached rest are capped: 800 cached leave 200 to write.
+    // (800 × 0.5 + 200 × 2.5) / 1e6 = 0.0009.
+    assert!((price.cost_usd(1000, 800, 500, 0) - 0.0009).abs() < 1e-15);
+    // The spec's own cache-write price overrides the default: 500 × 3.0 instead of 500 × 2.5.
+    let writes = priced.replace(
+        "cached_input_per_mtok: 0.5}",
+        "cached_input_per_mtok: 0.5, cache_write_input_per_mtok: 3.0}",
+    );
+    let spec = Spec::parse(Path::new("s.yaml"), writes.as_bytes()).unwrap();
+    let with_writes = spec.providers[0].price.unwrap();
+    assert_eq!(with_writes.cache_write_input_per_mtok, Some(3.0));
+    assert!((with_writes.cost_usd(1000, 300, 500, 100) - 0.00285).abs() < 1e-15);
+    let err = problems_of(&writes.replace(
+        "cache_write_input_per_mtok: 3.0",
+        "cache_write_input_per_mtok: -2",
+    ));
+    assert!(
+        err.contains(
+            "providers[0] (zai).price.cache_write_input_per_mtok: -2 must be a price >= 0"
+        ),
+        "{err}"
+    );
     let negative = priced.replace("cached_input_per_mtok: 0.5", "cached_input_per_mtok: -1");
     let err = problems_of(&negative);
     assert!(

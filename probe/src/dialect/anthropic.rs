@@ -171,7 +171,7 @@ pub fn finish_reason(stop_reason: &str) -> String {
 
 /// Anthropic usage: `input_tokens` excludes the cache, so the prompt is input plus
 /// `cache_read_input_tokens` plus `cache_creation_input_tokens`; the cached part is the read
-/// part. `None` unless it is an object.
+/// part, the cache-write part the creation part. `None` unless it is an object.
 pub fn parse_usage(value: &Value) -> Option<Usage> {
     let obj = value.as_object()?;
     let num = |key: &str| obj.get(key).and_then(Value::as_u64);
@@ -187,6 +187,7 @@ pub fn parse_usage(value: &Value) -> Option<Usage> {
         // leave a stale total once `message_delta` brings the real one.
         total_tokens: None,
         cached_tokens: cached,
+        cache_write_tokens: created,
         reasoning_tokens: None,
     })
 }

@@ -83,10 +83,29 @@ fn anthropic_stream_times_thinking_answer_and_usage() {
         completion_tokens: Some(31),
         total_tokens: None,
         cached_tokens: Some(128),
+        cache_write_tokens: Some(0),
         reasoning_tokens: None,
     };
     assert_eq!(r.usage, Some(usage));
     assert_eq!(r.event_count, 12);
+}
+
+#[test]
+fn anthropic_cache_writes_are_part_of_the_prompt_and_kept_apart() {
+    // 50 plain + 100 read + 300 written input tokens: a 450-token prompt.
+    let usage = super::anthropic::parse_usage(&serde_json::json!({
+        "input_tokens": 50, "cache_read_input_tokens": 100,
+        "cache_creation_input_tokens": 300, "output_tokens": 7
+    }))
+    .unwrap();
+    assert_eq!(
+        (
+            usage.prompt_tokens,
+            usage.cached_tokens,
+            usage.cache_write_tokens
+        ),
+        (Some(450), Some(100), Some(300))
+    );
 }
 
 #[test]
@@ -118,6 +137,7 @@ fn responses_stream_times_reasoning_answer_and_usage() {
         completion_tokens: Some(40),
         total_tokens: Some(125),
         cached_tokens: Some(64),
+        cache_write_tokens: None,
         reasoning_tokens: Some(12),
     };
     assert_eq!(r.usage, Some(usage));

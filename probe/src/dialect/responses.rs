@@ -192,6 +192,7 @@ pub fn parse_usage(value: &Value) -> Option<Usage> {
         completion_tokens: num("/output_tokens"),
         total_tokens: num("/total_tokens"),
         cached_tokens: num("/input_tokens_details/cached_tokens"),
+        cache_write_tokens: None,
         reasoning_tokens: num("/output_tokens_details/reasoning_tokens"),
     })
 }

@@ -213,6 +213,8 @@ fn blocks(h: &History) -> Vec<Block> {
             "reasoning tokens (provider)",
             "answer tokens (o200k)",
             "discrepancy",
+            "cached tokens (provider)",
+            "cached-token cost",
             "cost",
             "per 1M output tokens",
             "per correct answer",
@@ -242,6 +244,8 @@ fn cost_row(c: &CostRow) -> Vec<String> {
                 }
             },
         ),
+        grouped(c.cached_tokens as f64, 0),
+        usd(c.cached_cost_usd),
         usd(c.cost_usd),
         usd(c.cost_per_million_output_tokens),
         usd(c.cost_per_correct_answer),

@@ -73,10 +73,14 @@ pub struct UsageSummary {
     pub total_tokens: u64,
     /// Sum of cached prompt tokens.
     pub cached_tokens: u64,
+    /// Sum of prompt tokens written to the cache (Anthropic's `cache_creation_input_tokens`);
+    /// absent when 0, so reports of providers without it keep their bytes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
     /// Sum of reported reasoning tokens.
     pub reasoning_tokens: u64,
-    /// (uncached prompt × input price + cached × cached-input price + completion × output
-    /// price) / 1e6, USD; null without prices.
+    /// (uncached prompt × input price + cached × cached-input price + cache writes ×
+    /// cache-write price + completion × output price) / 1e6, USD; null without prices.
     pub cost_usd: Option<f64>,
     /// cost_usd / responses_with_usage.
     pub cost_per_request_usd: Option<f64>,
@@ -218,6 +222,7 @@ pub fn summarize(
         usage.completion_tokens += u.completion_tokens.unwrap_or(0);
         usage.total_tokens += u.total_tokens.unwrap_or(0);
         usage.cached_tokens += u.cached_tokens.unwrap_or(0);
+        usage.cache_write_tokens += u.cache_write_tokens.unwrap_or(0);
         usage.reasoning_tokens += u.reasoning_tokens.unwrap_or(0);
     }
     usage.usage_coverage = ratio(usage.responses_with_usage, completed.len() as u64);
@@ -225,6 +230,7 @@ pub fn summarize(
         let cost = p.cost_usd(
             usage.prompt_tokens,
             usage.cached_tokens,
+            usage.cache_write_tokens,
             usage.completion_tokens,
         );
         usage.cost_usd = Some(cost);

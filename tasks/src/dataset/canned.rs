@@ -59,8 +59,9 @@ pub fn canned_answer(row: &Row) -> CannedAnswer {
     }
 }
 
-/// A schema-valid answer that scores as incorrect against `gold`.
-fn wrong_answer(gold: &Gold) -> serde_json::Value {
+/// A schema-valid answer that scores as incorrect against `gold` (also the load workflow's
+/// wrong answer to a conversation's follow-up).
+pub fn wrong_answer(gold: &Gold) -> serde_json::Value {
     match gold {
         Gold::MeetingNotes { .. } => json!({ "answer": "Not stated in the notes" }),
         Gold::TicketTriage(t) => {

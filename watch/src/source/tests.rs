@@ -15,6 +15,7 @@ fn run_dir() -> tempfile::TempDir {
         input_price_per_mtok: None,
         output_price_per_mtok: None,
         cached_input_price_per_mtok: None,
+        cache_write_input_price_per_mtok: None,
     };
     let lock = RunLock {
         lock_version: 1,

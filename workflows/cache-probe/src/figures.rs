@@ -104,6 +104,10 @@ pub struct LaneFigures {
     pub cost_usd: Option<f64>,
     /// The same usage with no cache discount, USD.
     pub cost_without_cache_usd: Option<f64>,
+    /// The lane's conversation, when the section asks for one (its requests are in none of the
+    /// figures above).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<crate::conversation::ConversationFigures>,
 }
 
 /// The figures of one lane's records under `section`, priced at `price`.
@@ -126,8 +130,10 @@ pub fn lane_figures(
     let (mut hit_ttfa, mut miss_ttfa) = (Vec::new(), Vec::new());
     let (mut completed, mut unknown, mut fresh_hits) = (0, 0, 0);
     let (mut cost, mut plain_cost) = (0.0, 0.0);
+    // No cache: no discount, and no cache writes either (written tokens at the input price).
     let undiscounted = price.map(|p| Price {
         cached_input_per_mtok: None,
+        cache_write_input_per_mtok: Some(p.input_per_mtok),
         ..p
     });
     for record in records {
@@ -138,8 +144,9 @@ pub fn lane_figures(
         if let (Some(p), Some(plain), Some(u)) = (price, undiscounted, record.usage.as_ref()) {
             let (prompt, cached) = (u.prompt_tokens.unwrap_or(0), u.cached_tokens.unwrap_or(0));
             let output = u.completion_tokens.unwrap_or(0);
-            cost += p.cost_usd(prompt, cached, output);
-            plain_cost += plain.cost_usd(prompt, cached, output);
+            let written = u.cache_write_tokens.unwrap_or(0);
+            cost += p.cost_usd(prompt, cached, written, output);
+            plain_cost += plain.cost_usd(prompt, cached, written, output);
         }
         if status == Status::Unknown {
             unknown += 1;
@@ -192,6 +199,7 @@ pub fn lane_figures(
         ttfa_samples: (hit_ttfa.len() as u64, miss_ttfa.len() as u64),
         cost_usd: priced.then_some(cost),
         cost_without_cache_usd: priced.then_some(plain_cost),
+        conversation: None,
     }
 }
 
@@ -261,6 +269,8 @@ mod tests {
             pair_offset_s: 0.5,
             max_output_tokens: 8,
             bootstrap_seed: 1,
+            conversation_turns: 0,
+            conversation_think_s: 1.0,
         }
     }
 
@@ -286,6 +296,7 @@ mod tests {
             input_per_mtok: 1.0,
             output_per_mtok: 2.0,
             cached_input_per_mtok: Some(0.25),
+            cache_write_input_per_mtok: None,
         };
         let f = lane_figures(&section(), &refs, Some(price));
         assert_eq!((f.requests, f.completed, f.unknown_status), (11, 11, 1));

@@ -6,13 +6,16 @@
 //! - [`section`]: the `cache_probe:` spec section.
 //! - [`plan`]: the trials' timetable (one open-loop phase) and the prompts.
 //! - [`figures`]: what the records say, per lane.
+//! - [`conversation`]: whether a conversation stays on its cache across turns.
 
+pub mod conversation;
 pub mod figures;
 pub mod plan;
 pub mod section;
 
 pub use section::CacheProbeSection;
 
+use conversation::{ConversationProbe, conversation_figures};
 use figures::{LaneFigures, lane_figures};
 use openbench_common::hash::sha256_hex;
 use openbench_common::record::TerminalRecord;
@@ -111,6 +114,22 @@ impl Workflow for CacheProbe {
         let offsets: Vec<f64> = timetable(&section).iter().map(|s| s.at_ms).collect();
         let source: Arc<dyn RequestSource> = Arc::new(ProbeSource::new(&section, corpus, &run_id));
         let lanes = lanes(inputs.spec);
+        let conversation = (attempt == 0 && section.conversation_turns > 0).then(|| {
+            // One conversation per lane, opening at the phase's start.
+            Phase::OpenLoop(LoadPhase {
+                name: "conversation".to_string(),
+                load: format!(
+                    "cache probe: a {}-turn conversation",
+                    section.conversation_turns
+                ),
+                pacing: Pacing::Releases {
+                    offsets_ms: vec![vec![0.0]; lanes.len()],
+                    max_in_flight: 1,
+                },
+                lanes: lanes.clone(),
+                source: Arc::new(ConversationProbe::new(&section, corpus, &run_id)),
+            })
+        });
         let phase = Phase::OpenLoop(LoadPhase {
             name: if attempt == 0 { "probe" } else { "smoke" }.to_string(),
             load: format!(
@@ -128,7 +147,7 @@ impl Workflow for CacheProbe {
         Ok(Schedule {
             version: inputs.spec.benchmark.schedule_version.clone(),
             attempt,
-            phases: vec![phase],
+            phases: std::iter::once(phase).chain(conversation).collect(),
         })
     }
     fn smoke_failures(
@@ -219,7 +238,15 @@ fn per_lane<'a>(
                 .iter()
                 .find(|p| p.key == provider)
                 .and_then(|p| p.price());
-            lane_figures(section, rs, price)
+            // The conversation's turns apart: the trials' figures are the trials' alone.
+            let (talk, trials): (Vec<&TerminalRecord>, Vec<&TerminalRecord>) = rs
+                .iter()
+                .copied()
+                .partition(|r| conversation::parse_item_key(&r.item_id).is_some());
+            LaneFigures {
+                conversation: conversation_figures(&talk),
+                ..lane_figures(section, &trials, price)
+            }
         })
         .collect()
 }
@@ -290,6 +317,9 @@ fn gap_tables(lanes: &[LaneFigures]) -> String {
              prefixes hit.\n\n",
             l.completed, l.requests, l.unknown_status, l.fresh_hits
         ));
+        if let Some(c) = &l.conversation {
+            out.push_str(&conversation::markdown(c));
+        }
     }
     out
 }

@@ -137,13 +137,9 @@ const QUESTION: &str =
 impl ProbeSource {
     /// The source of a run `run_id` over `corpus` (its words).
     pub fn new(section: &CacheProbeSection, corpus: &str, run_id: &str) -> ProbeSource {
-        let mut words: Vec<String> = corpus.split_whitespace().map(str::to_string).collect();
-        if words.is_empty() {
-            words.push("cache".to_string());
-        }
         ProbeSource {
             sends: timetable(section),
-            corpus: words,
+            corpus: corpus_words(corpus),
             run_id: run_id.to_string(),
             prefix_chars: section.prefix_tokens as usize * 4,
             max_output_tokens: section.max_output_tokens,
@@ -158,17 +154,37 @@ impl ProbeSource {
             SendKind::Warm | SendKind::Probe => format!("p{trial}"),
             SendKind::Fresh => format!("f{trial}"),
         };
-        let mut text = format!("[{} {lane} {name}]", self.run_id);
         // The corpus from a place of its own for each prefix, so prefixes differ throughout.
         let start = (trial * 2 + usize::from(role == SendKind::Fresh)) * 7;
-        let mut i = start;
-        while text.chars().count() < self.prefix_chars {
-            text.push(' ');
-            text.push_str(&self.corpus[i % self.corpus.len()]);
-            i += 1;
-        }
-        text
+        tagged_prefix(
+            &self.corpus,
+            &format!("{} {lane} {name}", self.run_id),
+            start,
+            self.prefix_chars,
+        )
     }
+}
+
+/// The words of a corpus (one word when it has none).
+pub fn corpus_words(corpus: &str) -> Vec<String> {
+    let mut words: Vec<String> = corpus.split_whitespace().map(str::to_string).collect();
+    if words.is_empty() {
+        words.push("cache".to_string());
+    }
+    words
+}
+
+/// A prefix of at least `chars` characters: the tag in brackets (`[run lane p3]`), then the
+/// corpus's words from word `start` on, cycled.
+pub fn tagged_prefix(words: &[String], tag: &str, start: usize, chars: usize) -> String {
+    let mut text = format!("[{tag}]");
+    let mut i = start;
+    while text.chars().count() < chars && !words.is_empty() {
+        text.push(' ');
+        text.push_str(&words[i % words.len()]);
+        i += 1;
+    }
+    text
 }
 
 impl RequestSource for ProbeSource {
@@ -206,6 +222,8 @@ mod tests {
             pair_offset_s: 0.5,
             max_output_tokens: 8,
             bootstrap_seed: 0,
+            conversation_turns: 0,
+            conversation_think_s: 1.0,
         }
     }
 

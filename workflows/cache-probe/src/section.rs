@@ -32,6 +32,13 @@ pub struct CacheProbeSection {
     /// Seed of the bootstrap interval of the hit-vs-miss TTFA difference.
     #[serde(default)]
     pub bootstrap_seed: u64,
+    /// Turns of the conversation each lane holds after the trials (whether it stays on its
+    /// cache across turns: [`crate::conversation`]); 0 (the default): none.
+    #[serde(default)]
+    pub conversation_turns: u32,
+    /// Seconds between a conversation turn's end and the next turn's send.
+    #[serde(default = "default_conversation_think_s")]
+    pub conversation_think_s: f64,
 }
 
 fn default_prefix_tokens() -> u32 {
@@ -49,6 +56,12 @@ fn default_pair_offset_s() -> f64 {
 fn default_max_output_tokens() -> u32 {
     16
 }
+fn default_conversation_think_s() -> f64 {
+    1.0
+}
+
+/// Most turns a probe conversation may have (each re-sends every earlier one).
+pub const MAX_CONVERSATION_TURNS: u32 = 100;
 
 /// Longest prefix a spec may ask for, tokens (beyond any context window we serve).
 pub const MAX_PREFIX_TOKENS: u32 = 1_000_000;
@@ -112,9 +125,16 @@ impl CacheProbeSection {
         if self.repeats == 0 {
             problems.push(format!("{at}.repeats: must be at least 1"));
         }
+        if self.conversation_turns > MAX_CONVERSATION_TURNS {
+            problems.push(format!(
+                "{at}.conversation_turns: {} is over {MAX_CONVERSATION_TURNS}",
+                self.conversation_turns
+            ));
+        }
         for (field, value) in [
             ("spacing_s", self.spacing_s),
             ("pair_offset_s", self.pair_offset_s),
+            ("conversation_think_s", self.conversation_think_s),
         ] {
             if !(value.is_finite() && value >= 0.0) {
                 problems.push(format!("{at}.{field}: {value} must be 0 or more"));

@@ -170,6 +170,7 @@ fn lock(providers: &[String]) -> RunLock {
                 input_price_per_mtok: Some(0.5),
                 output_price_per_mtok: Some(1.5),
                 cached_input_price_per_mtok: None,
+                cache_write_input_price_per_mtok: None,
             })
             .collect(),
     )

@@ -98,6 +98,7 @@ fn lock() -> RunLock {
             output_price_per_mtok: Some(2.0),
             // Alpha discounts cached input; the others bill it at the input price.
             cached_input_price_per_mtok: (*k == "alpha").then_some(0.25),
+            cache_write_input_price_per_mtok: None,
         })
         .collect();
     let families = ROUNDS[..3].iter().map(|r| r.0.to_string()).collect();

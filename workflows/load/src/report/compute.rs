@@ -293,7 +293,7 @@ fn step_view(step: &StepResults, results: &LoadResults) -> StepView {
         lanes,
         providers,
         pooled: row("pooled", &all),
-        turns: super::turns::turn_rows(step, results.scored),
+        turns: super::turns::turn_rows(step, results.scored, results.settings.seed),
         agent: super::agents::view(step),
         repeat: step.repeat,
     }

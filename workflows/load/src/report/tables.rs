@@ -192,7 +192,7 @@ fn latency(m: &LoadMetrics) -> Table {
 }
 
 /// `[low, high]` of an interval, or the em dash.
-fn interval(x: Option<(f64, f64)>) -> String {
+pub(super) fn interval(x: Option<(f64, f64)>) -> String {
     x.map_or(MISSING.to_string(), |(l, h)| {
         format!("[{}, {}]", one(Some(l)), one(Some(h)))
     })

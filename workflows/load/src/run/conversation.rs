@@ -9,6 +9,7 @@
 //! the user then opens the next conversation at once. Everything is a pure function of the
 //! position and the slot's history, so a resume rebuilds the same conversations.
 
+use super::follow_up::follow_up;
 use super::workload::StepSource;
 use crate::spec::{Conversation, LengthDist};
 use openbench_common::record::{Outcome, TerminalRecord};
@@ -16,85 +17,10 @@ use openbench_common::request::{ChatMessage, Role};
 use openbench_common::rng::Stream;
 use openbench_common::schedule::{LoadPosition, Next, RequestContent, RequestSource, Turn};
 use openbench_common::tokenizer::count_tokens;
-use openbench_common::workflow::{CannedAnswer, WorkItem};
 use std::collections::{BTreeMap, HashMap};
 
 /// Marks a follow-up turn's item key (`KEY/turn-2`): it has no gold and is not scored.
 pub const TURN_MARK: &str = "/turn-";
-
-/// The task family whose conversations ask follow-ups with a gold ([`follow_up`]).
-pub const MEETING_NOTES: &str = "meeting-notes-lookup";
-
-/// The follow-up a conversation asks at turn `turn` (≥ 1), and its gold when it has one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FollowUp {
-    /// The question, as the user message.
-    pub question: String,
-    /// The exact answer, read from the conversation's first message (the document).
-    pub gold: Option<String>,
-}
-
-/// The follow-up at turn `turn` (≥ 1) of a conversation whose turn 0 was `group`'s `document`
-/// (its first user message). A meeting note (`meeting-notes-lookup`) is asked, in turn, who
-/// took its notes and who facilitated it, each answered by a line of the note (`Notes taken by:`
-/// and `Facilitator:`) and scored exactly as the family's answers are; any other document is
-/// asked to quote the sentence the previous answer rests on, which has no gold.
-pub fn follow_up(group: &str, document: &str, turn: u64) -> FollowUp {
-    const ASKED: [(&str, &str); 2] = [
-        ("Notes taken by:", "who took the notes of this meeting"),
-        ("Facilitator:", "who facilitated this meeting"),
-    ];
-    if group == MEETING_NOTES {
-        let (line, asked) = ASKED[((turn + 1) % 2) as usize];
-        let gold = document
-            .lines()
-            .find_map(|l| l.strip_prefix(line))
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty());
-        let title = document
-            .lines()
-            .find_map(|l| l.strip_prefix("Meeting notes:"))
-            .map_or("", str::trim);
-        if gold.is_some() {
-            return FollowUp {
-                question: format!(
-                    "A follow-up about the same meeting notes ({title}): {asked}? Answer in the \
-                     same JSON form."
-                ),
-                gold,
-            };
-        }
-    }
-    FollowUp {
-        question: format!(
-            "Follow-up {turn}: without repeating the question, quote word for word the one \
-             sentence of the document above that your previous answer rests on."
-        ),
-        gold: None,
-    }
-}
-
-/// The simulator's canned answers to the meeting notes' follow-ups (`answer_from_gold`), so a
-/// simulated conversation can answer them right: for each note, its two questions with their
-/// gold (`{"answer": …}`), and a wrong name.
-pub fn canned_follow_ups(items: &[WorkItem]) -> Vec<CannedAnswer> {
-    let answer = |value: &str| serde_json::json!({ "answer": value }).to_string();
-    items
-        .iter()
-        .filter(|item| item.group == MEETING_NOTES)
-        .flat_map(|item| {
-            (1..=2).filter_map(|turn| {
-                let asked = follow_up(&item.group, &item.user, turn);
-                Some(CannedAnswer {
-                    group: item.group.clone(),
-                    user_prompt: asked.question,
-                    correct: answer(&asked.gold?),
-                    incorrect: answer("Nobody Named"),
-                })
-            })
-        })
-        .collect()
-}
 
 /// The first user message of `content` (the document a conversation is about).
 pub fn document(content: &RequestContent) -> &str {

@@ -105,24 +105,3 @@ fn a_failed_turn_ends_its_conversation_and_the_user_opens_the_next() {
     assert_eq!(next.messages.len(), first.messages.len());
     assert_eq!(wait, 0.0);
 }
-
-#[test]
-fn meeting_note_follow_ups_ask_lines_of_the_note_with_their_gold() {
-    let note = "Read the notes.\n\nMeeting notes: X\nFacilitator: Ada Lovelace\n\
-                Notes taken by:  Alan Turing \nQuestion: who?";
-    let first = follow_up(MEETING_NOTES, note, 1);
-    assert_eq!(first.gold.as_deref(), Some("Alan Turing"));
-    assert!(
-        first.question.contains("who took the notes"),
-        "{}",
-        first.question
-    );
-    assert_eq!(
-        follow_up(MEETING_NOTES, note, 2).gold.as_deref(),
-        Some("Ada Lovelace")
-    );
-    assert_eq!(follow_up(MEETING_NOTES, note, 3).gold, first.gold);
-    // Other families, or a note without the line: the unscored quote question.
-    assert_eq!(follow_up("ticket-triage", note, 1).gold, None);
-    assert_eq!(follow_up(MEETING_NOTES, "no lines", 2).gold, None);
-}

@@ -6,6 +6,7 @@
 pub mod agent;
 mod agent_data;
 pub mod conversation;
+pub mod follow_up;
 mod plan;
 pub mod run_data;
 mod section;
@@ -197,9 +198,9 @@ impl Workflow for LoadWorkflow {
         answers.extend(
             dataset::canned::canned_answers(dataset).map_err(|e| WorkflowError(Box::new(e)))?,
         );
-        // Conversations' follow-ups on meeting notes, so a simulated run can answer them right.
+        // Conversations' follow-ups, so a simulated run can answer them right.
         let items: Vec<_> = dataset.items.values().flatten().cloned().collect();
-        answers.extend(conversation::canned_follow_ups(&items));
+        answers.extend(follow_up::canned_follow_ups(&items));
         Ok(answers)
     }
     fn report(

@@ -2,7 +2,8 @@
 //! ran (a saturation search's replayed from its records), every request as a
 //! [`RequestSample`], and the settings of the rules.
 
-use super::conversation::{ConversationSource, Sent, TURN_MARK, follow_up};
+use super::conversation::{ConversationSource, Sent, TURN_MARK};
+use super::follow_up::follow_up;
 use super::plan::{LaneLayout, first_steps, lane_targets, next_step, source_of, window_of};
 use super::workload::Workload;
 use crate::arrivals::Window;
@@ -57,18 +58,15 @@ impl RunContext {
         )
     }
 
-    /// The gold of a conversation's follow-up at `turn` on task item `key` (a meeting note's
-    /// line: [`follow_up`]); `None` for a follow-up without one.
+    /// The gold of a conversation's follow-up at `turn` on task item `key` (a fact of its
+    /// document: [`follow_up`]); `None` for a follow-up without one.
     fn follow_up_gold(&self, key: &str, turn: u64) -> Option<GoldRef> {
         let Workload::Tasks { items, .. } = &*self.workload else {
             return None;
         };
         let item = items.iter().find(|i| i.item_id == key)?;
-        let value = follow_up(&item.group, &item.user, turn).gold?;
-        Some(GoldRef::MeetingNotes {
-            value,
-            aliases: Vec::new(),
-        })
+        let gold = follow_up(&item.group, &item.user, turn).gold?;
+        Some(GoldRef::from_gold(&gold, &[]))
     }
 
     /// The load of each lane in `step` (an open loop's target: [`lane_targets`]).

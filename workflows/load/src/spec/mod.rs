@@ -101,14 +101,16 @@ impl LoadSection {
         self.repeats.unwrap_or(1).max(1)
     }
 
-    /// The conversations of sweep step `index` when it holds them (a closed, constant or
-    /// Poisson step with `conversation`).
+    /// The conversations of sweep step `index` when it holds them (any step with
+    /// `conversation`).
     pub fn conversation(&self, index: usize) -> Option<&Conversation> {
         match self.steps.get(index)? {
             LoadModel::Closed { conversation, .. }
             | LoadModel::Constant { conversation, .. }
-            | LoadModel::Poisson { conversation, .. } => conversation.as_ref(),
-            _ => None,
+            | LoadModel::Poisson { conversation, .. }
+            | LoadModel::Gamma { conversation, .. }
+            | LoadModel::Ramp { conversation, .. }
+            | LoadModel::Trace { conversation, .. } => conversation.as_ref(),
         }
     }
 
@@ -191,6 +193,11 @@ pub enum LoadModel {
         rate_per_s: f64,
         /// The gamma shape: the gaps' coefficient of variation is 1/√burstiness.
         burstiness: f64,
+        /// Each release opens a conversation ([`Conversation`]): its later turns follow their
+        /// previous one after its think time, and it ends after its turns or a failed turn.
+        /// Absent: every release is one request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        conversation: Option<Conversation>,
     },
     /// Open loop whose rate rises (or falls) linearly from `from_rate_per_s` at the step's start
     /// to `to_rate_per_s` at `ramp_s`, then stays there.
@@ -203,6 +210,11 @@ pub enum LoadModel {
         to_rate_per_s: f64,
         /// Seconds the rate takes to go from one to the other.
         ramp_s: f64,
+        /// Each release opens a conversation ([`Conversation`]): its later turns follow their
+        /// previous one after its think time, and it ends after its turns or a failed turn.
+        /// Absent: every release is one request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        conversation: Option<Conversation>,
     },
     /// Open loop replaying a trace file's arrivals, each request with the file's input and
     /// output lengths.
@@ -214,6 +226,11 @@ pub enum LoadModel {
         /// Every recorded offset is multiplied by this (0.5 replays twice as fast).
         #[serde(default = "default_time_scale")]
         time_scale: f64,
+        /// Each recorded arrival (line k) opens a conversation ([`Conversation`]) whose turn 0
+        /// is line k's request; the file's own conversation ids are kept in its item keys, not
+        /// joined. Absent: every line is one request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        conversation: Option<Conversation>,
     },
 }
 
@@ -335,8 +352,8 @@ pub struct SharedPrefix {
     pub prefix_tokens: u32,
 }
 
-/// A closed step's conversations: how many turns each has and how long a user thinks between
-/// them, both drawn from the section's seed.
+/// A step's conversations: how many turns each has and how long a user thinks between them,
+/// both drawn from the section's seed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Conversation {

@@ -104,6 +104,7 @@ impl From<&LoadModel> for StepModel {
             LoadModel::Gamma {
                 rate_per_s,
                 burstiness,
+                ..
             } => StepModel::Gamma {
                 rate_per_s,
                 burstiness,
@@ -113,6 +114,7 @@ impl From<&LoadModel> for StepModel {
                 from_rate_per_s,
                 to_rate_per_s,
                 ramp_s,
+                ..
             } => StepModel::Ramp {
                 arrivals,
                 from_rate_per_s,

@@ -293,7 +293,7 @@ fn a_closed_steps_user_ramp_parses_and_is_checked() {
 }
 
 #[test]
-fn a_closed_steps_conversations_parse_and_are_checked() {
+fn every_steps_conversations_parse_and_are_checked() {
     let text = "seed: 1\nphases: {warmup_s: 1, measure: {duration_s: 1}, cooldown_s: 1}\n\
                 steps: [{model: closed, concurrency: 2, conversation: {turns: {dist: fixed, \
                 tokens: 3}, think_ms: {dist: uniform, min: 100, max: 900}}}, {model: closed, \
@@ -317,22 +317,34 @@ fn a_closed_steps_conversations_parse_and_are_checked() {
             "load.steps[2].conversation.think_ms: 90000000 ms is longer than a day",
         ]
     );
-    // Open loops: constant and Poisson steps take conversations (each release opens one),
-    // checked alike; other open models refuse the field.
+    // Open loops: every open model takes conversations (each release opens one), checked
+    // alike.
     let open = "seed: 1\nphases: {warmup_s: 1, measure: {duration_s: 1}, cooldown_s: 1}\n\
                 steps: [{model: poisson, rate_per_s: 2, conversation: {turns: {dist: fixed, \
                 tokens: 0}}}]\nworkload: {kind: tasks}\n";
-    let load = LoadSection::from_yaml(open, "s.yaml").unwrap();
-    assert!(load.conversation(0).is_some());
-    assert_eq!(
-        load.problems(&LIMITS),
-        ["load.steps[0].conversation.turns.tokens: must be at least 1"]
-    );
-    let gamma = open.replace(
+    for model in [
         "poisson, rate_per_s: 2",
-        "gamma, rate_per_s: 2, burstiness: 1",
-    );
-    assert!(LoadSection::from_yaml(&gamma, "s.yaml").is_err());
+        "constant, rate_per_s: 2",
+        "gamma, rate_per_s: 2, burstiness: 0.5",
+        "ramp, arrivals: constant, from_rate_per_s: 0, to_rate_per_s: 4, ramp_s: 1",
+        "trace, path: t.csv, format: azure_csv",
+    ] {
+        let text = open.replace("poisson, rate_per_s: 2", model);
+        let load = LoadSection::from_yaml(&text, "s.yaml").unwrap();
+        assert_eq!(
+            load.conversation(0),
+            Some(&Conversation {
+                turns: LengthDist::Fixed { tokens: 0 },
+                think_ms: None,
+            }),
+            "{model}"
+        );
+        assert_eq!(
+            load.problems(&LIMITS),
+            ["load.steps[0].conversation.turns.tokens: must be at least 1"],
+            "{model}"
+        );
+    }
     let typo = "seed: 1\nphases: {warmup_s: 1, measure: {duration_s: 1}, cooldown_s: 1}\n\
                 steps: [{model: closed, concurrency: 2, conversation: {turn: 3}}]\n\
                 workload: {kind: tasks}\n";

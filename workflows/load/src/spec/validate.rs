@@ -89,6 +89,9 @@ impl LoadSection {
         }
         for (i, step) in self.steps.iter().enumerate() {
             let at = format!("load.steps[{i}]");
+            if let Some(c) = self.conversation(i) {
+                conversation_problems(&at, c, &mut say);
+            }
             match step {
                 LoadModel::Closed {
                     concurrency,
@@ -96,9 +99,6 @@ impl LoadSection {
                     conversation,
                     agent,
                 } => {
-                    if let Some(c) = conversation {
-                        conversation_problems(&at, c, &mut say);
-                    }
                     if let Some(a) = agent {
                         agent_problems(&at, a, conversation.is_some(), &mut say);
                     }
@@ -115,17 +115,7 @@ impl LoadSection {
                         ));
                     }
                 }
-                LoadModel::Constant {
-                    rate_per_s,
-                    conversation,
-                }
-                | LoadModel::Poisson {
-                    rate_per_s,
-                    conversation,
-                } => {
-                    if let Some(c) = conversation {
-                        conversation_problems(&at, c, &mut say);
-                    }
+                LoadModel::Constant { rate_per_s, .. } | LoadModel::Poisson { rate_per_s, .. } => {
                     rate_problems(
                         &format!("{at}.rate_per_s"),
                         *rate_per_s,
@@ -136,6 +126,7 @@ impl LoadSection {
                 LoadModel::Gamma {
                     rate_per_s,
                     burstiness,
+                    ..
                 } => {
                     rate_problems(
                         &format!("{at}.rate_per_s"),
