@@ -14,9 +14,13 @@
 //!
 //! The server's compute is what a loaded machine slows most, and it is taken out per request;
 //! what is left is the dialect's own path (request parsing, templating, framing, delivery) plus
-//! the machine's scheduling noise, which the run measures itself: the pooled median absolute
-//! deviation of the overheads around their dialect's median. Each dialect's median overhead must
-//! lie within `max(FLOOR_MS, SPREADS × deviation)` of chat's.
+//! the machine's scheduling noise, which the run measures itself: the widest range (largest
+//! minus smallest overhead) of any one dialect's requests. With [`ROUNDS`] values a median can sit
+//! anywhere in its range, so two medians that differ by less than the widest range are not
+//! told apart by this run. Each dialect's median overhead must lie within
+//! `max(FLOOR_MS, widest range)` of chat's. On a quiet machine the ranges are a few ms and the
+//! floor decides; on a loaded one (a request stalled 30–45 ms, seen with four builds running) the
+//! run's own noise does, so the bound never rests on the machine's load.
 //!
 //! Without the server build, the test reports itself skipped (a skip `scripts/test.sh` counts)
 //! — unless `OPENBENCH_REQUIRE_REAL_TARGETS` is set, where that is a failure.
@@ -38,8 +42,6 @@ const ROUNDS: usize = 4;
 /// own paths may add (a template, a JSON conversion) is well under it, a framing that held
 /// tokens back would add at least one token's interval (~40 ms here) to the E2E overhead.
 const FLOOR_MS: f64 = 15.0;
-/// How many of the run's own deviations the bound allows above the floor.
-const SPREADS: f64 = 4.0;
 
 /// The timed dialects and the body field each takes its ceiling in.
 const TIMED: [(&str, &str); 3] = [
@@ -102,23 +104,26 @@ fn median(values: &[f64]) -> f64 {
 /// Checks one overhead (`which`) of every timed dialect against chat's, per the module rule.
 fn assert_agree(which: &str, by_dialect: &[Vec<f64>]) {
     let medians: Vec<f64> = by_dialect.iter().map(|v| median(v)).collect();
-    let deviations: Vec<f64> = by_dialect
+    let widest = by_dialect
         .iter()
-        .zip(&medians)
-        .flat_map(|(values, m)| values.iter().map(move |v| (v - m).abs()))
-        .collect();
-    let spread = median(&deviations);
-    let bound = FLOOR_MS.max(SPREADS * spread);
+        .map(|values| {
+            let (low, high) = values
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(*v), h.max(*v)));
+            high - low
+        })
+        .fold(0.0, f64::max);
+    let bound = FLOOR_MS.max(widest);
     for ((api, _), (values, m)) in TIMED.iter().zip(by_dialect.iter().zip(&medians)) {
         println!("{which} overhead {api}: median {m:.1} ms of {values:.1?}");
     }
-    println!("{which}: pooled deviation {spread:.1} ms, bound {bound:.1} ms");
+    println!("{which}: widest range {widest:.1} ms, bound {bound:.1} ms");
     for ((api, _), m) in TIMED.iter().zip(&medians).skip(1) {
         let difference = m - medians[0];
         assert!(
             difference.abs() <= bound,
             "{which} overhead of {api} is {difference:.1} ms from openai-chat's \
-             (bound {bound:.1} ms: max({FLOOR_MS} ms, {SPREADS} × {spread:.1} ms))"
+             (bound {bound:.1} ms: max({FLOOR_MS} ms, widest range {widest:.1} ms))"
         );
     }
 }

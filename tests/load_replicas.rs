@@ -8,6 +8,7 @@
 
 mod coordinator_support;
 mod load_workflow_support;
+mod real_targets;
 
 use coordinator_support::nearest_rank_by_hand;
 use load_workflow_support::*;
@@ -132,6 +133,190 @@ async fn three_replicas_share_one_lane_and_pool_it_exactly() {
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("replica eu#2: send lag p50"), "{report}");
     assert_resume_sends_nothing(&spec, &dir).await;
+
+    // The store keeps each replica's send lag and clock offset and gives them back: the values
+    // computed here from the records (nearest ranks of actual − scheduled send) and the
+    // manifest's links, exactly.
+    let mut expected = Vec::new();
+    for key in keys {
+        let lags: Vec<f64> = open
+            .iter()
+            .filter(|r| format!("eu#{}", r.replica.unwrap()) == key)
+            .map(|r| r.sent_offset_ms.unwrap() - r.scheduled_offset_ms.unwrap())
+            .collect();
+        let max = lags.iter().copied().fold(f64::MIN, f64::max);
+        let link = &manifest.links[key];
+        expected.push(openbench_store::load::ReplicaValidity {
+            replica: key.to_string(),
+            send_lag_count: Some(lags.len() as i64),
+            send_lag_p50_ms: Some(nearest_rank_by_hand(&lags, 0.5)),
+            send_lag_p99_ms: Some(nearest_rank_by_hand(&lags, 0.99)),
+            send_lag_max_ms: Some(max),
+            clock_offset_ms: Some(link.clock_offset_ms),
+            clock_offset_bound_ms: Some(link.clock_offset_error_ms),
+        });
+    }
+    let locations = real_targets::skip::store_locations(tmp.path(), "load_replicas::postgres");
+    for location in locations {
+        let (dir, expected) = (dir.clone(), expected.clone());
+        // The store's PostgreSQL client is synchronous: it runs off the runtime.
+        tokio::task::spawn_blocking(move || {
+            let mut store = openbench_store::Store::open(&location).unwrap();
+            let run_id = openbench_store::publish::publish(
+                &mut store,
+                &dir,
+                &openbench_load::run::LoadWorkflow,
+            )
+            .unwrap()
+            .run_id;
+            let stored = openbench_store::load::stored_replica_validity(&mut store, &run_id);
+            assert_eq!(stored.unwrap(), expected, "{location}");
+        })
+        .await
+        .unwrap();
+    }
+}
+
+/// A remote probe of region `eu` on loopback (no key: the providers need none), which the
+/// test can stop.
+async fn remote_probe() -> openbench_probe::server::ProbeServerHandle {
+    use openbench_probe::server::{ProbeConfig, serve_on};
+    use openbench_probe::session_open::{CredentialSource, EndpointRules};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let config = ProbeConfig {
+        region: "eu".into(),
+        credentials: CredentialSource::Given(openbench_probe::Credentials::empty()),
+        endpoints: EndpointRules::default(),
+        code_digest: "test-code-digest".into(),
+    };
+    serve_on(listener, config).await.unwrap()
+}
+
+/// One of three remote replicas of a lane stops part-way through an open loop (its probe
+/// server shut down once six requests of a 4 s step of 10 releases/s are done). We record, never re-deal
+/// (docs/faults.md): its releases from then on are `region_unreachable` harness records naming
+/// the replica, the other two replicas' shares all complete, every planned id is in the file
+/// once, and the validity section fails a `harness failures` check scoped to that replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_killed_mid_run_loses_only_its_share_and_is_named() {
+    use openbench_common::record::{ErrorType, Outcome};
+    let tmp = tempfile::tempdir().unwrap();
+    let sim = coordinator_support::loopback_simulator().await;
+    let mut probes = Vec::new();
+    for _ in 0..3 {
+        probes.push(Some(remote_probe().await));
+    }
+    let urls: Vec<String> = probes
+        .iter()
+        .flatten()
+        .map(|p| format!("'http://{}'", p.addr()))
+        .collect();
+    let regions = format!(
+        "regions:\n  - name: eu\n    replicas: [{}]\n",
+        urls.join(", ")
+    );
+    let load = format!(
+        "  seed: 11
+  phases: {{warmup_s: 0, measure: {{duration_s: 4}}, cooldown_s: 0}}
+  steps: [{{model: constant, rate_per_s: 10}}]
+{WORKLOAD}
+  ignore_eos: [p]"
+    );
+    let endpoint = sim.profile_endpoint("plain?slots=8");
+    let spec = write_spec(tmp.path(), &provider("p", &endpoint), &load, &regions);
+    let inputs = openbench_coordinator::prepare_inputs(
+        &spec,
+        std::sync::Arc::new(openbench_load::run::LoadWorkflow),
+        "test-code-digest",
+    )
+    .unwrap();
+    let run = openbench_coordinator::RunDir::create(&inputs, Some("K-1"), "test").unwrap();
+    let dir = run.dir.clone();
+    // The stop comes once six requests are done (about 0.7 s into the step), whatever the
+    // sitting's start took.
+    let (done_tx, mut done_rx) = tokio::sync::watch::channel(0usize);
+    let on_progress = move |p: &openbench_coordinator::Progress| {
+        let _ = done_tx.send(p.requests_done);
+    };
+    let options = openbench_coordinator::RunOptions {
+        progress: Some(std::sync::Arc::new(on_progress)),
+        ..coordinator_support::options(&inputs)
+    };
+    let sitting = openbench_coordinator::run_full(&inputs, &run, "K-1", &options);
+    let kill = async {
+        done_rx.wait_for(|n| *n >= 6).await.unwrap();
+        let dead = probes[1].take().unwrap();
+        dead.shutdown().await.unwrap();
+    };
+    let (outcome, ()) = tokio::join!(sitting, kill);
+    let status = outcome.unwrap().status;
+    drop(run);
+    // Harness failures leave the run `incomplete`: a resume re-sends them (through the same
+    // replica, once it is back).
+    assert_eq!(status, openbench_coordinator::RunStatus::Incomplete);
+
+    let records = raw_records(&dir);
+    let ids: BTreeSet<&str> = records.iter().map(|r| r.request_id.as_str()).collect();
+    assert_eq!(ids.len(), records.len(), "a request id twice");
+    let sequences: BTreeSet<u64> = records.iter().map(|r| r.sequence.unwrap()).collect();
+    assert_eq!(sequences, (0..40).collect());
+    let mut by_sequence: Vec<&TerminalRecord> = records.iter().collect();
+    by_sequence.sort_by_key(|r| r.sequence);
+    // Replicas 0 and 2 sent their whole share; replica 1 its releases before the stop, then
+    // none: from its first harness record on, every one of its releases is one.
+    let mut lost = 0;
+    for r in &by_sequence {
+        assert_eq!(r.replica, Some((r.sequence.unwrap() % 3) as u32), "{r:?}");
+        if r.replica != Some(1) {
+            assert_eq!(r.outcome, Outcome::Completed, "{r:?}");
+            continue;
+        }
+        if r.outcome == Outcome::HarnessError {
+            lost += 1;
+            assert_eq!(r.error_type, Some(ErrorType::RegionUnreachable), "{r:?}");
+            let message = r.error_message.as_deref().unwrap_or_default();
+            assert!(
+                message.starts_with("probe replica eu#1 (region eu) unreachable"),
+                "{message}"
+            );
+        } else {
+            assert_eq!(lost, 0, "replica 1 sent after it was stopped: {r:?}");
+            assert_eq!(r.outcome, Outcome::Completed, "{r:?}");
+        }
+    }
+    // Releases 1, 4, …, 37 are replica 1's (13): release 1 was done before the stop, and the
+    // last ones were due long after it.
+    assert!((1..=12).contains(&lost), "{lost} lost");
+    println!("replica eu#1 stopped: {lost} of its 13 releases are harness records");
+
+    use openbench_common::workflow::Workflow;
+    openbench_load::run::LoadWorkflow
+        .report(&dir, &Default::default())
+        .unwrap();
+    let text = std::fs::read_to_string(dir.join("load-metrics.json")).unwrap();
+    let metrics: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let validity = &metrics["validity"];
+    assert_eq!(
+        validity["replica_harness_failures"],
+        serde_json::json!({"eu#1": lost})
+    );
+    let check = validity["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["item"] == "harness failures" && c["scope"] == "replica eu#1")
+        .unwrap_or_else(|| panic!("no replica check: {validity}"));
+    assert_eq!(
+        (check["value"].as_f64(), &check["passed"]),
+        (Some(lost as f64), &serde_json::json!(false))
+    );
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("Validity: FAILED"), "{report}");
+    let line = format!("FAILED: {lost} of its requests are harness failures (probe lost)");
+    assert!(report.contains(&line), "{report}");
+    for p in probes.into_iter().flatten() {
+        p.shutdown().await.unwrap();
+    }
 }
 
 #[tokio::test]

@@ -173,15 +173,7 @@ async fn the_validity_section_round_trips_through_the_store() {
     let expected: openbench_common::validity::assess::ValiditySection =
         serde_json::from_value(section.clone()).unwrap();
     assert!(!expected.passed());
-    let sqlite = tmp.path().join("store.db").display().to_string();
-    let mut locations = vec![sqlite];
-    match std::env::var("OPENBENCH_TEST_POSTGRES_URL") {
-        Ok(url) => locations.push(url),
-        Err(_) => real_targets::skip::skip_or_fail(
-            "validity_stall::postgres",
-            "OPENBENCH_TEST_POSTGRES_URL is not set (deploy/postgres/test-server.sh starts one)",
-        ),
-    }
+    let locations = real_targets::skip::store_locations(tmp.path(), "validity_stall::postgres");
     for location in locations {
         let (dir, expected) = (dir.clone(), expected.clone());
         // The store's PostgreSQL client is synchronous: it runs off the runtime.

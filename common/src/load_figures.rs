@@ -22,6 +22,24 @@ pub struct LoadFigures {
     pub requests: Vec<LoadRequestRow>,
     /// The run's validity section (docs/validity.md); `None` for a run made before it.
     pub validity: Option<crate::validity::assess::ValiditySection>,
+    /// A repeated sweep's figures per repeat and across repeats (`load.repeats`), per written
+    /// step, row and figure; empty for a run made once.
+    pub repeats: Vec<LoadRepeatRow>,
+}
+
+/// One figure of one row of a written step over a repeated sweep's repeats.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadRepeatRow {
+    /// The step's position in `load.steps`.
+    pub step: u64,
+    /// Lane label, provider key, or `pooled`.
+    pub row: String,
+    /// The figure's name (`ttfa_p50_ms`, `success`, …).
+    pub figure: String,
+    /// Per repeat, in order: the run's step (phase) index and the repeat's value.
+    pub per_repeat: Vec<(u64, Option<f64>)>,
+    /// Across the repeats that had a value: (repeats, mean, 95% t interval low, high).
+    pub across: Option<(u64, f64, f64, f64)>,
 }
 
 /// Failed measured requests by class (the load report's failure table).

@@ -324,6 +324,7 @@ async fn run_lane(
         body,
         session: lane_session,
         release_at_unix_us: 0,
+        replica: None,
     };
     let (mut execution, from_probe) =
         execute(client, region, call, &request, &model, wait, &round_span).await;

@@ -31,6 +31,9 @@ pub struct LaneCall {
     /// When the probe sends it, on the probe's wall clock (µs since the UNIX epoch; 0: at
     /// once): an open-loop release.
     pub release_at_unix_us: i64,
+    /// The probe replica it goes to (`eu#1`), named in its harness records; `None` for a
+    /// region's one probe (named by its region).
+    pub replica: Option<String>,
 }
 
 /// The session a lane's call names, and where to report that the probe no longer has it (its
@@ -58,10 +61,16 @@ pub async fn execute(
     round: &tracing::Span,
 ) -> (Execution, bool) {
     let started_at = openbench_common::clock::now_rfc3339();
-    let name = &request.identity.region;
+    let region_name = &request.identity.region;
+    // What a harness record names: the region, or the replica that failed (a replicated
+    // region's other replicas go on).
+    let name = &match &call.replica {
+        Some(replica) => format!("probe replica {replica} (region {region_name})"),
+        None => format!("region {region_name}"),
+    };
     let fail = |message: String| (harness(request, model, started_at.clone(), message), false);
     let Some(mut client) = client else {
-        return fail(format!("no probe for region {name}"));
+        return fail(format!("no probe for {name}"));
     };
     let mut region = region.unwrap_or_else(|| watch::channel(RegionState::Up).1);
     if let RegionState::Down { reason } = &*region.borrow_and_update() {
@@ -74,6 +83,7 @@ pub async fn execute(
         body,
         session,
         release_at_unix_us,
+        replica: _,
     } = call;
     let json = match body {
         Ok(json) => json,
@@ -97,7 +107,7 @@ pub async fn execute(
     let response = match response {
         Err(_) => {
             return fail(format!(
-                "probe for region {name} did not answer within {} ms",
+                "probe for {name} did not answer within {} ms",
                 wait.as_millis()
             ));
         }
@@ -130,7 +140,7 @@ pub async fn execute(
         }
         Ok(Err(status)) => {
             return fail(format!(
-                "probe for region {name} failed: {} {}",
+                "probe for {name} failed: {} {}",
                 status.code(),
                 status.message()
             ));
@@ -169,19 +179,20 @@ async fn went_down(region: &mut watch::Receiver<RegionState>) -> String {
     }
 }
 
-/// A `region_unreachable` harness record: the link to the request's region failed.
+/// A `region_unreachable` harness record: the link to the request's region (`region eu`) or
+/// probe replica (`probe replica eu#1 (region eu)`) failed.
 fn unreachable(
     request: &PlannedRequest,
     model: &str,
     started_at: String,
-    region: &str,
+    name: &str,
     reason: &str,
 ) -> Execution {
     let mut execution = harness(
         request,
         model,
         started_at,
-        format!("region {region} unreachable: {reason}"),
+        format!("{name} unreachable: {reason}"),
     );
     execution.record.error_type = Some(ErrorType::RegionUnreachable);
     execution

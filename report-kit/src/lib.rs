@@ -11,6 +11,7 @@
 //! - [`html`]: the self-contained page shell and the `plotters` chart primitives;
 //! - [`bootstrap`]: the stratified round resampling and percentile interval of comparisons, and
 //!   the seeded request-resampling interval of one population's percentile;
+//! - [`repeats`]: the Student t interval of a figure across a run's repeats;
 //! - [`request`]: one request's sample, timings (TTFA, tokens/s, ITL, send lag) and SLO check,
 //!   and the answer-bearing events they are read from (the load report's and `watch`'s).
 //!
@@ -23,5 +24,6 @@ pub mod format;
 pub mod html;
 pub mod observe;
 pub mod plan_view;
+pub mod repeats;
 pub mod request;
 pub mod table;

@@ -175,6 +175,55 @@ pub fn stored_validity(
         })
 }
 
+/// One probe replica's spread as the store keeps it (`replica_validity`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplicaValidity {
+    /// The replica (`eu#1`).
+    pub replica: String,
+    /// Its timed releases, and their send lag's p50, p99 and max, ms.
+    pub send_lag_count: Option<i64>,
+    /// Send-lag median, ms.
+    pub send_lag_p50_ms: Option<f64>,
+    /// Send-lag 99th percentile, ms.
+    pub send_lag_p99_ms: Option<f64>,
+    /// Largest send lag, ms.
+    pub send_lag_max_ms: Option<f64>,
+    /// Its probe's clock − the coordinator's, ms.
+    pub clock_offset_ms: Option<f64>,
+    /// The bound on that offset's error, ms.
+    pub clock_offset_bound_ms: Option<f64>,
+}
+
+/// Each probe replica's send lag and clock offset stored with `run_id`, by replica; empty for a
+/// run without replicas (or stored before they were kept).
+pub fn stored_replica_validity(
+    store: &mut Store,
+    run_id: &str,
+) -> Result<Vec<ReplicaValidity>, StoreError> {
+    let rows = store.query(
+        &schema::select(&schema::REPLICA_VALIDITY, true),
+        &[Value::from(run_id)],
+    )?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let get = |name: &str| {
+                r.get(at(&schema::REPLICA_VALIDITY, name))
+                    .unwrap_or(&Value::Null)
+            };
+            ReplicaValidity {
+                replica: get("replica").text().unwrap_or_default().to_string(),
+                send_lag_count: get("send_lag_count").int(),
+                send_lag_p50_ms: get("send_lag_p50_ms").real(),
+                send_lag_p99_ms: get("send_lag_p99_ms").real(),
+                send_lag_max_ms: get("send_lag_max_ms").real(),
+                clock_offset_ms: get("clock_offset_ms").real(),
+                clock_offset_bound_ms: get("clock_offset_bound_ms").real(),
+            }
+        })
+        .collect())
+}
+
 fn with_store(e: StoreError, store: &Store) -> StoreError {
     match e {
         StoreError::Corrupt { run_id, detail, .. } => StoreError::Corrupt {

@@ -59,6 +59,9 @@ const fn opt(name: &'static str, kind: Kind) -> Column {
 
 use Kind::{Int, Real, Text};
 
+mod repeats;
+pub use repeats::{LOAD_REPEAT_INTERVALS, LOAD_REPEATS, REPLICA_VALIDITY};
+
 /// One row per published run: its identity, status, input hashes and placement.
 pub const RUNS: Table = Table {
     name: "runs",
@@ -348,7 +351,7 @@ pub const VALIDITY_CHECKS: Table = Table {
 };
 
 /// Every data table, parents first (publish inserts in this order, deletes in reverse).
-pub const TABLES: [Table; 12] = [
+pub const TABLES: [Table; 15] = [
     RUNS,
     LANES,
     REQUESTS,
@@ -361,6 +364,9 @@ pub const TABLES: [Table; 12] = [
     PAIRED_WINS,
     PAIRED_PAIRS,
     RUN_CONTRACTS,
+    LOAD_REPEATS,
+    LOAD_REPEAT_INTERVALS,
+    REPLICA_VALIDITY,
 ];
 
 /// One schema version.
@@ -399,6 +405,11 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 5,
         name: "paired_wins, paired_pairs, run_contracts",
         ddl: paired_contract_schema,
+    },
+    Migration {
+        version: 6,
+        name: "load_repeats, load_repeat_intervals, replica_validity",
+        ddl: repeats_replicas_schema,
     },
 ];
 
@@ -461,6 +472,15 @@ fn snapshot_schema() -> String {
 /// Self-contained (names its tables, not a slice of [`TABLES`]), so it can be renumbered.
 fn paired_contract_schema() -> String {
     [PAIRED_WINS, PAIRED_PAIRS, RUN_CONTRACTS]
+        .iter()
+        .map(create_table)
+        .collect::<Vec<_>>()
+        .join(";\n")
+}
+
+/// Self-contained, as [`paired_contract_schema`].
+fn repeats_replicas_schema() -> String {
+    [LOAD_REPEATS, LOAD_REPEAT_INTERVALS, REPLICA_VALIDITY]
         .iter()
         .map(create_table)
         .collect::<Vec<_>>()

@@ -8,7 +8,7 @@ fn a_new_store_is_migrated_once_and_a_newer_one_is_refused() {
     let path = dir.path().join("s.sqlite");
     let location = path.to_string_lossy().into_owned();
     let mut store = Store::open(&location).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(applied_version(&mut store).ok(), Some(5));
+    assert_eq!(applied_version(&mut store).ok(), Some(6));
     let tables = store
         .query(
             "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
@@ -20,12 +20,15 @@ fn a_new_store_is_migrated_once_and_a_newer_one_is_refused() {
         names,
         [
             "lanes",
+            "load_repeat_intervals",
+            "load_repeats",
             "load_requests",
             "load_saturation",
             "load_steps",
             "metrics",
             "paired_pairs",
             "paired_wins",
+            "replica_validity",
             "requests",
             "run_contracts",
             "run_validity",
@@ -51,15 +54,16 @@ fn a_new_store_is_migrated_once_and_a_newer_one_is_refused() {
             vec![Value::Int(2)],
             vec![Value::Int(3)],
             vec![Value::Int(4)],
-            vec![Value::Int(5)]
+            vec![Value::Int(5)],
+            vec![Value::Int(6)]
         ]
     );
     store
-        .execute_batch("INSERT INTO schema_migrations (version, name) VALUES (6, 'future')")
+        .execute_batch("INSERT INTO schema_migrations (version, name) VALUES (7, 'future')")
         .unwrap_or_else(|e| panic!("{e}"));
     drop(store);
     match Store::open(&location) {
-        Err(StoreError::NewerSchema { found, known, .. }) => assert_eq!((found, known), (6, 5)),
+        Err(StoreError::NewerSchema { found, known, .. }) => assert_eq!((found, known), (7, 6)),
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("a store newer than the build was opened"),
     }

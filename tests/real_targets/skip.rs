@@ -42,3 +42,20 @@ pub fn record_skip(dir: &Path, test: &str, why: &str) -> Result<PathBuf, String>
     std::fs::write(&path, format!("{why}\n")).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(path)
 }
+
+/// The results stores a test publishes to: an SQLite file in `dir`, and the PostgreSQL server
+/// `deploy/postgres/test-server.sh` exports in `OPENBENCH_TEST_POSTGRES_URL` (without it, `test`
+/// is reported skipped for PostgreSQL, or fails under [`REQUIRE_ENV`]).
+// Not every test that includes this file (by path, from other crates too) publishes.
+#[allow(dead_code)]
+pub fn store_locations(dir: &Path, test: &str) -> Vec<String> {
+    let mut locations = vec![dir.join("store.db").display().to_string()];
+    match std::env::var("OPENBENCH_TEST_POSTGRES_URL") {
+        Ok(url) => locations.push(url),
+        Err(_) => skip_or_fail(
+            test,
+            "OPENBENCH_TEST_POSTGRES_URL is not set (deploy/postgres/test-server.sh starts one)",
+        ),
+    }
+    locations
+}

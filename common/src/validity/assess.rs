@@ -169,6 +169,10 @@ pub struct ValiditySection {
     pub arrivals: BTreeMap<String, KsFit>,
     /// Harness failures of the run.
     pub harness_failures: usize,
+    /// Probe replica (`eu#1`) → the harness failures of the requests it was to send (a replica
+    /// that died mid-run: docs/faults.md); empty when none failed or without replicas.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub replica_harness_failures: BTreeMap<String, usize>,
     /// Every check, in the order above.
     pub checks: Vec<Check>,
 }
@@ -304,6 +308,18 @@ impl ValiditySection {
         let limit = HARNESS_FAILURES_MAX as f64;
         let check = Check::at_most("harness failures", "run", count as f64, limit, "count");
         self.checks.push(check);
+        self
+    }
+
+    /// Adds one probe replica's harness failures and their check (scope `replica eu#1`), so
+    /// the section names the replica that lost requests, not only the run's count.
+    pub fn with_replica_harness_failures(mut self, replica: &str, count: usize) -> Self {
+        let scope = format!("replica {replica}");
+        let limit = HARNESS_FAILURES_MAX as f64;
+        let check = Check::at_most("harness failures", &scope, count as f64, limit, "count");
+        self.checks.push(check);
+        self.replica_harness_failures
+            .insert(replica.to_string(), count);
         self
     }
 

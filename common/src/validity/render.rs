@@ -91,6 +91,7 @@ fn replica_lines(section: &ValiditySection) -> Vec<String> {
         .keys()
         .filter(|k| k.contains(crate::spec::REPLICA_SEPARATOR));
     replicas.extend(clocked);
+    replicas.extend(section.replica_harness_failures.keys());
     replicas.sort();
     replicas.dedup();
     replicas
@@ -118,7 +119,13 @@ fn replica_lines(section: &ValiditySection) -> Vec<String> {
                     )
                 },
             );
-            format!("replica {replica}: {lag}; {clock}")
+            let lost = match section.replica_harness_failures.get(replica) {
+                Some(n) if *n > 0 => {
+                    format!("; FAILED: {n} of its requests are harness failures (probe lost)")
+                }
+                _ => String::new(),
+            };
+            format!("replica {replica}: {lag}; {clock}{lost}")
         })
         .collect()
 }

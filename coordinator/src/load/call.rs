@@ -62,10 +62,18 @@ pub(super) async fn call(
     let release_at_unix_us = due.as_ref().map_or(0, |due| {
         release_at_unix_us(shared.start_wall, due.offset, probe.clock_offset_us)
     });
+    let replica = probe.replica.map(|k| {
+        format!(
+            "{}{}{k}",
+            request.identity.region,
+            openbench_common::spec::REPLICA_SEPARATOR
+        )
+    });
     let call = LaneCall {
         body: encode(&request),
         session: lane_session,
         release_at_unix_us,
+        replica,
     };
     let dispatched = at.unwrap_or_else(Instant::now);
     let span = tracing::Span::current();

@@ -2,7 +2,9 @@
 //! the figures the load workflow computed with its report's code: nothing is derived here.
 
 use crate::backend::{Store, Value};
-use crate::schema::{self, LOAD_REQUESTS, LOAD_SATURATION, LOAD_STEPS};
+use crate::schema::{
+    self, LOAD_REPEAT_INTERVALS, LOAD_REPEATS, LOAD_REQUESTS, LOAD_SATURATION, LOAD_STEPS,
+};
 use crate::{StoreError, labels};
 use openbench_common::load_figures::{LoadFigures, LoadRequestRow, LoadStepRow};
 
@@ -27,7 +29,48 @@ pub(super) fn insert(s: &mut Store, run_id: &str, f: &LoadFigures) -> Result<(),
         .collect();
     s.execute_many(&schema::insert(&LOAD_SATURATION), &saturation)?;
     let requests: Vec<Vec<Value>> = f.requests.iter().map(|r| request_row(run_id, r)).collect();
-    s.execute_many(&schema::insert(&LOAD_REQUESTS), &requests)
+    s.execute_many(&schema::insert(&LOAD_REQUESTS), &requests)?;
+    insert_repeats(s, run_id, f)
+}
+
+/// A repeated sweep's rows: each repeat's value, and the interval across them.
+fn insert_repeats(s: &mut Store, run_id: &str, f: &LoadFigures) -> Result<(), StoreError> {
+    let mut per_repeat = Vec::new();
+    let mut across = Vec::new();
+    for r in &f.repeats {
+        let key = [
+            Value::from(run_id),
+            Value::from(r.step),
+            Value::from(r.row.as_str()),
+            Value::from(r.figure.as_str()),
+        ];
+        for (i, (phase, value)) in r.per_repeat.iter().enumerate() {
+            let mut row = key.to_vec();
+            row.extend([
+                Value::from(i as u64 + 1),
+                Value::from(*phase),
+                Value::from(*value),
+            ]);
+            per_repeat.push(row);
+        }
+        if let Some((n, mean, low, high)) = r.across {
+            let mut row = key.to_vec();
+            row.extend([
+                Value::from(n),
+                Value::from(mean),
+                Value::from(low),
+                Value::from(high),
+            ]);
+            across.push(row);
+        }
+    }
+    if !per_repeat.is_empty() {
+        s.execute_many(&schema::insert(&LOAD_REPEATS), &per_repeat)?;
+    }
+    if !across.is_empty() {
+        s.execute_many(&schema::insert(&LOAD_REPEAT_INTERVALS), &across)?;
+    }
+    Ok(())
 }
 
 fn step_row(run_id: &str, r: &LoadStepRow) -> Vec<Value> {

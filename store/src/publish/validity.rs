@@ -4,8 +4,9 @@
 
 use crate::StoreError;
 use crate::backend::{Store, Value};
-use crate::schema::{self, RUN_VALIDITY, VALIDITY_CHECKS};
+use crate::schema::{self, REPLICA_VALIDITY, RUN_VALIDITY, VALIDITY_CHECKS};
 use openbench_common::validity::assess::ValiditySection;
+use std::collections::BTreeSet;
 
 /// Inserts `section`'s rows for `run_id`.
 pub(super) fn insert(
@@ -40,8 +41,44 @@ pub(super) fn insert(
             ]
         })
         .collect();
-    if checks.is_empty() {
+    if !checks.is_empty() {
+        s.execute_many(&schema::insert(&VALIDITY_CHECKS), &checks)?;
+    }
+    let replicas = replica_rows(run_id, section);
+    if replicas.is_empty() {
         return Ok(());
     }
-    s.execute_many(&schema::insert(&VALIDITY_CHECKS), &checks)
+    s.execute_many(&schema::insert(&REPLICA_VALIDITY), &replicas)
+}
+
+/// One `replica_validity` row per probe replica the section names (its send lag, its link or
+/// both: a replica key holds the `#` of `eu#1`).
+fn replica_rows(run_id: &str, section: &ValiditySection) -> Vec<Vec<Value>> {
+    let replicas: BTreeSet<&String> = section
+        .replica_send_lag_ms
+        .keys()
+        .chain(
+            section
+                .clock
+                .keys()
+                .filter(|k| k.contains(openbench_common::spec::REPLICA_SEPARATOR)),
+        )
+        .collect();
+    replicas
+        .into_iter()
+        .map(|replica| {
+            let lag = section.replica_send_lag_ms.get(replica);
+            let link = section.clock.get(replica);
+            let mut row = vec![Value::from(run_id), Value::from(replica.as_str())];
+            row.extend([
+                Value::from(lag.map(|l| l.n as u64)),
+                Value::from(lag.map(|l| l.p50)),
+                Value::from(lag.map(|l| l.p99)),
+                Value::from(lag.map(|l| l.max)),
+                Value::from(link.map(|l| l.clock_offset_ms)),
+                Value::from(link.map(|l| l.clock_offset_error_ms)),
+            ]);
+            row
+        })
+        .collect()
 }

@@ -16,6 +16,7 @@ fn step(index: usize, model: StepModel, phases: Phases) -> Step {
         model,
         phases,
         trace: None,
+        repeat: None,
     }
 }
 
@@ -240,6 +241,7 @@ fn trace_step(offsets_ms: &[u64], time_scale: f64, measure: Measure) -> Step {
             format: TraceFormat::AzureCsv,
             entries,
         })),
+        repeat: None,
     }
 }
 

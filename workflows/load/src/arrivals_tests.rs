@@ -13,6 +13,7 @@ fn step(index: usize, arrivals: Arrivals, rate_per_s: f64, phases: Phases) -> St
         },
         phases,
         trace: None,
+        repeat: None,
     }
 }
 
@@ -149,6 +150,7 @@ fn closed_loop_has_no_schedule_and_its_count_window_waits_for_the_run() {
         model: StepModel::Closed { concurrency: 2 },
         phases: phases(1.0, Measure::Requests(2), 0.5),
         trace: None,
+        repeat: None,
     };
     assert!(OpenSchedule::new(&closed, 0).is_none());
     // Sends (ns): two in warm-up, then 1.0 s and 1.2 s measured; the window ends at the third

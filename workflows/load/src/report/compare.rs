@@ -21,6 +21,7 @@ use openbench_common::stats::nearest_rank_in_place;
 use openbench_common::validity::assess::Quantile;
 use openbench_report_kit::bootstrap::MIN_SAMPLE_VALUES;
 use openbench_report_kit::bootstrap::percentile_interval;
+use openbench_report_kit::repeats::RepeatInterval;
 use openbench_report_kit::request::is_good;
 use serde::Serialize;
 
@@ -185,6 +186,11 @@ pub struct Change {
     /// Either run's validity section failed: its verdict is labelled so.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub validity_failed: bool,
+    /// When both runs repeated the step (`load.repeats`): each run's mean and 95% t interval
+    /// across its repeats (`a` and `b` are then the means). The verdict then rests on these
+    /// two intervals, not on a bootstrap over requests (docs/load.md, "Repeats").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<(RepeatInterval, RepeatInterval)>,
 }
 
 fn is_zero(v: &f64) -> bool {
@@ -195,24 +201,39 @@ impl Change {
     /// `better` or `worse` when the interval excludes zero and a latency change is larger than
     /// the runs' own measured error (else `—`, or `— (within measured error)`), labelled when
     /// it rests on a run whose validity failed.
+    ///
+    /// When both runs repeated the step, the change is called only when the two runs'
+    /// across-repeat intervals are separated (`— (repeat intervals overlap)` otherwise), and
+    /// still never within the measured error.
     pub fn verdict(&self) -> &'static str {
+        if let Some((a, b)) = &self.repeats {
+            return match self.delta {
+                Some(d) if a.separated_from(b) => self.called(d),
+                Some(_) => "— (repeat intervals overlap)",
+                None => "—",
+            };
+        }
         match (self.low, self.high, self.delta) {
-            (Some(l), Some(h), Some(d)) if l > 0.0 || h < 0.0 => {
-                let latency = !self.figure.is_fraction();
-                if latency && self.error_floor_ms > 0.0 && d.abs() <= self.error_floor_ms {
-                    return "— (within measured error)";
-                }
-                match (
-                    (d > 0.0) == self.figure.higher_is_better(),
-                    self.validity_failed,
-                ) {
-                    (true, false) => "better",
-                    (false, false) => "worse",
-                    (true, true) => "better (validity failed)",
-                    (false, true) => "worse (validity failed)",
-                }
-            }
+            (Some(l), Some(h), Some(d)) if l > 0.0 || h < 0.0 => self.called(d),
             _ => "—",
+        }
+    }
+
+    /// The verdict of a change `d` its interval(s) call: held to the measured error, then
+    /// better or worse, labelled when a run's validity failed.
+    fn called(&self, d: f64) -> &'static str {
+        let latency = !self.figure.is_fraction();
+        if latency && self.error_floor_ms > 0.0 && d.abs() <= self.error_floor_ms {
+            return "— (within measured error)";
+        }
+        match (
+            (d > 0.0) == self.figure.higher_is_better(),
+            self.validity_failed,
+        ) {
+            (true, false) => "better",
+            (false, false) => "worse",
+            (true, true) => "better (validity failed)",
+            (false, true) => "worse (validity failed)",
         }
     }
 }
@@ -243,6 +264,10 @@ pub struct StepComparison {
     pub rows: Vec<RowComparison>,
     /// Lanes of the step in only one of the runs.
     pub unmatched_lanes: Vec<String>,
+    /// When both runs repeated the step: the repeats each ran (`steps` are then the written
+    /// steps' positions in `load.steps`, and every figure is a mean across repeats).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<(usize, usize)>,
 }
 
 /// `compare.json`.
@@ -262,9 +287,21 @@ pub struct Comparison {
     pub unmatched_steps: Vec<String>,
 }
 
-/// Compares B against A.
+/// Compares B against A: step by step, or, when both runs repeated their sweep, written step by
+/// written step across the repeats ([`super::compare_repeats`]).
 pub fn comparison(a: &LoadResults, b: &LoadResults, replicates: usize, seed: u64) -> Comparison {
     let (ma, mb) = (compute(a), compute(b));
+    if !ma.repeats.is_empty() && !mb.repeats.is_empty() {
+        let (steps, unmatched_steps) = super::compare_repeats::steps(&ma, &mb);
+        return Comparison {
+            run_a: a.run_id.clone(),
+            run_b: b.run_id.clone(),
+            replicates: 0,
+            seed,
+            steps,
+            unmatched_steps,
+        };
+    }
     let mut used = vec![false; b.steps.len()];
     let mut steps = Vec::new();
     let mut unmatched_steps = Vec::new();
@@ -298,6 +335,22 @@ pub fn comparison(a: &LoadResults, b: &LoadResults, replicates: usize, seed: u64
     }
 }
 
+/// The larger of two runs' measured timing error at `quantile`, ms (0 when neither measured it).
+pub(super) fn error_floor_ms(a: &LoadMetrics, b: &LoadMetrics, quantile: Quantile) -> f64 {
+    let error = |m: &LoadMetrics| {
+        m.validity
+            .as_ref()
+            .map_or(0.0, |v| v.measured_error_ms_at(quantile))
+    };
+    error(a).max(error(b))
+}
+
+/// Whether either run's validity failed.
+pub(super) fn validity_failed(a: &LoadMetrics, b: &LoadMetrics) -> bool {
+    let failed = |m: &LoadMetrics| m.validity.as_ref().is_some_and(|v| !v.passed());
+    failed(a) || failed(b)
+}
+
 /// One side's view of its step.
 fn view<'a>(side: (&'a LoadResults, &'a LoadMetrics, usize)) -> &'a StepView {
     &side.1.steps[side.2]
@@ -314,18 +367,12 @@ struct Pair<'a> {
 impl Pair<'_> {
     /// The larger of the two runs' measured timing error at `quantile`, ms.
     fn error_floor_ms(&self, quantile: Quantile) -> f64 {
-        let error = |m: &LoadMetrics| {
-            m.validity
-                .as_ref()
-                .map_or(0.0, |v| v.measured_error_ms_at(quantile))
-        };
-        error(self.a.1).max(error(self.b.1))
+        error_floor_ms(self.a.1, self.b.1, quantile)
     }
 
     /// Whether either run's validity failed.
     fn validity_failed(&self) -> bool {
-        let failed = |m: &LoadMetrics| m.validity.as_ref().is_some_and(|v| !v.passed());
-        failed(self.a.1) || failed(self.b.1)
+        validity_failed(self.a.1, self.b.1)
     }
 
     fn step(&self) -> StepComparison {
@@ -349,6 +396,7 @@ impl Pair<'_> {
             steps: (va.index, vb.index),
             rows,
             unmatched_lanes,
+            repeats: None,
         }
     }
 
@@ -404,6 +452,7 @@ impl Pair<'_> {
                     replicates: deltas.len(),
                     error_floor_ms: self.error_floor_ms(figure.quantile()),
                     validity_failed: self.validity_failed(),
+                    repeats: None,
                 }
             })
             .collect();

@@ -34,6 +34,15 @@ pub(super) fn signed(figure: Figure, x: Option<f64>) -> String {
 }
 
 pub(super) fn interval(c: &Change) -> String {
+    if let Some((a, b)) = &c.repeats {
+        return format!(
+            "A [{}, {}] · B [{}, {}]",
+            value(c.figure, Some(a.low)),
+            value(c.figure, Some(a.high)),
+            value(c.figure, Some(b.low)),
+            value(c.figure, Some(b.high))
+        );
+    }
     match (c.low, c.high) {
         (Some(l), Some(h)) => format!(
             "[{}, {}]",
@@ -52,15 +61,23 @@ pub fn render(c: &Comparison) -> String {
         "# Load comparison: {} (B) against {} (A)\n",
         c.run_b, c.run_a
     );
-    let _ = writeln!(
-        out,
-        "- Intervals: {}% percentile bootstrap of B − A over each step's measured requests, {} \
-         replicates per run, seed {}; none when either run has under 30 measured requests in the \
-         row. A verdict needs an interval that excludes zero.",
-        LEVEL * 100.0,
-        c.replicates,
-        c.seed
-    );
+    if c.steps.iter().any(|s| s.repeats.is_some()) {
+        out.push_str(
+            "- Both runs repeated their sweep: each figure is the mean across a run's repeats, \
+             the interval each run's 95% Student t interval across its repeats, and a verdict \
+             needs the two intervals separated.\n",
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "- Intervals: {}% percentile bootstrap of B − A over each step's measured requests, {} \
+             replicates per run, seed {}; none when either run has under 30 measured requests in the \
+             row. A verdict needs an interval that excludes zero.",
+            LEVEL * 100.0,
+            c.replicates,
+            c.seed
+        );
+    }
     out.push_str("- Steps are matched by their load in run order, lanes by label.\n");
     if !c.unmatched_steps.is_empty() {
         let _ = writeln!(
@@ -74,11 +91,22 @@ pub fn render(c: &Comparison) -> String {
         out.push_str("No step ran at the same load in both runs.\n");
     }
     for step in &c.steps {
-        let _ = writeln!(
-            out,
-            "## {} (step {} in A, {} in B)\n",
-            step.label, step.steps.0, step.steps.1
-        );
+        match step.repeats {
+            Some((na, nb)) => {
+                let _ = writeln!(
+                    out,
+                    "## {} (step {} in A over {na} repeats, {} in B over {nb})\n",
+                    step.label, step.steps.0, step.steps.1
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "## {} (step {} in A, {} in B)\n",
+                    step.label, step.steps.0, step.steps.1
+                );
+            }
+        }
         if !step.unmatched_lanes.is_empty() {
             let _ = writeln!(
                 out,

@@ -185,3 +185,66 @@ fn a_latency_change_within_the_runs_measured_error_is_no_verdict() {
     assert!(ttfa.validity_failed);
     assert_eq!(ttfa.verdict(), "worse (validity failed)");
 }
+
+/// A run of one written step repeated `ttfas.len()` times: repeat r is [`forty`]'s step with
+/// every TTFA `ttfas[r]`, as the run's step r.
+fn repeated(run_id: &str, ttfas: &[f64]) -> super::LoadResults {
+    let mut run = forty(run_id, ttfas[0], &[]);
+    let of = ttfas.len() as u32;
+    run.steps = ttfas
+        .iter()
+        .enumerate()
+        .map(|(r, &ttfa)| {
+            let mut step = forty(run_id, ttfa, &[]).steps.remove(0);
+            step.index = r;
+            step.repeat = Some(crate::spec::RepeatOf {
+                step: 0,
+                repeat: r as u32,
+                of,
+            });
+            step
+        })
+        .collect();
+    run
+}
+
+#[test]
+fn repeated_runs_are_called_only_when_their_repeat_intervals_are_separated() {
+    // A's TTFA p50 per repeat: 100, 110, 120 → mean 110, s = 10, half-width
+    // t(2) · s/√3 = 4.3027 · 5.773503 = 24.841607: [85.158393, 134.841607].
+    let a = repeated("A", &[100.0, 110.0, 120.0]);
+    // B: 115, 125, 135 → [100.158393, 149.841607]: overlaps A's. Every request of a repeat has
+    // the same TTFA, so a bootstrap over requests would call each repeat's change; the repeats
+    // say the runs' difference (15 ms) is within their run-to-run spread.
+    let overlapping = comparison(&a, &repeated("B", &[115.0, 125.0, 135.0]), 200, 9);
+    assert_eq!(overlapping.replicates, 0);
+    assert_eq!(overlapping.steps.len(), 1, "one written step, not three");
+    let step = &overlapping.steps[0];
+    assert_eq!((step.steps, step.repeats), ((0, 0), Some((3, 3))));
+    let lane = &step.rows[0];
+    assert_eq!((lane.name.as_str(), lane.measured), ("x", (120, 120)));
+    let ttfa = &lane.changes[0];
+    assert_eq!(ttfa.figure, Figure::TtfaP50);
+    assert_eq!(
+        (ttfa.a, ttfa.b, ttfa.delta),
+        (Some(110.0), Some(125.0), Some(15.0))
+    );
+    let (ia, ib) = ttfa.repeats.unwrap();
+    let half = 4.3027 * 10.0 / 3f64.sqrt();
+    assert!((ia.low - (110.0 - half)).abs() < 1e-9 && (ia.high - (110.0 + half)).abs() < 1e-9);
+    assert!((ib.low - (125.0 - half)).abs() < 1e-9 && (ib.high - (125.0 + half)).abs() < 1e-9);
+    assert_eq!(ttfa.verdict(), "— (repeat intervals overlap)");
+    // B: 300, 310, 320 → [285.158393, 334.841607], above A's: worse.
+    let separated = comparison(&a, &repeated("B", &[300.0, 310.0, 320.0]), 200, 9);
+    let ttfa = &separated.steps[0].rows[0].changes[0];
+    assert_eq!(ttfa.delta, Some(200.0));
+    assert_eq!(ttfa.verdict(), "worse");
+    // The same runs with a measured error of 250 ms: separated, but within it.
+    let mut quiet = ttfa.clone();
+    quiet.error_floor_ms = 250.0;
+    assert_eq!(quiet.verdict(), "— (within measured error)");
+    let md = super::compare_md::render(&separated);
+    assert!(md.contains("over 3 repeats"), "{md}");
+    assert!(!md.contains("percentile bootstrap"), "{md}");
+    assert!(md.contains("A [85.2, 134.8] · B [285.2, 334.8]"), "{md}");
+}

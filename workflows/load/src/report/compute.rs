@@ -56,6 +56,10 @@ pub struct LoadMetrics {
     /// made before it was measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub validity: Option<openbench_common::validity::assess::ValiditySection>,
+    /// A repeated sweep's figures per repeat and across repeats (`load.repeats`); absent for a
+    /// run made once.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub repeats: Vec<super::repeats::RepeatedStep>,
 }
 
 /// The rules' settings as the report states them.
@@ -96,6 +100,9 @@ pub struct StepView {
     /// A conversation step's figures per turn index (absent for any other step).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub turns: Vec<super::turns::TurnRow>,
+    /// Which repeat of which written step this is (`load.repeats`); absent for a run made once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<crate::spec::RepeatOf>,
 }
 
 /// The figures of one lane, provider or the pool in one step.
@@ -190,6 +197,7 @@ pub fn compute(results: &LoadResults) -> LoadMetrics {
             .chain(results.steps.iter().filter_map(unlisted_lanes))
             .chain(held_notes)
             .collect(),
+        repeats: super::repeats::repeated_steps(&steps),
         steps,
         saturation,
         validity,
@@ -283,6 +291,7 @@ fn step_view(step: &StepResults, results: &LoadResults) -> StepView {
         providers,
         pooled: row("pooled", &all),
         turns: super::turns::turn_rows(step, results.scored),
+        repeat: step.repeat,
     }
 }
 

@@ -112,6 +112,7 @@ pub fn results() -> LoadResults {
         harness_failures: 1,
         sittings: vec![1],
         turns: Vec::new(),
+        repeat: None,
         retry_after_s: BTreeMap::from([(2, 2.0)]),
     };
     let step1 = StepResults {
@@ -131,6 +132,7 @@ pub fn results() -> LoadResults {
         harness_failures: 0,
         sittings: vec![1],
         turns: Vec::new(),
+        repeat: None,
         // Samples 0, 2, 4, 6 are lane a's 429s; two carried a Retry-After.
         retry_after_s: BTreeMap::from([(0, 3.0), (4, 1.0)]),
     };
@@ -148,6 +150,7 @@ pub fn results() -> LoadResults {
         harness_failures: 0,
         sittings: vec![1],
         turns: Vec::new(),
+        repeat: None,
         retry_after_s: BTreeMap::new(),
     };
     LoadResults {
@@ -164,6 +167,7 @@ pub fn results() -> LoadResults {
         scored: false,
         notes: vec!["provider b does not honour ignore_eos".into()],
         health: None,
+        replica_harness_failures: BTreeMap::new(),
     }
 }
 
@@ -205,6 +209,7 @@ pub fn forty(run_id: &str, ttfa: f64, mixed: &[usize]) -> LoadResults {
         harness_failures: 0,
         sittings: vec![1],
         turns: Vec::new(),
+        repeat: None,
         retry_after_s: BTreeMap::new(),
     }];
     run

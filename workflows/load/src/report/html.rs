@@ -314,7 +314,11 @@ fn against_load_sections(out: &mut String, m: &LoadMetrics) {
 }
 
 fn step_title(step: &StepView) -> String {
-    escape(&format!("Step {}: {}", step.index, step.label))
+    let repeat = step
+        .repeat
+        .map(|r| format!(" · repeat {}/{}", r.repeat + 1, r.of))
+        .unwrap_or_default();
+    escape(&format!("Step {}: {}{repeat}", step.index, step.label))
 }
 
 /// Per step, the ITL p50 bar and p99 whisker of each lane.

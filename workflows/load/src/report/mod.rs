@@ -11,6 +11,8 @@
 //! - [`markdown`] and [`html`]: `report.md` (and the terminal's table) and `report.html`;
 //! - [`compare`], [`compare_md`] and [`compare_html`]: two runs matched step by step, changes
 //!   with bootstrap intervals over requests, `compare.md`, `compare.html` and `compare.json`;
+//! - [`repeats`] and [`compare_repeats`]: a repeated sweep's figures per repeat and across
+//!   repeats (Student t intervals), and the comparison of two repeated runs on them;
 //! - [`retry_after_s`]: the wait a 429 asked for, from a record's headers.
 //!
 //! Definitions: docs/load.md, "Reports".
@@ -28,6 +30,7 @@ mod browser_tests;
 pub mod compare;
 pub mod compare_html;
 pub mod compare_md;
+pub mod compare_repeats;
 #[cfg(test)]
 mod compare_tests;
 pub mod compute;
@@ -35,6 +38,7 @@ pub mod compute;
 mod fixture;
 pub mod html;
 pub mod markdown;
+pub mod repeats;
 mod retry_after;
 pub mod tables;
 #[cfg(test)]
@@ -61,6 +65,9 @@ pub struct LoadResults {
     /// What the run measured of its own runtimes and links (the manifest's); `None` for a run
     /// made before validity was measured, which then reports no validity section.
     pub health: Option<validity::RunHealth>,
+    /// Probe replica (`eu#1`) → harness records of the requests it was to send (a replica that
+    /// died mid-run); empty when none.
+    pub replica_harness_failures: BTreeMap<String, u64>,
 }
 
 /// The rules' settings, from the spec's `load:` section.
@@ -102,6 +109,8 @@ pub struct StepResults {
     /// A conversation step's place of every sample in its conversation (`turns[i]` is
     /// `samples[i]`'s); empty for any other step.
     pub turns: Vec<turns::SampleTurn>,
+    /// Which repeat of which written step this is (`load.repeats`); `None` for a run made once.
+    pub repeat: Option<crate::spec::RepeatOf>,
 }
 
 /// One lane's share of a step's load.

@@ -58,8 +58,9 @@ pub fn tables(m: &LoadMetrics) -> Vec<Table> {
         itl(m),
         throughput(m),
     ];
-    // Conversation steps only: other reports keep their bytes.
+    // Conversation steps and repeated sweeps only: other reports keep their bytes.
     out.extend(super::turns::table(m));
+    out.extend(super::repeats::table(m));
     out
 }
 
@@ -71,9 +72,18 @@ fn per_row(m: &LoadMetrics, cells: impl Fn(&StepView, &Row) -> Vec<String>) -> V
         .collect()
 }
 
-/// A step's first cell: `0 constant 2/s`.
+/// A step's first cell: `0 constant 2/s` (`3 constant 2/s · repeat 2/3` in a repeated sweep).
 pub fn step_cell(step: &StepView) -> String {
-    format!("{} {}", step.index, step.label)
+    match step.repeat {
+        Some(r) => format!(
+            "{} {} · repeat {}/{}",
+            step.index,
+            step.label,
+            r.repeat + 1,
+            r.of
+        ),
+        None => format!("{} {}", step.index, step.label),
+    }
 }
 
 /// The summary table's headers (also the terminal's).

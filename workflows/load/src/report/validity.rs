@@ -47,6 +47,10 @@ pub fn section(results: &LoadResults, steps: &[StepView]) -> Option<ValiditySect
         .with_runtimes(&health.sittings)
         .with_clock(&health.links)
         .with_harness_failures(usize::try_from(harness).unwrap_or(usize::MAX));
+    for (replica, count) in &results.replica_harness_failures {
+        section = section
+            .with_replica_harness_failures(replica, usize::try_from(*count).unwrap_or(usize::MAX));
+    }
     for view in steps {
         for row in &view.lanes {
             if row.metrics.rate.target_per_s.is_some() {

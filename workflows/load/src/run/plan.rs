@@ -119,16 +119,21 @@ pub fn step_phase(
     workload: &Arc<Workload>,
 ) -> Phase {
     // A ramped closed step says so in its name and load (unramped ones keep their bytes).
-    let ramp = match section.ramp_up_s(step.index) {
+    let ramp = match section.ramp_up_s(step.written()) {
         Some(ramp_s) if !step.model.is_open() => format!(" ramp {ramp_s}s"),
         _ => String::new(),
     };
-    let conversation = match section.conversation(step.index) {
+    let conversation = match section.conversation(step.written()) {
         Some(_) => " conversations",
         None => "",
     };
     let label = format!("{}{ramp}{conversation}", step.model.label());
-    let name = format!("step-{} {label}", step.index);
+    let name = match step.repeat {
+        // Repeat r of written step s: the phase says both, so its records (which name the
+        // phase) say which repeat they belong to.
+        Some(r) => format!("step-{} repeat {}/{} {label}", r.step, r.repeat + 1, r.of),
+        None => format!("step-{} {label}", step.index),
+    };
     match step.model {
         StepModel::Open { .. }
         | StepModel::Gamma { .. }
@@ -147,7 +152,7 @@ pub fn step_phase(
                 .map(|&r| per_region.get(r).cloned().unwrap_or_default())
                 .collect();
             let source = source_of(step, section, layout, workload);
-            let source: Arc<dyn RequestSource> = match section.conversation(step.index) {
+            let source: Arc<dyn RequestSource> = match section.conversation(step.written()) {
                 Some(c) => Arc::new(
                     ConversationSource::new(source, c.clone(), section.seed, step.index).open(),
                 ),
@@ -183,7 +188,7 @@ pub fn step_phase(
                 },
             };
             let source = source_of(step, section, layout, workload);
-            let source: Arc<dyn RequestSource> = match section.conversation(step.index) {
+            let source: Arc<dyn RequestSource> = match section.conversation(step.written()) {
                 Some(c) => Arc::new(ConversationSource::new(
                     source,
                     c.clone(),
@@ -224,7 +229,7 @@ pub fn source_of(
                 .map(|r| (0..r).map(|q| layout.users_of(concurrency, q)).sum())
                 .collect();
             StepSource::closed(step.index, concurrency, before, workload.clone())
-                .with_ramp(section.ramp_up_s(step.index))
+                .with_ramp(section.ramp_up_s(step.written()))
         }
     };
     source.with_lanes(layout.region_of.clone(), layout.ignore_eos.clone())

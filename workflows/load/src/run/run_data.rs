@@ -167,7 +167,7 @@ impl RunContext {
         step: &Step,
         records: &[&TerminalRecord],
     ) -> Option<HashMap<String, Sent>> {
-        let conversation = self.section.conversation(step.index)?;
+        let conversation = self.section.conversation(step.written())?;
         let base = source_of(step, &self.section, &self.layout, &self.workload);
         let mut source =
             ConversationSource::new(base, conversation.clone(), self.section.seed, step.index);
@@ -258,6 +258,17 @@ pub fn results_of(
     chunks: &BTreeMap<String, AnswerStream>,
     ceiling_notes: Vec<String>,
 ) -> LoadResults {
+    let mut replica_harness_failures: BTreeMap<String, u64> = BTreeMap::new();
+    for r in records.values() {
+        if let (Outcome::HarnessError, Some(k)) = (r.outcome, r.replica) {
+            let key = format!(
+                "{}{}{k}",
+                r.region,
+                openbench_common::spec::REPLICA_SEPARATOR
+            );
+            *replica_harness_failures.entry(key).or_default() += 1;
+        }
+    }
     let steps = steps_run(ctx, records)
         .into_iter()
         .map(|(step, mine)| {
@@ -317,6 +328,7 @@ pub fn results_of(
                 retry_after_s,
                 sittings: sittings.into_iter().collect(),
                 turns,
+                repeat: step.repeat,
             }
         })
         .collect();
@@ -332,5 +344,6 @@ pub fn results_of(
         scored: matches!(ctx.section.workload, WorkloadSpec::Tasks),
         notes: ceiling_notes,
         health: None,
+        replica_harness_failures,
     }
 }

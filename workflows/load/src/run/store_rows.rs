@@ -9,7 +9,7 @@ use crate::metrics::Distribution;
 use crate::metrics::step::{FailureClass, is_measured};
 use crate::report::compute::{LoadMetrics, Row, SaturationPoint, StepView, compute};
 use openbench_common::load_figures::{
-    LoadFailures, LoadFigures, LoadRequestRow, LoadSaturationRow, LoadStepRow,
+    LoadFailures, LoadFigures, LoadRepeatRow, LoadRequestRow, LoadSaturationRow, LoadStepRow,
 };
 use openbench_common::rundir as layout;
 use openbench_common::workflow::WorkflowError;
@@ -41,7 +41,31 @@ pub fn figures(run_dir: &Path) -> Result<LoadFigures, WorkflowError> {
         saturation: saturation_rows(&metrics),
         requests: request_rows(&run, &windows),
         validity: metrics.validity.clone(),
+        repeats: repeat_rows(&metrics),
     })
+}
+
+fn repeat_rows(m: &LoadMetrics) -> Vec<LoadRepeatRow> {
+    let mut out = Vec::new();
+    for step in &m.repeats {
+        for row in &step.rows {
+            for f in &row.figures {
+                out.push(LoadRepeatRow {
+                    step: step.step as u64,
+                    row: row.name.clone(),
+                    figure: f.figure.name().to_string(),
+                    per_repeat: step
+                        .phases
+                        .iter()
+                        .zip(&f.per_repeat)
+                        .map(|(p, v)| (*p as u64, *v))
+                        .collect(),
+                    across: f.across.map(|i| (i.n as u64, i.mean, i.low, i.high)),
+                });
+            }
+        }
+    }
+    out
 }
 
 fn step_rows(m: &LoadMetrics) -> Vec<LoadStepRow> {
@@ -68,7 +92,12 @@ fn step_row(step: &StepView, row: &Row, kind: &str) -> LoadStepRow {
     let failed = |class: FailureClass| m.failures.get(&class).copied().unwrap_or(0) as u64;
     LoadStepRow {
         step: step.index as u64,
-        label: step.label.clone(),
+        // A repeat says which (`constant 8/s · repeat 2/3`), so `history` matches repeat r of
+        // one run with repeat r of the next, never every repeat with the first.
+        label: match step.repeat {
+            Some(r) => format!("{} · repeat {}/{}", step.label, r.repeat + 1, r.of),
+            None => step.label.clone(),
+        },
         model: step.model.to_string(),
         row: row.name.clone(),
         row_kind: kind.to_string(),

@@ -14,7 +14,7 @@ mod steps;
 mod tests;
 pub(crate) mod validate;
 
-pub use steps::{Step, StepModel};
+pub use steps::{RepeatOf, Step, StepModel};
 pub use validate::{Limits, SLO_METRICS};
 
 /// A problem with a `load:` section.
@@ -74,7 +74,16 @@ pub struct LoadSection {
     /// shows it; it is never skipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_in_flight: Option<u32>,
+    /// Runs the whole sweep this many times (2..=100; absent: once), AIPerf's
+    /// `--num-profile-runs`: pass r runs every step in order as its own phase, with its own
+    /// seeded arrivals and prompts, and the report gives each figure per repeat and across
+    /// repeats with a 95% Student t interval (docs/load.md, "Repeats"). Not with `saturation`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<u32>,
 }
+
+/// Most passes `load.repeats` may ask for.
+pub const MAX_REPEATS: u32 = 100;
 
 /// Requests one lane may hold in flight in an open-loop step when `load.max_in_flight` is
 /// absent: the 1,000 concurrent streams one process is benchmarked to drive (docs/performance.md,
@@ -85,6 +94,11 @@ impl LoadSection {
     /// The open-loop in-flight bound per lane: `max_in_flight`, or [`DEFAULT_MAX_IN_FLIGHT`].
     pub fn open_loop_in_flight(&self) -> u32 {
         self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT)
+    }
+
+    /// Passes over the sweep: `repeats`, or 1.
+    pub fn repeat_count(&self) -> u32 {
+        self.repeats.unwrap_or(1).max(1)
     }
 
     /// The conversations of sweep step `index` when it holds them (a closed, constant or

@@ -135,21 +135,55 @@ pub struct Step {
     pub phases: Phases,
     /// A `trace` step's file, read (`None` for every other model).
     pub trace: Option<Arc<Trace>>,
+    /// Which pass over the sweep this is, when `load.repeats` asks for several; `None` for a
+    /// run made once (its steps keep their phases and names).
+    pub repeat: Option<RepeatOf>,
+}
+
+/// A step's place among the repeats of a sweep (`load.repeats`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct RepeatOf {
+    /// The step as written: its position in `load.steps`.
+    pub step: usize,
+    /// 0-based pass over the sweep.
+    pub repeat: u32,
+    /// Passes in all.
+    pub of: u32,
+}
+
+impl Step {
+    /// The step as written in `load.steps` (its ramp, conversations and trace file): `index`
+    /// unless the sweep is repeated.
+    pub fn written(&self) -> usize {
+        self.repeat.map_or(self.index, |r| r.step)
+    }
 }
 
 impl LoadSection {
     /// The steps of a `steps:` sweep, in the order written, each `trace` step with its file from
     /// `traces` (read by [`crate::trace::read_traces`]). A saturation search has no fixed list:
     /// its steps come one at a time from [`crate::metrics::saturation::next_rate`].
+    ///
+    /// With `repeats: N` the sweep runs N passes: pass r's step s is the run's step (phase)
+    /// r × S + s of the S written, and that index labels every seeded stream it draws from
+    /// (arrivals, prompts, conversations), so each repeat has its own schedule, fixed by the
+    /// seed, and pass 0 is the run made once.
     pub fn sweep_steps(&self, traces: &Traces) -> Vec<Step> {
-        self.steps
-            .iter()
-            .enumerate()
-            .map(|(index, model)| Step {
-                index,
-                model: StepModel::from(model),
-                phases: self.phases.clone(),
-                trace: traces.get(&index).cloned(),
+        let of = self.repeat_count();
+        let written = self.steps.len();
+        (0..of)
+            .flat_map(|repeat| {
+                self.steps.iter().enumerate().map(move |(s, model)| Step {
+                    index: repeat as usize * written + s,
+                    model: StepModel::from(model),
+                    phases: self.phases.clone(),
+                    trace: traces.get(&s).cloned(),
+                    repeat: (of > 1).then_some(RepeatOf {
+                        step: s,
+                        repeat,
+                        of,
+                    }),
+                })
             })
             .collect()
     }
@@ -165,6 +199,7 @@ impl LoadSection {
             },
             phases: self.phases.clone(),
             trace: None,
+            repeat: None,
         })
     }
 }

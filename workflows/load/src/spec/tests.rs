@@ -341,3 +341,72 @@ fn a_closed_steps_conversations_parse_and_are_checked() {
         .to_string();
     assert!(err.contains("turn"), "{err}");
 }
+
+#[test]
+fn repeats_run_the_sweep_in_passes_each_step_its_own_phase() {
+    let text = format!("{GOOD}repeats: 2\n");
+    let load = LoadSection::from_yaml(&text, "spec.yaml").unwrap();
+    load.validate("spec.yaml", &LIMITS).unwrap();
+    let steps = load.sweep_steps(&crate::trace::Traces::new());
+    // Pass 0 is steps 0..3 as written, pass 1 steps 3..6: phase r × 3 + s.
+    let seen: Vec<(usize, String, usize, u32)> = steps
+        .iter()
+        .map(|s| {
+            let r = s.repeat.unwrap();
+            (s.index, s.model.label(), s.written(), r.repeat)
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (0, "closed c=4".to_string(), 0, 0),
+            (1, "constant 2.5/s".to_string(), 1, 0),
+            (2, "poisson 8/s".to_string(), 2, 0),
+            (3, "closed c=4".to_string(), 0, 1),
+            (4, "constant 2.5/s".to_string(), 1, 1),
+            (5, "poisson 8/s".to_string(), 2, 1),
+        ]
+    );
+    assert!(steps.iter().all(|s| s.repeat.unwrap().of == 2));
+    // Without `repeats` nothing changes: no repeat, and the section writes no field.
+    let once = LoadSection::from_yaml(GOOD, "spec.yaml").unwrap();
+    assert!(
+        once.sweep_steps(&crate::trace::Traces::new())
+            .iter()
+            .all(|s| s.repeat.is_none())
+    );
+    assert!(
+        serde_json::to_value(&once)
+            .unwrap()
+            .get("repeats")
+            .is_none()
+    );
+}
+
+#[test]
+fn repeats_are_refused_outside_2_to_100_and_with_a_saturation_search() {
+    let err = |extra: &str| {
+        let text = format!("{GOOD}{extra}");
+        let load = LoadSection::from_yaml(&text, "spec.yaml").unwrap();
+        load.validate("spec.yaml", &LIMITS)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    assert!(err("repeats: 1\n").contains("load.repeats: 1 is outside 2..=100"));
+    assert!(err("repeats: 101\n").contains("load.repeats: 101 is outside 2..=100"));
+    assert_eq!(err("repeats: 100\n"), "");
+    let search = r#"
+seed: 7
+phases: {warmup_s: 0, measure: {duration_s: 5}, cooldown_s: 0}
+saturation: {arrivals: poisson, start_rate_per_s: 1, growth: 2, max_rate_per_s: 8}
+repeats: 3
+workload:
+  kind: synthetic
+  input_tokens: {dist: fixed, tokens: 10}
+  output_tokens: {dist: fixed, tokens: 10}
+"#;
+    let load = LoadSection::from_yaml(search, "spec.yaml").unwrap();
+    let e = load.validate("spec.yaml", &LIMITS).unwrap_err().to_string();
+    assert!(e.contains("load.repeats: not with `saturation`"), "{e}");
+}

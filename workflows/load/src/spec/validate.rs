@@ -63,6 +63,21 @@ impl LoadSection {
             (false, Some(_)) => say("load: give `steps` or `saturation`, not both".into()),
             _ => {}
         }
+        if let Some(n) = self.repeats {
+            if !(2..=super::MAX_REPEATS).contains(&n) {
+                say(format!(
+                    "load.repeats: {n} is outside 2..={} (leave it out to run once)",
+                    super::MAX_REPEATS
+                ));
+            }
+            if self.saturation.is_some() {
+                say(
+                    "load.repeats: not with `saturation` (each search's next rate depends on \
+                     the steps before; repeat a sweep of the rates it found instead)"
+                        .into(),
+                );
+            }
+        }
         if let Some(n) = self.max_in_flight
             && (n == 0 || n > MAX_CONCURRENCY)
         {
