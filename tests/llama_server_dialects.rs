@@ -109,7 +109,9 @@ fn assert_agree(which: &str, by_dialect: &[Vec<f64>]) {
         .map(|values| {
             let (low, high) = values
                 .iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(*v), h.max(*v)));
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
+                    (l.min(*v), h.max(*v))
+                });
             high - low
         })
         .fold(0.0, f64::max);
