@@ -24,14 +24,8 @@ async fn run(api: Api, quirks: &str) -> Execution {
         bearer: Some("sk-dialect-0123456789"),
         limits: StreamLimits::default(),
         messages: vec![
-            ChatMessage {
-                role: Role::System,
-                content: "Answer in JSON.".into(),
-            },
-            ChatMessage {
-                role: Role::User,
-                content: "What is the answer?".into(),
-            },
+            ChatMessage::text(Role::System, "Answer in JSON.".into()),
+            ChatMessage::text(Role::User, "What is the answer?".into()),
         ],
     })
     .await

@@ -61,10 +61,7 @@ fn meeting_note(opening: &str) -> String {
 }
 
 fn message(role: Role, content: &str) -> ChatMessage {
-    ChatMessage {
-        role,
-        content: content.to_string(),
-    }
+    ChatMessage::text(role, content.to_string())
 }
 
 /// One request of the conversation through the real probe; returns its record.
@@ -86,6 +83,7 @@ async fn turn(executor: &Executor, id: &str, messages: Vec<ChatMessage>) -> Term
         }),
         load: None,
         tool: None,
+        tools: Vec::new(),
     };
     let record = executor.execute(&request).await.record;
     assert_eq!(record.outcome, Outcome::Completed, "{id}: {record:?}");

@@ -96,14 +96,12 @@ fn call(session_id: &str, n: usize) -> ExecuteRequest {
             lane: "sim".into(),
             ..RequestIdentity::default()
         },
-        messages: vec![ChatMessage {
-            role: Role::User,
-            content: format!("question {n}"),
-        }],
+        messages: vec![ChatMessage::text(Role::User, format!("question {n}"))],
         deadline_ms: 20_000,
         output: None,
         load: None,
         tool: None,
+        tools: Vec::new(),
     };
     ExecuteRequest {
         planned_request_json: serde_json::to_string(&planned).unwrap(),

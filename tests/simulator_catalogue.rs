@@ -49,14 +49,8 @@ async fn run(
         limits: StreamLimits::default(),
         // 15 + 19 = 34 characters: the simulator reports ceil(34 / 4) = 9 prompt tokens.
         messages: vec![
-            ChatMessage {
-                role: request::Role::System,
-                content: "Answer in JSON.".into(),
-            },
-            ChatMessage {
-                role: request::Role::User,
-                content: "What is the answer?".into(),
-            },
+            ChatMessage::text(request::Role::System, "Answer in JSON.".into()),
+            ChatMessage::text(request::Role::User, "What is the answer?".into()),
         ],
     };
     let before = std::time::Instant::now();
@@ -188,6 +182,8 @@ async fn every_catalogue_entry_has_a_test_here() {
         // The tool-call quirks: tests/tool_calls_loopback.rs.
         "malformed-tool-call",
         "truncated-tool-call",
+        // The agent quirk: tests/load_agents.rs.
+        "agent-wrong-tool",
         "ping",
         "http-429",
         "http-500",

@@ -34,10 +34,7 @@ async fn run_in(api: Api, quirks: &str, limits: StreamLimits) -> Execution {
         deadline_ms: DEADLINE_MS,
         bearer: Some(KEY),
         limits,
-        messages: vec![ChatMessage {
-            role: Role::User,
-            content: "What is the answer?".into(),
-        }],
+        messages: vec![ChatMessage::text(Role::User, "What is the answer?".into())],
     })
     .await
 }

@@ -90,14 +90,12 @@ async fn execute(executor: Executor, r: usize) -> Execution {
             lane: "sim".into(),
             ..RequestIdentity::default()
         },
-        messages: vec![ChatMessage {
-            role: Role::User,
-            content: format!("question {r}"),
-        }],
+        messages: vec![ChatMessage::text(Role::User, format!("question {r}"))],
         deadline_ms: 20_000,
         output: None,
         load: None,
         tool: None,
+        tools: Vec::new(),
     };
     executor.execute(&request).await
 }

@@ -32,14 +32,8 @@ fn call(api: Api, quirks: &str) -> SimCall<'_> {
         bearer: None,
         limits: StreamLimits::default(),
         messages: vec![
-            ChatMessage {
-                role: Role::System,
-                content: "Answer in JSON.".into(),
-            },
-            ChatMessage {
-                role: Role::User,
-                content: "What is the answer?".into(),
-            },
+            ChatMessage::text(Role::System, "Answer in JSON.".into()),
+            ChatMessage::text(Role::User, "What is the answer?".into()),
         ],
     }
 }

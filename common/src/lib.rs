@@ -4,6 +4,7 @@
 //! Every crate that measures, plans, stores or reports speaks these types, so a record written by
 //! a probe in one region reads back identically in the coordinator and the report.
 
+pub mod agent;
 pub mod arrivals;
 pub mod clock;
 pub mod credentials;

@@ -5,24 +5,74 @@ use crate::hash::short_id;
 use serde::{Deserialize, Serialize};
 
 /// Who sends a chat message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// The system prompt.
     System,
     /// The user prompt.
+    #[default]
     User,
-    /// An earlier answer, for multi-turn requests.
+    /// An earlier answer, for multi-turn requests (with the tool calls it made, in an agent's
+    /// tool loop).
     Assistant,
+    /// The result of one tool call, answering the call named by `tool_call_id` (an agent's
+    /// tool loop). Each dialect renders it as its API takes it (docs/agents.md).
+    Tool,
 }
 
 /// One chat message of a request (a workflow sends as many as its task needs).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// A tool loop adds two kinds: an assistant message that made tool calls (`tool_calls`, its
+/// text possibly empty) and a tool message carrying one call's result (`tool_call_id`,
+/// `content`). Both fields are left out of the JSON when empty, so plans of text messages keep
+/// their bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatMessage {
-    /// System or user.
+    /// System, user, assistant or tool.
     pub role: Role,
-    /// The message text.
+    /// The message text (a tool message: the tool's result).
     pub content: String,
+    /// An assistant message: the tool calls it made, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<crate::tool::ToolCall>,
+    /// A tool message: the id of the call it answers.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tool_call_id: String,
+}
+
+impl ChatMessage {
+    /// A text message of `role`.
+    pub fn text(role: Role, content: String) -> ChatMessage {
+        ChatMessage {
+            role,
+            content,
+            ..ChatMessage::default()
+        }
+    }
+
+    /// An assistant message that made `tool_calls` (its text `content`, often empty).
+    pub fn assistant_calls(
+        content: impl Into<String>,
+        tool_calls: Vec<crate::tool::ToolCall>,
+    ) -> ChatMessage {
+        ChatMessage {
+            role: Role::Assistant,
+            content: content.into(),
+            tool_calls,
+            tool_call_id: String::new(),
+        }
+    }
+
+    /// The result `content` of the tool call `call_id`.
+    pub fn tool_result(call_id: impl Into<String>, content: impl Into<String>) -> ChatMessage {
+        ChatMessage {
+            role: Role::Tool,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: call_id.into(),
+        }
+    }
 }
 
 /// A request the coordinator planned and a probe executes. Carries no credentials: each probe
@@ -50,6 +100,18 @@ pub struct PlannedRequest {
     /// provider's dialect. Serialised only when present, so plans without it keep their bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<crate::tool::ToolOffer>,
+    /// The tools an agent's request offers, in order (several; the model chooses, so each is
+    /// offered with `auto`). Rendered after `tool` when both are set. Serialised only when
+    /// present, so plans without them keep their bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<crate::tool::ToolOffer>,
+}
+
+impl PlannedRequest {
+    /// Every tool the request offers: `tool`, then `tools`.
+    pub fn offered_tools(&self) -> Vec<&crate::tool::ToolOffer> {
+        self.tool.iter().chain(self.tools.iter()).collect()
+    }
 }
 
 /// How long one request's answer may (or, with `ignore_eos`, must) run.
@@ -181,14 +243,12 @@ mod tests {
         };
         let planned = PlannedRequest {
             identity: identity.clone(),
-            messages: vec![ChatMessage {
-                role: Role::User,
-                content: "q".into(),
-            }],
+            messages: vec![ChatMessage::text(Role::User, "q".into())],
             deadline_ms: 7,
             output: None,
             load: None,
             tool: None,
+            tools: Vec::new(),
         };
         let json = serde_json::to_string(&planned).unwrap_or_default();
         assert_eq!(

@@ -78,6 +78,7 @@ impl RoundJob {
                     output: None,
                     load: None,
                     tool: self.prompts.tool(round),
+                    tools: Vec::new(),
                 };
                 (lane.into_owned(), request)
             })

@@ -25,7 +25,7 @@ pub fn build_body(
         Value::Array(
             messages
                 .iter()
-                .map(|m| json!({"role": m.role, "content": m.content}))
+                .map(crate::dialect::tool_loop::chat_message)
                 .collect(),
         ),
     );

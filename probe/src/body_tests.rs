@@ -10,14 +10,8 @@ fn contract() -> RequestContract {
 
 fn messages() -> Vec<ChatMessage> {
     vec![
-        ChatMessage {
-            role: Role::System,
-            content: "S".into(),
-        },
-        ChatMessage {
-            role: Role::User,
-            content: "U".into(),
-        },
+        ChatMessage::text(Role::System, "S".into()),
+        ChatMessage::text(Role::User, "U".into()),
     ]
 }
 

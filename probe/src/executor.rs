@@ -196,10 +196,11 @@ impl Executor {
             req.output.as_ref(),
         );
         let ceiling = crate::dialect::ceiling(&inner.adapter, &body);
-        let offered = req.tool.as_ref().map_or(Ok(()), |tool| {
-            crate::dialect::tools::offer(&mut body, inner.adapter.api, tool)
-                .map_err(|e| e.to_string())
-        });
+        let offered = crate::dialect::tools::check_messages(inner.adapter.api, &req.messages)
+            .and_then(|()| {
+                crate::dialect::tools::offer_all(&mut body, inner.adapter.api, &req.offered_tools())
+            })
+            .map_err(|e| e.to_string());
         let request = offered
             .and_then(|()| serde_json::to_vec(&body).map_err(|e| e.to_string()))
             .and_then(|bytes| {

@@ -31,11 +31,7 @@ pub fn messages(
             .map(|items| {
                 items
                     .iter()
-                    .map(|m| {
-                        let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
-                        let text = m.get("content").and_then(Value::as_str).unwrap_or_default();
-                        (role.to_string(), text.to_string())
-                    })
+                    .flat_map(crate::agent::item_pairs)
                     .collect::<Vec<_>>()
             })
     };

@@ -136,7 +136,15 @@ pub fn draft(
         tool: request.tool.clone(),
         cache: request.cache,
     };
-    let (answer_kind, answer_text) = answer::choose(profile, answers, &request.user_prompt, draws);
+    // An agent's request is answered by its script (a call or the final answer), never drawn.
+    let (answer_kind, answer_text) = match crate::agent::act(request, answers) {
+        Some(crate::agent::Action::Call { name, arguments }) => {
+            draft.tool = Some(name);
+            (AnswerKind::Correct, arguments)
+        }
+        Some(crate::agent::Action::Answer(text)) => (AnswerKind::Correct, text),
+        None => answer::choose(profile, answers, &request.user_prompt, draws),
+    };
     draft.answer_kind = answer_kind;
     if let Some(schedule) = &request.schedule {
         draft.exact = true;

@@ -9,6 +9,7 @@
 //! - [`server`]: an axum server that replays them against the clock, one flushed write per
 //!   chunk, and records write times for exact-schedule requests.
 
+pub mod agent;
 pub mod answer;
 pub mod capacity;
 pub mod coalesce;

@@ -108,6 +108,9 @@ pub enum Quirk {
     /// With a forced tool: the call's arguments are cut to half and the stream ends with the
     /// length stop inside the call.
     TruncatedToolCall,
+    /// An agent request (docs/agents.md): the simulated agent calls the other offered tool
+    /// with the scripted arguments instead of the scripted one.
+    AgentWrongTool,
 }
 
 /// Every quirk with its stable name and a one-line description, in listing order.
@@ -228,6 +231,11 @@ pub const CATALOGUE: &[(Quirk, &str, &str)] = &[
         Quirk::TruncatedToolCall,
         "truncated-tool-call",
         "with a forced tool: the call's arguments cut to half, then the length stop",
+    ),
+    (
+        Quirk::AgentWrongTool,
+        "agent-wrong-tool",
+        "an agent request: the simulated agent calls the other offered tool instead",
     ),
     (
         Quirk::Ping,
@@ -416,7 +424,7 @@ mod tests {
             assert_eq!(Quirk::from_name(name), Some(*quirk));
             assert_eq!(quirk.name(), *name);
         }
-        assert_eq!(CATALOGUE.len(), 44);
+        assert_eq!(CATALOGUE.len(), 45);
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub struct SimRequest {
     /// is streamed as that call. Not part of the seed, so the call's arguments are the text
     /// answer the same request without tools gets.
     pub tool: Option<String>,
+    /// The names of every tool the request offers, in order (an agent's request offers
+    /// several; [`crate::agent`]).
+    pub offered: Vec<String>,
     /// Every message as `(role, text)`, system included: what the prefix cache names blocks by.
     pub messages: Vec<(String, String)>,
     /// What the route's prefix cache held of this prompt, set by the server when the route asks
@@ -109,6 +112,7 @@ impl SimRequest {
             .into_bytes();
         Ok(SimRequest {
             tool: crate::tool_call::forced_tool(api, &json),
+            offered: crate::agent::offered(&json),
             api,
             seed_key,
             exact_answer_tokens,

@@ -301,19 +301,14 @@ async fn once(args: OnceArgs) -> anyhow::Result<ExitCode> {
             ..RequestIdentity::default()
         },
         messages: vec![
-            ChatMessage {
-                role: Role::System,
-                content: args.system.clone(),
-            },
-            ChatMessage {
-                role: Role::User,
-                content: args.user.clone(),
-            },
+            ChatMessage::text(Role::System, args.system.clone()),
+            ChatMessage::text(Role::User, args.user.clone()),
         ],
         deadline_ms: args.timeout_ms,
         output: None,
         load: None,
         tool,
+        tools: Vec::new(),
     };
     let execution = executor.execute(&request).await;
     let completed = execution.record.outcome == openbench_common::record::Outcome::Completed;

@@ -74,10 +74,7 @@ pub fn think_ms(at: &LoadPosition) -> f64 {
 }
 
 pub fn message(role: Role, content: &str) -> ChatMessage {
-    ChatMessage {
-        role,
-        content: content.into(),
-    }
+    ChatMessage::text(role, content.into())
 }
 
 impl RequestSource for Talk {
@@ -90,6 +87,7 @@ impl RequestSource for Talk {
                 message(Role::User, &self.question(at)),
             ],
             output: None,
+            tools: Vec::new(),
         }
     }
 

@@ -95,19 +95,14 @@ fn call(
             ..RequestIdentity::default()
         },
         messages: vec![
-            ChatMessage {
-                role: Role::System,
-                content: "Answer in JSON.".into(),
-            },
-            ChatMessage {
-                role: Role::User,
-                content: format!("Security case {id}."),
-            },
+            ChatMessage::text(Role::System, "Answer in JSON.".into()),
+            ChatMessage::text(Role::User, format!("Security case {id}.")),
         ],
         deadline_ms,
         output: None,
         load: None,
         tool: None,
+        tools: Vec::new(),
     };
     ExecuteRequest {
         planned_request_json: serde_json::to_string(&planned).unwrap(),

@@ -114,6 +114,7 @@ pub async fn execute_offering(
         output: None,
         load: None,
         tool,
+        tools: Vec::new(),
     };
     executor.execute(&request).await
 }

@@ -27,6 +27,9 @@ pub struct RequestContent {
     pub messages: Vec<ChatMessage>,
     /// The request's own output length, when the workflow sets one.
     pub output: Option<OutputLength>,
+    /// The tools the request offers (an agent's step); empty for none. The coordinator passes
+    /// them to [`crate::request::PlannedRequest::tools`].
+    pub tools: Vec<crate::tool::ToolOffer>,
 }
 
 /// One earlier request of a slot, as its source sees it: what it asked and the committed record

@@ -189,6 +189,7 @@ impl Shared {
             output: content.output,
             load: Some(self.load.clone()),
             tool: None,
+            tools: content.tools,
         }
     }
 }

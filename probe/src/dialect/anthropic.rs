@@ -34,11 +34,7 @@ pub fn build_body(
     body.insert("max_tokens".into(), json!(contract.max_output_tokens));
     body.insert(
         "messages".into(),
-        Value::Array(
-            rest.iter()
-                .map(|m| json!({"role": super::role_name(m.role), "content": m.content}))
-                .collect(),
-        ),
+        Value::Array(super::tool_loop::anthropic_messages(&rest)),
     );
     if let Some(system) = system {
         body.insert("system".into(), json!(system));

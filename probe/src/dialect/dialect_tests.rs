@@ -265,10 +265,7 @@ fn stop_reasons_map_onto_the_record_vocabulary() {
 }
 
 pub(super) fn messages() -> Vec<ChatMessage> {
-    let m = |role, content: &str| ChatMessage {
-        role,
-        content: content.into(),
-    };
+    let m = |role, content: &str| ChatMessage::text(role, content.into());
     vec![m(Role::System, "Be brief."), m(Role::User, "What is 6*7?")]
 }
 

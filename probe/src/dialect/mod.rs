@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 pub mod anthropic;
 pub mod completions;
 pub mod responses;
+pub mod tool_loop;
 pub mod tools;
 
 /// The sentence that asks for the JSON object contract in the prompt, for the dialects with no
@@ -127,6 +128,7 @@ pub(crate) fn role_name(role: Role) -> &'static str {
         Role::System => "system",
         Role::User => "user",
         Role::Assistant => "assistant",
+        Role::Tool => "tool",
     }
 }
 

@@ -37,11 +37,7 @@ pub fn build_body(
     }
     body.insert(
         "input".into(),
-        Value::Array(
-            rest.iter()
-                .map(|m| json!({"role": super::role_name(m.role), "content": m.content}))
-                .collect(),
-        ),
+        Value::Array(super::tool_loop::responses_input(&rest)),
     );
     body.insert(
         "max_output_tokens".into(),

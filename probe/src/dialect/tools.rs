@@ -40,58 +40,92 @@ impl ToolPart {
     }
 }
 
-/// The offered tool does not exist in this dialect (legacy completions).
+/// The offered tool, or a tool loop's messages, do not exist in this dialect (legacy
+/// completions).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the {api} API has no tools: a request offering tool {tool:?} cannot be sent")]
 pub struct NoTools {
     /// The dialect.
     pub api: Api,
-    /// The tool's name.
+    /// The tool's name (a tool loop's message: `tool call` or `tool result`).
     pub tool: String,
 }
 
 /// Adds `tool` and its tool choice to a built body, as `api` takes them.
 pub fn offer(body: &mut Value, api: Api, tool: &ToolOffer) -> Result<(), NoTools> {
-    let (tools, choice) = match api {
-        Api::OpenaiChat => (
-            json!([{"type": "function", "function": {
-                "name": tool.name, "description": tool.description, "parameters": tool.parameters}}]),
-            match tool.choice {
-                ToolChoice::Forced => json!({"type": "function", "function": {"name": tool.name}}),
-                ToolChoice::Auto => json!("auto"),
-            },
-        ),
+    offer_all(body, api, &[tool])
+}
+
+/// Adds every tool of `tools` (in order) and one tool choice to a built body, as `api` takes
+/// them: the first forced tool's named choice when one is forced, else `auto`. Nothing for an
+/// empty list, so bodies without tools keep their bytes.
+pub fn offer_all(body: &mut Value, api: Api, tools: &[&ToolOffer]) -> Result<(), NoTools> {
+    let Some(first) = tools.first() else {
+        return Ok(());
+    };
+    let forced = tools.iter().find(|t| t.choice == ToolChoice::Forced);
+    let rendered: Vec<Value> = match api {
+        Api::OpenaiChat => tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters}})
+            })
+            .collect(),
         // `strict` is required by the Responses type and defaults to true there; false keeps the
         // sampling unconstrained, as chat's (default false) and Anthropic's tools are.
-        Api::OpenaiResponses => (
-            json!([{"type": "function", "name": tool.name, "description": tool.description,
-                "parameters": tool.parameters, "strict": false}]),
-            match tool.choice {
-                ToolChoice::Forced => json!({"type": "function", "name": tool.name}),
-                ToolChoice::Auto => json!("auto"),
-            },
-        ),
-        Api::AnthropicMessages => (
-            json!([{"name": tool.name, "description": tool.description,
-                "input_schema": tool.parameters}]),
-            match tool.choice {
-                ToolChoice::Forced => json!({"type": "tool", "name": tool.name}),
-                ToolChoice::Auto => json!({"type": "auto"}),
-            },
-        ),
+        Api::OpenaiResponses => tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "name": t.name, "description": t.description,
+                    "parameters": t.parameters, "strict": false})
+            })
+            .collect(),
+        Api::AnthropicMessages => tools
+            .iter()
+            .map(|t| {
+                json!({"name": t.name, "description": t.description,
+                    "input_schema": t.parameters})
+            })
+            .collect(),
         Api::OpenaiCompletions => {
             debug_assert!(!api.has_tools());
             return Err(NoTools {
                 api,
-                tool: tool.name.clone(),
+                tool: first.name.clone(),
             });
         }
     };
+    let choice = match (api, forced) {
+        (Api::OpenaiChat, Some(t)) => json!({"type": "function", "function": {"name": t.name}}),
+        (Api::OpenaiResponses, Some(t)) => json!({"type": "function", "name": t.name}),
+        (Api::AnthropicMessages, Some(t)) => json!({"type": "tool", "name": t.name}),
+        (Api::AnthropicMessages, None) => json!({"type": "auto"}),
+        _ => json!("auto"),
+    };
     if let Some(map) = body.as_object_mut() {
-        map.insert("tools".into(), tools);
+        map.insert("tools".into(), Value::Array(rendered));
         map.insert("tool_choice".into(), choice);
     }
     Ok(())
+}
+
+/// Refuses a tool loop's messages (a tool call or a tool result) in a dialect without tools.
+pub fn check_messages(
+    api: Api,
+    messages: &[openbench_common::request::ChatMessage],
+) -> Result<(), NoTools> {
+    match messages.iter().find(|m| super::tool_loop::is_loop(m)) {
+        Some(m) if !api.has_tools() => Err(NoTools {
+            api,
+            tool: if m.tool_calls.is_empty() {
+                "tool result".into()
+            } else {
+                "tool call".into()
+            },
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// The parts of an OpenAI chat `delta.tool_calls` list: `{index, id?, type?, function: {name?,

@@ -259,19 +259,14 @@ pub fn planned(provider: &str, deadline_ms: u64) -> PlannedRequest {
             ..RequestIdentity::default()
         },
         messages: vec![
-            ChatMessage {
-                role: Role::System,
-                content: "Answer in JSON.".into(),
-            },
-            ChatMessage {
-                role: Role::User,
-                content: "Triage this ticket.".into(),
-            },
+            ChatMessage::text(Role::System, "Answer in JSON.".into()),
+            ChatMessage::text(Role::User, "Triage this ticket.".into()),
         ],
         deadline_ms,
         output: None,
         load: None,
         tool: None,
+        tools: Vec::new(),
     }
 }
 

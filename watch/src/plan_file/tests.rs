@@ -20,6 +20,7 @@ impl RequestSource for Same {
             item_key: "k".into(),
             messages: Vec::new(),
             output: None,
+            tools: Vec::new(),
         }
     }
 }

@@ -183,14 +183,12 @@ impl RequestSource for ProbeSource {
         RequestContent {
             group: GROUP.to_string(),
             item_key: item_key(trial, role),
-            messages: vec![ChatMessage {
-                role: Role::User,
-                content,
-            }],
+            messages: vec![ChatMessage::text(Role::User, content)],
             output: Some(OutputLength {
                 max_tokens: self.max_output_tokens,
                 ignore_eos: false,
             }),
+            tools: Vec::new(),
         }
     }
 }

@@ -247,16 +247,11 @@ impl RequestSource for EchoSource {
             group: GROUP.to_string(),
             item_key: format!("line-{index}"),
             messages: vec![
-                ChatMessage {
-                    role: Role::System,
-                    content: SYSTEM.to_string(),
-                },
-                ChatMessage {
-                    role: Role::User,
-                    content: user,
-                },
+                ChatMessage::text(Role::System, SYSTEM.to_string()),
+                ChatMessage::text(Role::User, user),
             ],
             output: None,
+            tools: Vec::new(),
         }
     }
 }

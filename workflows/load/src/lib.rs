@@ -12,6 +12,7 @@
 //!
 //! Nothing here sleeps or sends: the coordinator's runner owns time and the network.
 
+pub mod agent_family;
 pub mod arrivals;
 pub mod metrics;
 pub mod report;

@@ -31,6 +31,7 @@ impl openbench_common::schedule::RequestSource for Same {
             item_key: "k".into(),
             messages: Vec::new(),
             output: None,
+            tools: Vec::new(),
         }
     }
 }

@@ -100,6 +100,9 @@ pub struct StepView {
     /// A conversation step's figures per turn index (absent for any other step).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub turns: Vec<super::turns::TurnRow>,
+    /// An agent step's figures per step index and per run (absent for any other step).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<super::agents::AgentView>,
     /// Which repeat of which written step this is (`load.repeats`); absent for a run made once.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repeat: Option<crate::spec::RepeatOf>,
@@ -291,6 +294,7 @@ fn step_view(step: &StepResults, results: &LoadResults) -> StepView {
         providers,
         pooled: row("pooled", &all),
         turns: super::turns::turn_rows(step, results.scored),
+        agent: super::agents::view(step),
         repeat: step.repeat,
     }
 }

@@ -112,6 +112,7 @@ pub fn results() -> LoadResults {
         harness_failures: 1,
         sittings: vec![1],
         turns: Vec::new(),
+        agent: None,
         repeat: None,
         retry_after_s: BTreeMap::from([(2, 2.0)]),
     };
@@ -132,6 +133,7 @@ pub fn results() -> LoadResults {
         harness_failures: 0,
         sittings: vec![1],
         turns: Vec::new(),
+        agent: None,
         repeat: None,
         // Samples 0, 2, 4, 6 are lane a's 429s; two carried a Retry-After.
         retry_after_s: BTreeMap::from([(0, 3.0), (4, 1.0)]),
@@ -150,6 +152,7 @@ pub fn results() -> LoadResults {
         harness_failures: 0,
         sittings: vec![1],
         turns: Vec::new(),
+        agent: None,
         repeat: None,
         retry_after_s: BTreeMap::new(),
     };
@@ -209,6 +212,7 @@ pub fn forty(run_id: &str, ttfa: f64, mixed: &[usize]) -> LoadResults {
         harness_failures: 0,
         sittings: vec![1],
         turns: Vec::new(),
+        agent: None,
         repeat: None,
         retry_after_s: BTreeMap::new(),
     }];

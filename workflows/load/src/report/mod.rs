@@ -25,6 +25,7 @@ use openbench_common::workflow::{CompareSettings, ReportOutcome, WorkflowError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub mod agents;
 #[cfg(test)]
 mod browser_tests;
 pub mod compare;
@@ -109,6 +110,9 @@ pub struct StepResults {
     /// A conversation step's place of every sample in its conversation (`turns[i]` is
     /// `samples[i]`'s); empty for any other step.
     pub turns: Vec<turns::SampleTurn>,
+    /// An agent step's runs and each sample's place in its run (docs/agents.md); `None` for
+    /// any other step.
+    pub agent: Option<agents::AgentResults>,
     /// Which repeat of which written step this is (`load.repeats`); `None` for a run made once.
     pub repeat: Option<crate::spec::RepeatOf>,
 }

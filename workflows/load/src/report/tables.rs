@@ -61,6 +61,8 @@ pub fn tables(m: &LoadMetrics) -> Vec<Table> {
     // Conversation steps and repeated sweeps only: other reports keep their bytes.
     out.extend(super::turns::table(m));
     out.extend(super::repeats::table(m));
+    // Agent steps only, likewise.
+    out.extend(super::agents::tables(m));
     out
 }
 

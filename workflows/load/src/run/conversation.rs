@@ -319,15 +319,14 @@ impl RequestSource for ConversationSource {
             None => &content.item_key[..],
         };
         content.item_key = format!("{key}{TURN_MARK}{}", now.turn);
-        content.messages.push(ChatMessage {
-            role: Role::Assistant,
-            content: last.record.answer_text.clone(),
-        });
+        content.messages.push(ChatMessage::text(
+            Role::Assistant,
+            last.record.answer_text.clone(),
+        ));
         let question = follow_up(&content.group, document(&content), now.turn).question;
-        content.messages.push(ChatMessage {
-            role: Role::User,
-            content: question,
-        });
+        content
+            .messages
+            .push(ChatMessage::text(Role::User, question));
         Next::Send {
             content,
             think_ms: self.think_ms(at),

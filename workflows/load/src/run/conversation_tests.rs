@@ -57,14 +57,11 @@ fn later_turns_carry_every_earlier_message_and_answer_verbatim() {
     let history = vec![turn(first.clone(), "answer one", Outcome::Completed)];
     let (second, think) = send(source.next(&at(1, 1), &history));
     let mut expected = first.messages.clone();
-    expected.push(ChatMessage {
-        role: Role::Assistant,
-        content: "answer one".into(),
-    });
-    expected.push(ChatMessage {
-        role: Role::User,
-        content: follow_up("synthetic", document(&first), 1).question,
-    });
+    expected.push(ChatMessage::text(Role::Assistant, "answer one".into()));
+    expected.push(ChatMessage::text(
+        Role::User,
+        follow_up("synthetic", document(&first), 1).question,
+    ));
     assert_eq!(second.messages, expected);
     assert_eq!(second.item_key, format!("{}/turn-1", first.item_key));
     assert!((100.0..=200.0).contains(&think), "think {think}");

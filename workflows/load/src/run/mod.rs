@@ -3,6 +3,8 @@
 //! search's chosen one at a time from the records), the task families' items (`openbench-tasks`,
 //! as micro-single-task sends them) when the workload is `tasks`, and the report read back from the raw records (docs/load.md).
 
+pub mod agent;
+mod agent_data;
 pub mod conversation;
 mod plan;
 pub mod run_data;
@@ -187,11 +189,14 @@ impl Workflow for LoadWorkflow {
         &self,
         dataset: &DatasetRelease,
     ) -> Result<Vec<CannedAnswer>, WorkflowError> {
+        // The agent family's scripts, so a simulated agent run makes its calls and answers.
+        let mut answers = crate::agent_family::canned_answers();
         if dataset.items.is_empty() {
-            return Ok(Vec::new());
+            return Ok(answers);
         }
-        let mut answers =
-            dataset::canned::canned_answers(dataset).map_err(|e| WorkflowError(Box::new(e)))?;
+        answers.extend(
+            dataset::canned::canned_answers(dataset).map_err(|e| WorkflowError(Box::new(e)))?,
+        );
         // Conversations' follow-ups on meeting notes, so a simulated run can answer them right.
         let items: Vec<_> = dataset.items.values().flatten().cloned().collect();
         answers.extend(conversation::canned_follow_ups(&items));

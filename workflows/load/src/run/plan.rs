@@ -11,6 +11,7 @@
 //! - **Saturation search**: one step at a time ([`next_step`]), each rate from the records of the
 //!   steps before (`metrics::saturation::next_rate`).
 
+use super::agent::AgentSource;
 use super::conversation::ConversationSource;
 use super::workload::{StepSource, Workload};
 use crate::arrivals::{OpenSchedule, Window, closed_window, ms_to_ns};
@@ -123,9 +124,13 @@ pub fn step_phase(
         Some(ramp_s) if !step.model.is_open() => format!(" ramp {ramp_s}s"),
         _ => String::new(),
     };
-    let conversation = match section.conversation(step.written()) {
-        Some(_) => " conversations",
-        None => "",
+    let conversation = match (
+        section.conversation(step.written()),
+        section.agent(step.written()),
+    ) {
+        (Some(_), _) => " conversations",
+        (None, Some(_)) => " agents",
+        (None, None) => "",
     };
     let label = format!("{}{ramp}{conversation}", step.model.label());
     let name = match step.repeat {
@@ -188,14 +193,23 @@ pub fn step_phase(
                 },
             };
             let source = source_of(step, section, layout, workload);
-            let source: Arc<dyn RequestSource> = match section.conversation(step.written()) {
-                Some(c) => Arc::new(ConversationSource::new(
+            let source: Arc<dyn RequestSource> = match (
+                section.conversation(step.written()),
+                section.agent(step.written()),
+            ) {
+                (Some(c), _) => Arc::new(ConversationSource::new(
                     source,
                     c.clone(),
                     section.seed,
                     step.index,
                 )),
-                None => Arc::new(source),
+                (None, Some(a)) => Arc::new(AgentSource::new(
+                    source,
+                    a.clone(),
+                    section.seed,
+                    step.index,
+                )),
+                (None, None) => Arc::new(source),
             };
             Phase::ClosedLoop(LoadPhase {
                 name,

@@ -294,7 +294,7 @@ pub fn results_of(
                     .collect(),
                 None => Vec::new(),
             };
-            let samples = kept
+            let mut samples: Vec<RequestSample> = kept
                 .iter()
                 .map(|r| {
                     let stream = chunks.get(&r.request_id).cloned().unwrap_or_default();
@@ -309,6 +309,7 @@ pub fn results_of(
                     sample
                 })
                 .collect();
+            let agent = super::agent_data::agent_results(ctx, &step, &kept, &mut samples);
             // Sample i is `kept[i]`: the waits the 429s asked for, by sample index.
             let retry_after_s = kept
                 .iter()
@@ -328,6 +329,7 @@ pub fn results_of(
                 retry_after_s,
                 sittings: sittings.into_iter().collect(),
                 turns,
+                agent,
                 repeat: step.repeat,
             }
         })

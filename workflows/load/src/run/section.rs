@@ -64,6 +64,19 @@ fn runner_problems(section: &LoadSection, spec: &Spec) -> Vec<String> {
             ));
         }
     }
+    // An agent step offers tools and sends a tool loop: legacy completions have neither.
+    for (i, _) in section.steps.iter().enumerate() {
+        if section.agent(i).is_none() {
+            continue;
+        }
+        for p in spec.providers.iter().filter(|p| !p.api.has_tools()) {
+            problems.push(format!(
+                "load.steps[{i}].agent: provider {} speaks {}, which has no tools (an agent \
+                 step offers tools and sends their results)",
+                p.key, p.api
+            ));
+        }
+    }
     if let WorkloadSpec::Jsonl { path, .. } = &section.workload
         && path.trim().is_empty()
     {

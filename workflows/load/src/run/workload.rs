@@ -336,20 +336,15 @@ impl RequestSource for StepSource {
         });
         let mut messages = Vec::with_capacity(2);
         if let Some(system) = built.prompt.system {
-            messages.push(ChatMessage {
-                role: Role::System,
-                content: system,
-            });
+            messages.push(ChatMessage::text(Role::System, system));
         }
-        messages.push(ChatMessage {
-            role: Role::User,
-            content: built.prompt.user,
-        });
+        messages.push(ChatMessage::text(Role::User, built.prompt.user));
         RequestContent {
             group: built.group,
             item_key: built.key,
             messages,
             output,
+            tools: Vec::new(),
         }
     }
 }

@@ -112,6 +112,14 @@ impl LoadSection {
         }
     }
 
+    /// The agent runs of sweep step `index` when it holds them (a closed step with `agent`).
+    pub fn agent(&self, index: usize) -> Option<&Agent> {
+        match self.steps.get(index)? {
+            LoadModel::Closed { agent, .. } => agent.as_ref(),
+            _ => None,
+        }
+    }
+
     /// The ramp of sweep step `index` when it is a closed loop that has one (`ramp_up_s`).
     pub fn ramp_up_s(&self, index: usize) -> Option<f64> {
         match self.steps.get(index)? {
@@ -148,6 +156,12 @@ pub enum LoadModel {
         /// Absent: every request stands alone.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         conversation: Option<Conversation>,
+        /// Each user runs agents instead of independent requests: the model is offered tools,
+        /// the harness answers each call with a deterministic result, and a run loops until a
+        /// final answer or `max_steps` model calls ([`Agent`], docs/agents.md). Absent: every
+        /// request stands alone.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<Agent>,
     },
     /// Open loop, one request every 1/rate seconds.
     Constant {
@@ -330,6 +344,20 @@ pub struct Conversation {
     /// distribution's values are turns here, not tokens).
     pub turns: LengthDist,
     /// Think time before each later turn, ms, drawn per turn (values are ms). Absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think_ms: Option<LengthDist>,
+}
+
+/// A closed step's agent runs (docs/agents.md): each user runs one agent task after another,
+/// each run a loop of model calls with the harness's tool results between them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Agent {
+    /// Most model calls one run makes: a run whose call this many still calls a tool ends
+    /// there without an answer (reported as a step-limit run).
+    pub max_steps: u32,
+    /// Think time before each later step (the tool's own time, as the harness models it), ms,
+    /// drawn per step (values are ms). Absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub think_ms: Option<LengthDist>,
 }

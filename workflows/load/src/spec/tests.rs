@@ -343,6 +343,39 @@ fn a_closed_steps_conversations_parse_and_are_checked() {
 }
 
 #[test]
+fn a_closed_steps_agent_runs_parse_and_are_checked() {
+    let text = "seed: 1\nphases: {warmup_s: 1, measure: {duration_s: 1}, cooldown_s: 1}\n\
+                steps: [{model: closed, concurrency: 2, agent: {max_steps: 4, think_ms: {dist: \
+                fixed, tokens: 50}}}, {model: closed, concurrency: 1, agent: {max_steps: 0}}, \
+                {model: closed, concurrency: 1, agent: {max_steps: 65}, conversation: {turns: \
+                {dist: fixed, tokens: 2}}}]\nworkload: {kind: tasks}\n";
+    let load = LoadSection::from_yaml(text, "s.yaml").unwrap();
+    assert_eq!(
+        load.agent(0),
+        Some(&Agent {
+            max_steps: 4,
+            think_ms: Some(LengthDist::Fixed { tokens: 50 }),
+        })
+    );
+    assert_eq!(load.agent(1).map(|a| a.max_steps), Some(0));
+    assert_eq!(load.agent(9), None);
+    assert_eq!(
+        load.problems(&LIMITS),
+        [
+            "load.steps[1].agent.max_steps: 0 is outside 1..=64",
+            "load.steps[2].agent.max_steps: 65 is outside 1..=64",
+            "load.steps[2]: give `conversation` or `agent`, not both",
+        ]
+    );
+    // Open loops take no agents (a parse error naming the field).
+    let open = text.replace("closed, concurrency: 2", "poisson, rate_per_s: 2");
+    let err = LoadSection::from_yaml(&open, "s.yaml")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("agent"), "{err}");
+}
+
+#[test]
 fn repeats_run_the_sweep_in_passes_each_step_its_own_phase() {
     let text = format!("{GOOD}repeats: 2\n");
     let load = LoadSection::from_yaml(&text, "spec.yaml").unwrap();

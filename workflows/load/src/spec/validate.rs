@@ -1,7 +1,9 @@
 //! The rules of a `load:` section. Every broken rule is one line naming its field path and value;
 //! nothing stops at the first problem.
 
-use super::{Conversation, LengthDist, LoadModel, LoadSection, Measure, Phases, WorkloadSpec};
+use super::{
+    Agent, Conversation, LengthDist, LoadModel, LoadSection, Measure, Phases, WorkloadSpec,
+};
 use openbench_common::probe_session::MAX_PROBE_IN_FLIGHT;
 
 /// Metric names an SLO may bound (all in milliseconds, all per request). The `_sched` ones are
@@ -92,9 +94,13 @@ impl LoadSection {
                     concurrency,
                     ramp_up_s,
                     conversation,
+                    agent,
                 } => {
                     if let Some(c) = conversation {
                         conversation_problems(&at, c, &mut say);
+                    }
+                    if let Some(a) = agent {
+                        agent_problems(&at, a, conversation.is_some(), &mut say);
                     }
                     if *concurrency == 0 || *concurrency > MAX_CONCURRENCY {
                         say(format!(
@@ -405,6 +411,31 @@ fn output_problems(dist: &LengthDist, limits: &Limits, say: &mut impl FnMut(Stri
             "{at}: lengths up to {max} tokens cannot fit the contract's ceiling request.max_output_tokens = {}",
             limits.max_output_tokens
         ));
+    }
+}
+
+/// Most model calls one agent run may make.
+pub const MAX_AGENT_STEPS: u32 = 64;
+
+/// The problems of step `at`'s agent runs: `max_steps` within 1..=[`MAX_AGENT_STEPS`], the think
+/// time as a distribution of at most a day, and not beside `conversation`.
+fn agent_problems(at: &str, a: &Agent, conversation: bool, say: &mut impl FnMut(String)) {
+    if a.max_steps == 0 || a.max_steps > MAX_AGENT_STEPS {
+        say(format!(
+            "{at}.agent.max_steps: {} is outside 1..={MAX_AGENT_STEPS}",
+            a.max_steps
+        ));
+    }
+    if let Some(think) = &a.think_ms
+        && let Some((_, max)) = dist_problems(&format!("{at}.agent.think_ms"), think, say)
+        && max > 86_400_000
+    {
+        say(format!(
+            "{at}.agent.think_ms: {max} ms is longer than a day"
+        ));
+    }
+    if conversation {
+        say(format!("{at}: give `conversation` or `agent`, not both"));
     }
 }
 

@@ -153,14 +153,8 @@ impl RoundPrompts for DatasetPrompts {
             return Vec::new();
         };
         vec![
-            ChatMessage {
-                role: Role::System,
-                content: item.system.clone(),
-            },
-            ChatMessage {
-                role: Role::User,
-                content: item.user.clone(),
-            },
+            ChatMessage::text(Role::System, item.system.clone()),
+            ChatMessage::text(Role::User, item.user.clone()),
         ]
     }
 }
