@@ -210,15 +210,22 @@ impl SseDecoder {
         Ok(())
     }
 
+    /// Ends the current line: frames it, then empties the line buffer, which keeps its
+    /// capacity for the next line (one allocation per stream, not one per line).
     fn end_line(&mut self, at: Duration, out: &mut Vec<SseFrame>) -> Result<(), SseError> {
         self.lines += 1;
-        let raw = std::mem::take(&mut self.line);
-        let mut line = String::from_utf8(raw).map_err(|e| SseError::InvalidUtf8 {
+        let framed = self.frame_line(at, out);
+        self.line.clear();
+        framed
+    }
+
+    fn frame_line(&mut self, at: Duration, out: &mut Vec<SseFrame>) -> Result<(), SseError> {
+        let mut line = std::str::from_utf8(&self.line).map_err(|_| SseError::InvalidUtf8 {
             line: self.lines,
-            len: e.as_bytes().len(),
+            len: self.line.len(),
         })?;
-        if self.lines == 1 && line.starts_with('\u{feff}') {
-            line.drain(..'\u{feff}'.len_utf8());
+        if self.lines == 1 {
+            line = line.strip_prefix('\u{feff}').unwrap_or(line);
         }
         if line.is_empty() {
             let pending = std::mem::take(&mut self.pending);
@@ -239,7 +246,7 @@ impl SseDecoder {
                 return Ok(());
             }
             Some(i) => (&line[..i], strip_one_space(&line[i + 1..])),
-            None => (line.as_str(), ""),
+            None => (line, ""),
         };
         match field {
             "data" => match self.pending.data.as_mut() {

@@ -174,6 +174,24 @@ impl Drop for SimServer {
     }
 }
 
+/// Connections the listener queues before they are accepted (the kernel caps it at
+/// `net.core.somaxconn`). tokio's `TcpListener::bind` asks for 1,024: a load generator opening
+/// 10,000 streams at once overflowed that queue, and the dropped handshakes were retried seconds
+/// later or failed as transport errors (`bench load-generator --users 10000`).
+const ACCEPT_BACKLOG: u32 = 16_384;
+
+/// A listener on `addr` with [`ACCEPT_BACKLOG`] (and `SO_REUSEADDR`, as `TcpListener::bind` sets).
+fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(ACCEPT_BACKLOG)
+}
+
 /// Binds `addr` and serves the simulator until shut down. Errors name the address; an unknown
 /// default profile or a bad time scale is refused before binding.
 pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimServer, SimError> {
@@ -181,9 +199,7 @@ pub async fn start(config: SimConfig, addr: SocketAddr) -> Result<SimServer, Sim
         return Err(SimError::TimeScale(config.time_scale));
     }
     profile::find(&config.default_profile)?;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|source| SimError::Bind { addr, source })?;
+    let listener = listen(addr).map_err(|source| SimError::Bind { addr, source })?;
     let addr = listener
         .local_addr()
         .map_err(|source| SimError::Bind { addr, source })?;

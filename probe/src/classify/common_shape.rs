@@ -44,7 +44,33 @@ struct Common<'a> {
     /// Only `null`: a usage object takes the `Value` path.
     usage: Option<()>,
     #[serde(borrow)]
-    choices: Option<Vec<Choice<'a>>>,
+    choices: Option<FirstChoice<'a>>,
+}
+
+/// A `choices` array: every element read as a [`Choice`] (so it is accepted exactly when a
+/// `Vec<Choice>` would be), only the first kept (the only one classified). No vector is
+/// allocated: this runs once per streamed event.
+struct FirstChoice<'a>(Option<Choice<'a>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for FirstChoice<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Elements<'a>(std::marker::PhantomData<Choice<'a>>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Elements<'a> {
+            type Value = FirstChoice<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array of choices")
+            }
+            fn visit_seq<S: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: S,
+            ) -> Result<Self::Value, S::Error> {
+                let first = seq.next_element::<Choice<'a>>()?;
+                while seq.next_element::<Choice<'a>>()?.is_some() {}
+                Ok(FirstChoice(first))
+            }
+        }
+        deserializer.deserialize_seq(Elements(std::marker::PhantomData))
+    }
 }
 
 #[derive(Deserialize)]
@@ -82,7 +108,7 @@ pub(super) fn classify_common(data: &str) -> Option<Chunk> {
     if common.object.as_ref().is_some_and(|o| o.0 == "error") {
         return None;
     }
-    let choice = common.choices.as_ref().and_then(|c| c.first());
+    let choice = common.choices.as_ref().and_then(|c| c.0.as_ref());
     let delta = choice.and_then(|c| c.delta.as_ref());
     let mut chunk = Chunk::of(openbench_common::record::Classification::Metadata);
     chunk.model = common
