@@ -19,7 +19,7 @@ use openbench_common::request::{ChatMessage, Role};
 use openbench_common::rng::Stream;
 use openbench_common::schedule::{LoadPosition, Next, RequestContent, RequestSource, Turn};
 use openbench_common::tool::ToolCall;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// Marks a later step's item key (`agent-0003/step-2`).
 pub const STEP_MARK: &str = "/step-";
@@ -187,28 +187,10 @@ impl AgentSource {
         lane_index: impl Fn(&str) -> Option<usize>,
         records: &[&TerminalRecord],
     ) -> HashMap<String, Stepped> {
-        let mut slots: BTreeMap<(&str, u32), Vec<&TerminalRecord>> = BTreeMap::new();
-        for r in records {
-            slots
-                .entry((r.lane.as_str(), r.slot.unwrap_or(0)))
-                .or_default()
-                .push(r);
-        }
         let mut out = HashMap::new();
-        for ((lane, slot), mut mine) in slots {
-            let Some(index) = lane_index(lane) else {
-                continue;
-            };
-            mine.sort_by_key(|r| r.sequence);
+        for slot in super::slot_replay::slots_in_order(phase, lane_index, records) {
             let mut now = Standing { run: 0, step: 0 };
-            for r in mine {
-                let at = LoadPosition {
-                    phase,
-                    lane: lane.to_string(),
-                    lane_index: index,
-                    slot,
-                    sequence: r.sequence.unwrap_or(0),
-                };
+            for (at, r) in slot {
                 let end = step_end(r, now.step, self.agent.max_steps);
                 out.insert(
                     r.request_id.clone(),

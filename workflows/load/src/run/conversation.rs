@@ -17,7 +17,7 @@ use openbench_common::request::{ChatMessage, Role};
 use openbench_common::rng::Stream;
 use openbench_common::schedule::{LoadPosition, Next, RequestContent, RequestSource, Turn};
 use openbench_common::tokenizer::count_tokens;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// Marks a follow-up turn's item key (`KEY/turn-2`): it has no gold and is not scored.
 pub const TURN_MARK: &str = "/turn-";
@@ -150,28 +150,10 @@ impl ConversationSource {
         lane_index: impl Fn(&str) -> Option<usize>,
         records: &[&TerminalRecord],
     ) -> HashMap<String, Sent> {
-        let mut slots: BTreeMap<(&str, u32), Vec<&TerminalRecord>> = BTreeMap::new();
-        for r in records {
-            slots
-                .entry((r.lane.as_str(), r.slot.unwrap_or(0)))
-                .or_default()
-                .push(r);
-        }
         let mut out = HashMap::new();
-        for ((lane, slot), mut mine) in slots {
-            let Some(index) = lane_index(lane) else {
-                continue;
-            };
-            mine.sort_by_key(|r| r.sequence);
+        for slot in super::slot_replay::slots_in_order(phase, lane_index, records) {
             let mut history: Vec<Turn> = Vec::new();
-            for r in mine {
-                let at = LoadPosition {
-                    phase,
-                    lane: lane.to_string(),
-                    lane_index: index,
-                    slot,
-                    sequence: r.sequence.unwrap_or(0),
-                };
+            for (at, r) in slot {
                 let turn = self.standing(&at, &history).turn;
                 let Next::Send { content, .. } = self.next(&at, &history) else {
                     break;

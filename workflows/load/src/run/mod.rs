@@ -10,6 +10,7 @@ pub mod follow_up;
 mod plan;
 pub mod run_data;
 mod section;
+mod slot_replay;
 pub mod store_rows;
 mod workload;
 
