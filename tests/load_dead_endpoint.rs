@@ -224,8 +224,16 @@ fn a_closed_loop_refused_with_http_500_backs_off_and_an_open_loop_keeps_its_sche
         (16..=16 + 4 + 4).contains(&closed),
         "{closed} closed-loop requests: {text}"
     );
-    // k/20 s for k = 0..60: every release sent.
+    // k/20 s for k = 0..60: every release sent, and on its schedule (a held open loop would
+    // send the last ones a trial at a time, 2 s apart, a minute late).
     assert_eq!(open, 60, "{text}");
+    let late: Vec<f64> = records
+        .iter()
+        .filter(|r| r["phase"] == 1)
+        .map(|r| r["sent_offset_ms"].as_f64().unwrap())
+        .filter(|&ms| ms > 3_500.0)
+        .collect();
+    assert!(late.is_empty(), "open-loop sends after 3.5 s: {late:?}");
     assert!(!text.contains("unreachable"), "{text}");
     // One warning names the lane and the status, never the body.
     assert_eq!(

@@ -173,7 +173,7 @@ impl LaneGuard {
     pub fn new(lane: &str) -> LaneGuard {
         LaneGuard {
             lane: lane.to_string(),
-            holds_on_refusals: true,
+            holds_on_refusals: false,
             state: watch::Sender::new(GuardState::default()),
         }
     }
