@@ -396,14 +396,16 @@ fn check_cost(md: &str, requests: &str, lanes: &str, runs: &str) {
         format!("{:.4}", cached as f64 * 0.5 / 1e6),
         "{row}"
     );
-    assert_eq!(usd(cells[8]), format!("{cost:.4}"), "{row}");
+    // No cache writes reported (an OpenAI-dialect lane): none, at no cost.
+    assert_eq!((cells[8], usd(cells[9])), ("0", "0.0000".into()), "{row}");
+    assert_eq!(usd(cells[10]), format!("{cost:.4}"), "{row}");
     assert_eq!(
-        usd(cells[9]),
+        usd(cells[11]),
         format!("{:.4}", cost / completion as f64 * 1e6),
         "{row}"
     );
     assert_eq!(
-        usd(cells[10]),
+        usd(cells[12]),
         format!("{:.4}", cost / correct as f64),
         "{row}"
     );

@@ -28,6 +28,13 @@ pub struct CostRow {
     /// What those cached tokens cost at the lock's cached-input price (the input price when it
     /// gives none), USD; `None` without prices. Part of `cost_usd`.
     pub cached_cost_usd: Option<f64>,
+    /// Provider-reported prompt tokens written to its cache (Anthropic's
+    /// `cache_creation_input_tokens`) over those responses, each at most its prompt's uncached
+    /// rest, as the cost counts them.
+    pub cache_write_tokens: u64,
+    /// What those writes cost at the lock's cache-write price (1.25 × the input price when it
+    /// gives none), USD; `None` without prices. Part of `cost_usd`.
+    pub cache_write_cost_usd: Option<f64>,
     /// Cost of the responses with usage at the lock's prices (the report's `usage.cost_usd`).
     pub cost_usd: Option<f64>,
     /// cost_usd per million provider-reported completion tokens.
@@ -59,6 +66,8 @@ pub fn of_run(run: &StoredRun) -> Vec<CostRow> {
                 answer_token_discrepancy: None,
                 cached_tokens: 0,
                 cached_cost_usd: None,
+                cache_write_tokens: 0,
+                cache_write_cost_usd: None,
                 cost_usd: p.pooled.usage.cost_usd,
                 cost_per_million_output_tokens: None,
                 correct_with_usage: 0,
@@ -77,17 +86,21 @@ pub fn of_run(run: &StoredRun) -> Vec<CostRow> {
                 row.responses_with_usage += 1;
                 row.completion_tokens += usage.completion_tokens.unwrap_or(0);
                 row.reasoning_tokens += usage.reasoning_tokens.unwrap_or(0);
-                // As the cost counts them: at most the prompt.
-                row.cached_tokens += usage
-                    .cached_tokens
-                    .unwrap_or(0)
-                    .min(usage.prompt_tokens.unwrap_or(u64::MAX));
+                // As the cost counts them: cached at most the prompt, written at most the rest.
+                let prompt = usage.prompt_tokens.unwrap_or(u64::MAX);
+                let cached = usage.cached_tokens.unwrap_or(0).min(prompt);
+                row.cached_tokens += cached;
+                row.cache_write_tokens +=
+                    usage.cache_write_tokens.unwrap_or(0).min(prompt - cached);
                 row.o200k_answer_tokens += tokens.unwrap_or(0);
                 row.correct_with_usage += u64::from(o.correct());
             }
             row.cached_cost_usd = price
                 .filter(|_| row.responses_with_usage > 0)
                 .map(|p| row.cached_tokens as f64 * p.cached_price() / 1e6);
+            row.cache_write_cost_usd = price
+                .filter(|_| row.responses_with_usage > 0)
+                .map(|p| row.cache_write_tokens as f64 * p.cache_write_price() / 1e6);
             let visible = row.completion_tokens.saturating_sub(row.reasoning_tokens);
             row.answer_token_discrepancy = (row.o200k_answer_tokens > 0
                 && row.responses_with_usage > 0)

@@ -273,8 +273,8 @@ fn observation(r: &[Value]) -> Result<(Observation, Option<u64>), String> {
             completion_tokens: uint("usage_completion_tokens"),
             total_tokens: uint("usage_total_tokens"),
             cached_tokens: uint("usage_cached_tokens"),
-            // Not a stored column yet: a stored run's cache writes cost the input price.
-            cache_write_tokens: None,
+            // NULL in rows stored before migration 7: their cache writes were not kept.
+            cache_write_tokens: uint("usage_cache_write_tokens"),
             reasoning_tokens: uint("usage_reasoning_tokens"),
         })
     });

@@ -195,12 +195,17 @@ impl Summary {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use openbench_common::record::{ErrorType, Outcome};
 
-    fn sample(scheduled: Option<f64>, sent: f64, finished: f64) -> RequestSample {
+    /// A completed request of lane `lane-0000`, no tokens, no usage (shared with `trace`'s tests).
+    pub(in crate::cmd::load_bench) fn sample(
+        scheduled: Option<f64>,
+        sent: f64,
+        finished: f64,
+    ) -> RequestSample {
         RequestSample {
             lane: "lane-0000".into(),
             scheduled_ms: scheduled,

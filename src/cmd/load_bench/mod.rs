@@ -4,7 +4,8 @@
 //! that stream every request on one fixed schedule (`x-sim-schedule`: a role chunk, `--chunks`
 //! answer pieces, the finish chunk and `[DONE]`), so the upstream's CPU stays out of the
 //! measured process. Closed loops at each of `--users`, then constant-rate open loops at each
-//! of `--rates`.
+//! of `--rates`, then each sample trace of `--traces` replayed time-scaled on one lane against
+//! the in-process simulator ([`trace`]: its figures and its check that the replay is the file's).
 //!
 //! Per step: planned against sent requests, the achieved rate, the peak in flight (from the
 //! records: each request spans its send to its end), the send lag (the records'
@@ -13,11 +14,12 @@
 //! class, the 1-minute load average; then the summary ([`figures::Summary`]).
 
 mod figures;
+mod trace;
 
 use super::bench_meter::{Cost, Meter, cost_text, load_average, load_text, print_figures};
 use super::sim_upstream::{self as upstream, Upstream};
 use anyhow::Context;
-use figures::{StepOutcome, Summary, Traffic};
+use figures::{SEND_LAG_BOUND_MS, StepOutcome, Summary, Traffic};
 use openbench_coordinator::{RunDir, RunOptions, run_full};
 use openbench_inference::targets::LocalTargets;
 use openbench_load::arrivals::OpenSchedule;
@@ -26,6 +28,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use trace::{TraceFigures, TraceSample};
 
 /// Arguments of `bench load-generator`.
 #[derive(Debug, clap::Args)]
@@ -37,6 +40,13 @@ pub struct LoadBenchArgs {
     /// value for none).
     #[arg(long, value_delimiter = ',', num_args = 0.., default_values_t = [100.0f64, 200.0, 300.0, 500.0])]
     rates: Vec<f64>,
+    /// Trace steps: the sample traces to replay, comma-separated (`--traces` with no value for
+    /// none), each on one lane against the in-process simulator.
+    #[arg(long, value_enum, value_delimiter = ',', num_args = 0.., default_values_t = [TraceSample::Azure, TraceSample::Mooncake])]
+    traces: Vec<TraceSample>,
+    /// The trace steps' `time_scale`: each recorded offset × this (0.1: ten times the pace).
+    #[arg(long, default_value_t = trace::DEFAULT_TIME_SCALE)]
+    trace_time_scale: f64,
     /// Lanes (providers), each driven at the step's load; figures are pooled over them.
     #[arg(long, default_value_t = 1)]
     lanes: usize,
@@ -68,23 +78,29 @@ pub struct LoadBenchArgs {
     json: bool,
 }
 
-/// One step's load: a closed loop of users or an open loop at a constant rate, per lane.
+/// One step's load: a closed loop of users or an open loop at a constant rate, per lane, or a
+/// sample trace replayed on one lane.
 #[derive(Debug, Clone, Copy)]
 enum Load {
     Closed(u32),
     Open(f64),
+    Trace(TraceSample),
 }
+
+/// Output ceiling of the bench's requests (`request.max_output_tokens`): above every sample
+/// trace's output length.
+const MAX_OUTPUT_TOKENS: u32 = 64;
 
 /// What one step measured.
 #[derive(Debug, Serialize)]
 struct StepFigures {
-    /// `closed` or `open`.
+    /// `closed`, `open` or `trace`.
     kind: &'static str,
     /// Closed loop: users per lane.
     users_per_lane: Option<u32>,
     /// Open loop: rate per lane, requests/s.
     rate_per_lane_per_s: Option<f64>,
-    /// The step's load over every lane: users, or requests/s.
+    /// The step's load over every lane: users, or requests/s (a trace: its planned mean rate).
     total_load: f64,
     run_status: String,
     load_average_before: Option<f64>,
@@ -93,6 +109,9 @@ struct StepFigures {
     traffic: Traffic,
     #[serde(flatten)]
     cost: Cost,
+    /// A trace step: its density and whether its replay is the file's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace: Option<TraceFigures>,
 }
 
 /// What the whole bench measured.
@@ -108,6 +127,7 @@ struct BenchFigures {
     warmup_s: f64,
     duration_s: f64,
     max_in_flight: u32,
+    trace_time_scale: f64,
     steps: Vec<StepFigures>,
     summary: Summary,
 }
@@ -119,8 +139,8 @@ pub async fn run(args: LoadBenchArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.upstreams > 0, "--upstreams must be at least 1");
     anyhow::ensure!(args.gap_ms > 0, "--gap-ms must be at least 1");
     anyhow::ensure!(
-        !(args.users.is_empty() && args.rates.is_empty()),
-        "give at least one of --users and --rates"
+        !(args.users.is_empty() && args.rates.is_empty() && args.traces.is_empty()),
+        "give at least one of --users, --rates and --traces"
     );
     let needed = u64::from(
         args.users
@@ -137,7 +157,14 @@ pub async fn run(args: LoadBenchArgs) -> anyhow::Result<ExitCode> {
     tokio::task::spawn_blocking(openbench_common::tokenizer::warm_up).await?;
     let temporary = tempfile::tempdir().context("cannot create a temporary directory")?;
     let root = args.keep.clone().unwrap_or(temporary.path().to_path_buf());
-    let upstreams: Vec<Upstream> = (0..args.upstreams.min(args.lanes))
+    // Trace steps need none (they run on the in-process simulator).
+    let scripted = !(args.users.is_empty() && args.rates.is_empty());
+    let count = if scripted {
+        args.upstreams.min(args.lanes)
+    } else {
+        0
+    };
+    let upstreams: Vec<Upstream> = (0..count)
         .map(|_| Upstream::start())
         .collect::<anyhow::Result<_>>()?;
     let endpoints: Vec<String> = upstreams.iter().map(Upstream::endpoint).collect();
@@ -145,7 +172,8 @@ pub async fn run(args: LoadBenchArgs) -> anyhow::Result<ExitCode> {
         .users
         .iter()
         .map(|&u| Load::Closed(u))
-        .chain(args.rates.iter().map(|&r| Load::Open(r)));
+        .chain(args.rates.iter().map(|&r| Load::Open(r)))
+        .chain(args.traces.iter().map(|&t| Load::Trace(t)));
     let mut steps = Vec::new();
     let mut outcomes = Vec::new();
     for (i, load) in loads.enumerate() {
@@ -156,6 +184,7 @@ pub async fn run(args: LoadBenchArgs) -> anyhow::Result<ExitCode> {
         if !args.json {
             print!("{}", step_text(&step));
         }
+        // A trace step counts in neither summary figure (no rate asked, no users).
         outcomes.push(StepOutcome {
             rate_per_s: (step.kind == "open").then_some(step.total_load),
             users: (step.kind == "closed").then_some(step.total_load as u64),
@@ -174,14 +203,18 @@ pub async fn run(args: LoadBenchArgs) -> anyhow::Result<ExitCode> {
         warmup_s: args.warmup_s,
         duration_s: args.duration_s,
         max_in_flight: args.max_in_flight,
+        trace_time_scale: args.trace_time_scale,
         summary: Summary::of(&outcomes),
         steps,
     };
-    let complete = figures.steps.iter().all(|s| s.run_status == "complete");
+    let complete = figures
+        .steps
+        .iter()
+        .all(|s| s.run_status == "complete" && s.trace.as_ref().is_none_or(|t| t.sequence_equal));
     if args.json {
         print_figures(true, &figures, String::new())?;
     } else {
-        print!("{}", summary_text(&figures.summary));
+        print!("{}", summary_text(&figures.summary, &figures.steps));
     }
     temporary
         .close()
@@ -200,8 +233,15 @@ async fn run_step(
     endpoints: &[String],
     load: Load,
 ) -> anyhow::Result<StepFigures> {
-    let section = load_section(args, load)?;
-    let spec = write_spec(dir, args, endpoints, &section)?;
+    let entries = match load {
+        Load::Trace(sample) => {
+            sample.write_into(dir)?;
+            sample.entries(MAX_OUTPUT_TOKENS)?
+        }
+        Load::Closed(_) | Load::Open(_) => Vec::new(),
+    };
+    let section = load_section(args, load, entries.len())?;
+    let spec = write_spec(dir, &providers(args, endpoints, load)?, &section)?;
     let inputs = super::runs::load_inputs("load", &spec)?;
     let run = RunDir::create(&inputs, Some("load-bench"), "bench")?;
     let options = RunOptions {
@@ -225,21 +265,59 @@ async fn run_step(
             results.steps.len()
         );
     };
+    let lanes = match load {
+        Load::Trace(_) => 1,
+        Load::Closed(_) | Load::Open(_) => args.lanes,
+    };
     let planned = match load {
         Load::Closed(_) => None,
-        Load::Open(_) => {
-            let steps = section.sweep_steps(&openbench_load::trace::Traces::new());
+        Load::Open(_) | Load::Trace(_) => {
+            let traces = openbench_load::trace::read_traces(&section, dir, MAX_OUTPUT_TOKENS)
+                .map_err(|problems| anyhow::anyhow!(problems.join("; ")))?;
+            let steps = section.sweep_steps(&traces);
             let releases = steps
                 .first()
                 .and_then(|s| OpenSchedule::new(s, section.seed))
                 .map_or(0, |s| s.releases().count());
-            Some((releases * args.lanes) as u64)
+            Some((releases * lanes) as u64)
         }
     };
-    let lanes = args.lanes as f64;
+    let traffic = Traffic::of(&step.samples, &step.window, planned, step.harness_failures);
+    let trace = match load {
+        Load::Trace(sample) => {
+            let records = openbench_common::rundir::counting_records(
+                &openbench_common::rundir::layout::path(
+                    &run_dir,
+                    openbench_common::rundir::layout::FULL_RESULTS,
+                ),
+            )?;
+            let mut mine: Vec<_> = records.values().filter(|r| r.phase == Some(0)).collect();
+            mine.sort_by_key(|r| r.sequence);
+            let scale = args.trace_time_scale;
+            Some(TraceFigures::of(
+                sample,
+                scale,
+                &entries,
+                &mine,
+                &step.samples,
+                &traffic,
+            ))
+        }
+        Load::Closed(_) | Load::Open(_) => None,
+    };
+    let n = lanes as f64;
     let (kind, users, rate, total_load) = match load {
-        Load::Closed(u) => ("closed", Some(u), None, f64::from(u) * lanes),
-        Load::Open(r) => ("open", None, Some(r), r * lanes),
+        Load::Closed(u) => ("closed", Some(u), None, f64::from(u) * n),
+        Load::Open(r) => ("open", None, Some(r), r * n),
+        Load::Trace(_) => (
+            "trace",
+            None,
+            None,
+            trace
+                .as_ref()
+                .and_then(|t| t.density.mean_per_s)
+                .unwrap_or(0.0),
+        ),
     };
     Ok(StepFigures {
         kind,
@@ -249,23 +327,40 @@ async fn run_step(
         run_status: format!("{:?}", outcome.status).to_lowercase(),
         load_average_before: load_before,
         load_average_after: load_after,
-        traffic: Traffic::of(&step.samples, &step.window, planned, step.harness_failures),
+        traffic,
         cost,
+        trace,
     })
 }
 
-/// The `load:` section of one step: its one load, the bench's phases (no cool-down), a
-/// synthetic workload of 20-token prompts.
-fn load_section(args: &LoadBenchArgs, load: Load) -> anyhow::Result<LoadSection> {
-    let step = match load {
-        Load::Closed(users) => serde_json::json!({"model": "closed", "concurrency": users}),
-        Load::Open(rate) => serde_json::json!({"model": "constant", "rate_per_s": rate}),
+/// The `load:` section of one step: its one load, a synthetic workload of 20-token prompts.
+/// Closed and open loops take the bench's phases (no cool-down); a trace step measures every
+/// one of its `requests` (its window ends just after the last is due) with its answers held
+/// to the file's lengths (`ignore_eos`).
+fn load_section(args: &LoadBenchArgs, load: Load, requests: usize) -> anyhow::Result<LoadSection> {
+    let (step, measure, warmup_s) = match load {
+        Load::Closed(users) => (
+            serde_json::json!({"model": "closed", "concurrency": users}),
+            serde_json::json!({"duration_s": args.duration_s}),
+            args.warmup_s,
+        ),
+        Load::Open(rate) => (
+            serde_json::json!({"model": "constant", "rate_per_s": rate}),
+            serde_json::json!({"duration_s": args.duration_s}),
+            args.warmup_s,
+        ),
+        Load::Trace(sample) => (
+            serde_json::json!({"model": "trace", "path": sample.file_name(),
+                "format": sample.format_name(), "time_scale": args.trace_time_scale}),
+            serde_json::json!({"requests": requests}),
+            0.0,
+        ),
     };
-    let section = serde_json::json!({
+    let mut section = serde_json::json!({
         "seed": 1,
         "phases": {
-            "warmup_s": args.warmup_s,
-            "measure": {"duration_s": args.duration_s},
+            "warmup_s": warmup_s,
+            "measure": measure,
             "cooldown_s": 0.0
         },
         "steps": [step],
@@ -276,23 +371,28 @@ fn load_section(args: &LoadBenchArgs, load: Load) -> anyhow::Result<LoadSection>
             "output_tokens": {"dist": "fixed", "tokens": 32}
         }
     });
+    if let Load::Trace(_) = load {
+        section["ignore_eos"] = serde_json::json!([TRACE_PROVIDER]);
+    }
     Ok(serde_json::from_value(section)?)
 }
 
-/// Writes the step's spec into `dir`: one provider per lane, each on one of `endpoints` (round
-/// robin), its requests streamed on its lane's fixed schedule.
-fn write_spec(
-    dir: &Path,
-    args: &LoadBenchArgs,
-    endpoints: &[String],
-    section: &LoadSection,
-) -> anyhow::Result<PathBuf> {
-    let mut text = String::from(
-        "benchmark: {slug: bench-load-generator, workflow: load, schedule_version: bench-load-v1}\n\
-         request: {temperature: 0, top_p: 1, presence_penalty: 0, frequency_penalty: 0,\n  \
-         max_output_tokens: 64, response_format: json_object, timeout_ms: 60000,\n  \
-         harness_grace_ms: 60000}\nproviders:\n",
-    );
+/// The provider key of a trace step's one lane.
+const TRACE_PROVIDER: &str = "trace";
+
+/// The spec's `providers:` lines. Closed and open loops: one provider per lane, each on one of
+/// `endpoints` (round robin), its requests streamed on its lane's fixed schedule. A trace step:
+/// one provider on the in-process simulator, which streams each answer to its `max_tokens` and,
+/// with its `usage-chunk` quirk, reports usage (its completion tokens: the output length asked).
+fn providers(args: &LoadBenchArgs, endpoints: &[String], load: Load) -> anyhow::Result<String> {
+    if let Load::Trace(_) = load {
+        return Ok(format!(
+            "  - key: {TRACE_PROVIDER}\n    endpoint: sim://plain\n    model: bench-model\n    \
+             max_tokens_field: max_tokens\n    auth: {{scheme: none}}\n    \
+             extra_headers: {{x-sim-quirk: usage-chunk}}\n"
+        ));
+    }
+    let mut text = String::new();
     for lane in 0..args.lanes {
         let endpoint = endpoints
             .get(lane % endpoints.len().max(1))
@@ -308,9 +408,22 @@ fn write_spec(
             gaps.join(",")
         ));
     }
-    // JSON is YAML: the section as the bench built it.
+    Ok(text)
+}
+
+/// Writes the step's spec into `dir`: `providers` and the section.
+fn write_spec(dir: &Path, providers: &str, section: &LoadSection) -> anyhow::Result<PathBuf> {
+    let mut text = format!(
+        "benchmark: {{slug: bench-load-generator, workflow: load, schedule_version: bench-load-v1}}\n\
+         request: {{temperature: 0, top_p: 1, presence_penalty: 0, frequency_penalty: 0,\n  \
+         max_output_tokens: {MAX_OUTPUT_TOKENS}, response_format: json_object, timeout_ms: 60000,\n  \
+         harness_grace_ms: 60000}}\nproviders:\n{providers}"
+    );
+    // The simulator's settings serve only a trace step's `sim://` provider (real time). JSON is
+    // YAML: the section as the bench built it.
     text.push_str(&format!(
-        "dataset: {{source: ., manifest: none}}\nrun_root: runs\nload: {}\n",
+        "dataset: {{source: ., manifest: none}}\nsimulator: {{time_scale: 1.0, seed: 1}}\n\
+         run_root: runs\nload: {}\n",
         serde_json::to_string(section)?
     ));
     let path = dir.join("spec.yaml");
@@ -324,9 +437,10 @@ fn ms(v: Option<f64>) -> String {
 
 fn step_text(s: &StepFigures) -> String {
     let t = &s.traffic;
-    let load = match s.kind {
-        "closed" => format!("closed loop, {} users", s.total_load),
-        _ => format!("open loop, {}/s", s.total_load),
+    let load = match (&s.trace, s.kind) {
+        (Some(tr), _) => trace_text(tr),
+        (None, "closed") => format!("closed loop, {} users", s.total_load),
+        (None, _) => format!("open loop, {}/s", s.total_load),
     };
     let planned = t.planned.map_or("–".into(), |p| p.to_string());
     let mut out = format!(
@@ -362,19 +476,61 @@ fn step_text(s: &StepFigures) -> String {
             t.harness_failures
         ));
     }
+    if let Some(tr) = &s.trace {
+        out.push_str(&format!(
+            "  replay equals the file (arrival offsets to the ns, input and output lengths, in \
+             order): {}; send lag p99 ≤ {SEND_LAG_BOUND_MS} ms: {}\n",
+            if tr.sequence_equal { "yes" } else { "NO" },
+            tr.send_lag_target
+        ));
+        for m in &tr.first_mismatches {
+            out.push_str(&format!("    {m}\n"));
+        }
+    }
     out.push_str("  ");
     out.push_str(&cost_text(&s.cost));
     out
 }
 
-fn summary_text(s: &Summary) -> String {
+/// A trace step's heading: the file, the scale and the replay's density.
+fn trace_text(t: &TraceFigures) -> String {
+    let d = &t.density;
     format!(
-        "highest open-loop rate with send lag p99 ≤ {} ms and no failure: {}\n\
-         highest concurrency with every user in flight and no failure: {}\n",
-        s.send_lag_bound_ms,
-        s.highest_open_rate_per_s
-            .map_or("none".into(), |r| format!("{r}/s")),
-        s.highest_concurrency
-            .map_or("none".into(), |u| u.to_string()),
+        "trace {} ×{}, {} requests over {:.1} ms ({} mean, {:.0}/s in the fullest 100 ms)",
+        t.file,
+        t.time_scale,
+        d.requests,
+        d.span_ms,
+        d.mean_per_s.map_or("–".into(), |r| format!("{r:.0}/s")),
+        d.peak_per_s,
     )
+}
+
+fn summary_text(s: &Summary, steps: &[StepFigures]) -> String {
+    let traces: String = steps
+        .iter()
+        .filter_map(|step| step.trace.as_ref().map(|t| (step, t)))
+        .map(|(step, t)| {
+            let p99 = step.traffic.send_lag.as_ref().and_then(|l| l.p99_ms);
+            format!(
+                "trace {} ×{}: send lag p99 {} ms, target ≤ {} ms {}; replay equals the file: {}\n",
+                t.file,
+                t.time_scale,
+                ms(p99),
+                s.send_lag_bound_ms,
+                t.send_lag_target,
+                if t.sequence_equal { "yes" } else { "NO" },
+            )
+        })
+        .collect();
+    traces
+        + &format!(
+            "highest open-loop rate with send lag p99 ≤ {} ms and no failure: {}\n\
+         highest concurrency with every user in flight and no failure: {}\n",
+            s.send_lag_bound_ms,
+            s.highest_open_rate_per_s
+                .map_or("none".into(), |r| format!("{r}/s")),
+            s.highest_concurrency
+                .map_or("none".into(), |u| u.to_string()),
+        )
 }

@@ -453,5 +453,6 @@ fn request_row(run_id: &str, r: &PairedRequestRow) -> Vec<Value> {
         u(|u| u.cached_tokens),
         u(|u| u.reasoning_tokens),
         Value::from(usage.is_some()),
+        u(|u| u.cache_write_tokens),
     ]
 }
