@@ -10,109 +10,17 @@
 //! 3-step run whose requests are checked message for message in each dialect.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod agent_support;
 mod coordinator_support;
 mod load_workflow_support;
 
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::response::Response;
+use agent_support::{ANSWER_0, MEETING_0, TICKET_2, chat_call, lanes, start};
 use load_workflow_support::{run, write_spec};
 use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_load::agent_family::{SYSTEM, item};
 use openbench_load::report::compute::compute;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::{Arc, Mutex};
-
-const MEETING_0: &str =
-    r#"{"id":"mtg-0000","title":"budget review","room":"Birch","organizer":"Alan Turing"}"#;
-const TICKET_2: &str = r#"{"id":"tkt-0002","subject":"mobile app crashes on start","status":"resolved","owner":"Grace Hopper"}"#;
-const ANSWER_0: &str = r#"{"organizer":"Alan Turing","owner":"Grace Hopper"}"#;
-
-/// Bodies the proxy forwarded, by lane (the first path segment), in arrival order.
-type Log = Arc<Mutex<BTreeMap<String, Vec<Value>>>>;
-
-#[derive(Clone)]
-struct Proxy {
-    sim: String,
-    log: Log,
-    client: reqwest::Client,
-}
-
-async fn forward(
-    State(p): State<Proxy>,
-    axum::extract::Path((lane, rest)): axum::extract::Path<(String, String)>,
-    headers: axum::http::HeaderMap,
-    body: Bytes,
-) -> Response {
-    let value: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    p.log.lock().unwrap().entry(lane).or_default().push(value);
-    let mut request = p
-        .client
-        .post(format!("{}/profiles/plain/v1/{rest}", p.sim))
-        .body(body);
-    for name in ["content-type", "anthropic-version", "accept"] {
-        if let Some(v) = headers.get(name).and_then(|v| v.to_str().ok()) {
-            request = request.header(name, v);
-        }
-    }
-    let upstream = request.send().await.unwrap();
-    let status = upstream.status().as_u16();
-    let kind = upstream
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("text/event-stream")
-        .to_string();
-    let bytes = upstream.bytes().await.unwrap();
-    Response::builder()
-        .status(status)
-        .header("content-type", kind)
-        .body(Body::from(bytes))
-        .unwrap()
-}
-
-/// Starts the simulator (with the load workflow's agent scripts) and the logging proxy on their
-/// own runtime; the proxy's address and its log.
-fn start() -> (String, Log) {
-    let log: Log = Arc::default();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let shared = log.clone();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let sim = openbench_simulator::start(
-                openbench_simulator::SimConfig {
-                    time_scale: 1.0,
-                    seed: 7,
-                    default_profile: "plain".into(),
-                    answers: openbench_load::agent_family::canned_answers(),
-                },
-                ([127, 0, 0, 1], 0).into(),
-            )
-            .await
-            .unwrap();
-            let proxy = Proxy {
-                sim: format!("http://{}", sim.addr()),
-                log: shared,
-                client: reqwest::Client::new(),
-            };
-            let app = axum::Router::new()
-                .route("/{lane}/v1/{*rest}", axum::routing::post(forward))
-                .with_state(proxy);
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app).await.unwrap();
-            drop(sim);
-        });
-    });
-    (format!("http://{}", rx.recv().unwrap()), log)
-}
+use std::sync::Arc;
 
 fn providers(proxy: &str) -> String {
     [
@@ -140,27 +48,6 @@ const SECTION: &str = "  seed: 5
     kind: synthetic
     input_tokens: {dist: fixed, tokens: 20}
     output_tokens: {dist: fixed, tokens: 16}";
-
-/// Every lane's records in sequence order (one user each).
-fn lanes(dir: &Path) -> BTreeMap<String, Vec<TerminalRecord>> {
-    let records = openbench_common::rundir::counting_records(
-        &dir.join(openbench_common::rundir::FULL_RESULTS),
-    )
-    .unwrap();
-    let mut out: BTreeMap<String, Vec<TerminalRecord>> = BTreeMap::new();
-    for r in records.into_values() {
-        out.entry(r.lane.clone()).or_default().push(r);
-    }
-    for v in out.values_mut() {
-        v.sort_by_key(|r| r.sequence);
-    }
-    out
-}
-
-/// A chat tool call as sent back.
-fn chat_call(id: &str, name: &str, arguments: &str) -> Value {
-    json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_three_step_agent_run_sends_each_dialects_tool_loop_and_is_scored_exactly() {
@@ -331,7 +218,11 @@ async fn a_three_step_agent_run_sends_each_dialects_tool_loop_and_is_scored_exac
     );
     assert_eq!(c.tool_call_success, Some(0.0));
     // Step index rows: steps 0 and 1 made calls, step 2 answered (good and wrong lanes).
-    let s2 = agent.steps.iter().find(|s| s.step == 2).unwrap();
+    let s2 = agent
+        .steps
+        .iter()
+        .find(|s| s.step == 2 && s.name == "pooled")
+        .unwrap();
     assert_eq!(s2.tool_calls, 0);
     // The figures reach report.md, report.html and load-metrics.json.
     openbench_load::report::write_reports(&dir, &results).unwrap();
@@ -342,6 +233,46 @@ async fn a_three_step_agent_run_sends_each_dialects_tool_loop_and_is_scored_exac
             "{name}"
         );
     }
+    // The chart of first output per agent step index draws the "Agent steps" table's lane rows:
+    // every lane's steps 0..=2 (the cut lane's run ends at step 0), p50 and p99 as printed.
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let table: Vec<String> = table_rows(&html, "Agent steps")
+        .iter()
+        .filter(|cells| cells[1] != "pooled")
+        .map(|cells| {
+            [&cells[1], &cells[2], &cells[6], &cells[7]]
+                .map(|c| c.as_str())
+                .join("|")
+        })
+        .collect();
+    let (_, rest) = html
+        .split_once("class=\"agent-steps\" data-points=\"")
+        .unwrap();
+    let (drawn, _) = rest.split_once('"').unwrap();
+    let drawn: Vec<&str> = drawn.split(';').collect();
+    assert_eq!(drawn, table);
+    let indices = |lane: &str| {
+        drawn
+            .iter()
+            .filter(|p| p.starts_with(&format!("{lane}|")))
+            .map(|p| p.split('|').nth(1).unwrap())
+            .collect::<Vec<_>>()
+    };
+    for lane in ["chat", "resp", "anth", "wrong"] {
+        assert_eq!(indices(lane), ["0", "1", "2"], "{lane}");
+    }
+    assert_eq!(indices("cut"), ["0"]);
+    // And the table prints the view's numbers (the chat lane's step 0, by its row).
+    let chat0 = agent
+        .steps
+        .iter()
+        .find(|s| s.step == 0 && s.name == "chat")
+        .unwrap();
+    // (Values under 1,000 ms print with one decimal and no grouping.)
+    let (p50, p99) = (chat0.ttfo_p50_ms.unwrap(), chat0.ttfo_p99_ms.unwrap());
+    assert!(p99 < 1000.0, "{p99}");
+    assert_eq!(drawn[0], format!("chat|0|{p50:.1}|{p99:.1}"));
+    assert!(chat0.ttfo_p50_ms.unwrap() >= 40.0, "{chat0:?}");
     let json: Value =
         serde_json::from_slice(&std::fs::read(dir.join("load-metrics.json")).unwrap()).unwrap();
     let pooled = json["steps"][0]["agent"]["runs"]
@@ -353,6 +284,23 @@ async fn a_three_step_agent_run_sends_each_dialects_tool_loop_and_is_scored_exac
         .clone();
     assert_eq!(pooled["runs"], json!(agent.runs.last().unwrap().runs));
     assert_eq!(pooled["name"], json!("pooled"));
+}
+
+/// The cells of every body row of the table under heading `title` in `html` (the text between
+/// each cell's tags).
+fn table_rows(html: &str, title: &str) -> Vec<Vec<String>> {
+    let (_, section) = html.split_once(&format!("<h2>{title}</h2>")).unwrap();
+    let (section, _) = section.split_once("</section>").unwrap();
+    let (_, body) = section.split_once("<tbody>").unwrap();
+    let (body, _) = body.split_once("</tbody>").unwrap();
+    body.split("</tr>")
+        .filter(|row| row.contains("<tr>"))
+        .map(|row| {
+            row.split("</t")
+                .filter_map(|cell| cell.rsplit_once('>').map(|(_, text)| text.to_string()))
+                .collect()
+        })
+        .collect()
 }
 
 #[test]
@@ -385,39 +333,13 @@ fn an_agent_step_with_a_legacy_completions_provider_is_refused_at_init_by_name()
 /// provider gave them and one result per call), and every id is the one the position names.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resumed_sitting_rebuilds_the_same_runs_ids_and_messages() {
-    use coordinator_support::{options, stopping_after};
-    use openbench_coordinator::{RunDir, RunStatus, prepare_inputs, run_full};
     let tmp = tempfile::tempdir().unwrap();
     let (proxy, log) = start();
     let providers = format!(
         "  - {{key: chat, endpoint: '{proxy}/chat/v1', model: m, auth: {{scheme: none}}}}\n"
     );
     let spec = write_spec(tmp.path(), &providers, SECTION, "");
-    let inputs = prepare_inputs(
-        &spec,
-        Arc::new(openbench_load::run::LoadWorkflow),
-        "test-code-digest",
-    )
-    .unwrap();
-    let dir = RunDir::create(&inputs, Some("T-1"), "test")
-        .unwrap()
-        .dir
-        .clone();
-    let sitting = |options| {
-        let (inputs, dir) = (&inputs, &dir);
-        async move {
-            let run = RunDir::open(inputs, dir, "test").unwrap();
-            run_full(inputs, &run, "T-1", &options)
-                .await
-                .unwrap()
-                .status
-        }
-    };
-    assert_eq!(
-        sitting(stopping_after(&inputs, 1)).await,
-        RunStatus::Interrupted
-    );
-    assert_eq!(sitting(options(&inputs)).await, RunStatus::Complete);
+    let dir = load_workflow_support::stopped_then_resumed(&spec).await;
 
     let records = &lanes(&dir)["chat"];
     let bodies = &log.lock().unwrap()["chat"];
@@ -446,18 +368,7 @@ async fn a_resumed_sitting_rebuilds_the_same_runs_ids_and_messages() {
             assert_eq!(bodies[k]["messages"].as_array().unwrap().len(), 2);
             continue;
         }
-        // A later step: the previous request's messages, then its calls and their results.
-        let before = bodies[k - 1]["messages"].as_array().unwrap();
-        let now = bodies[k]["messages"].as_array().unwrap();
-        let calls = &records[k - 1].tool_calls;
-        assert_eq!(now.len(), before.len() + 1 + calls.len());
-        assert_eq!(&now[..before.len()], &before[..]);
-        let sent = &now[before.len()]["tool_calls"];
-        for (i, c) in calls.iter().enumerate() {
-            assert_eq!(sent[i]["id"], json!(c.id));
-            assert_eq!(sent[i]["function"]["arguments"], json!(c.arguments));
-            assert_eq!(now[before.len() + 1 + i]["tool_call_id"], json!(c.id));
-        }
+        agent_support::assert_continues(&bodies[k - 1], &bodies[k], &records[k - 1]);
         if records[k - 1].sitting != r.sitting {
             continued_across += 1;
         }

@@ -41,20 +41,7 @@ fn section(seconds: f64, users: u32, think: &str) -> String {
 
 /// Every slot's records in sequence order.
 fn slots(dir: &Path) -> BTreeMap<(String, u32), Vec<TerminalRecord>> {
-    let records = openbench_common::rundir::counting_records(
-        &dir.join(openbench_common::rundir::FULL_RESULTS),
-    )
-    .unwrap();
-    let mut out: BTreeMap<(String, u32), Vec<TerminalRecord>> = BTreeMap::new();
-    for r in records.into_values() {
-        out.entry((r.lane.clone(), r.slot.unwrap()))
-            .or_default()
-            .push(r);
-    }
-    for v in out.values_mut() {
-        v.sort_by_key(|r| r.sequence);
-    }
-    out
+    slot_records(dir, None)
 }
 
 /// The turn a record's item key names (`KEY/turn-2` → 2; no mark → 0).
@@ -322,18 +309,10 @@ async fn an_open_loop_opens_one_conversation_per_release_and_each_stops_after_it
 
 /// Every slot of phase `phase` with its records in sequence order.
 fn slots_of(dir: &Path, phase: u32) -> BTreeMap<u32, Vec<TerminalRecord>> {
-    let records = openbench_common::rundir::counting_records(
-        &dir.join(openbench_common::rundir::FULL_RESULTS),
-    )
-    .unwrap();
-    let mut out: BTreeMap<u32, Vec<TerminalRecord>> = BTreeMap::new();
-    for r in records.into_values().filter(|r| r.phase == Some(phase)) {
-        out.entry(r.slot.unwrap()).or_default().push(r);
-    }
-    for v in out.values_mut() {
-        v.sort_by_key(|r| r.sequence);
-    }
-    out
+    slot_records(dir, Some(phase))
+        .into_iter()
+        .map(|((_, slot), records)| (slot, records))
+        .collect()
 }
 
 /// Gamma, ramp and trace steps hold conversations as constant and Poisson ones do: release k
@@ -346,11 +325,7 @@ fn slots_of(dir: &Path, phase: u32) -> BTreeMap<u32, Vec<TerminalRecord>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gamma_ramp_and_trace_steps_open_one_conversation_per_release() {
     let tmp = tempfile::tempdir().unwrap();
-    let name = "azure-llm-sample.csv";
-    let trace = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("data/traces")
-        .join(name);
-    std::fs::copy(&trace, tmp.path().join(name)).unwrap();
+    let name = copy_azure_sample(tmp.path());
     let conversation =
         "conversation: {turns: {dist: fixed, tokens: 2}, think_ms: {dist: fixed, tokens: 20}}";
     let load = format!(

@@ -3,12 +3,14 @@
 //! metrics with the report's own aggregation.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use crate::coordinator_support::{options, run_load};
+use crate::coordinator_support::{options, run_load, stopping_after};
+use openbench_common::record::TerminalRecord;
 use openbench_coordinator::{RunDir, RunStatus, prepare_inputs, run_full};
 use openbench_load::metrics::step::{StepSettings, step_metrics};
 use openbench_load::metrics::{RequestSample, Slo};
 use openbench_load::report::{LoadResults, StepResults};
 use openbench_load::run::LoadWorkflow;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -126,4 +128,57 @@ pub fn lane_metrics(step: &StepResults, lane: &str) -> openbench_load::metrics::
         slo: Slo::default(),
     };
     step_metrics(&mine, &settings, 1)
+}
+
+/// Every (lane, slot)'s records in sequence order, of phase `phase` or of every phase.
+pub fn slot_records(
+    dir: &Path,
+    phase: Option<u32>,
+) -> BTreeMap<(String, u32), Vec<TerminalRecord>> {
+    let records = openbench_common::rundir::counting_records(
+        &dir.join(openbench_common::rundir::FULL_RESULTS),
+    )
+    .unwrap();
+    let mut out: BTreeMap<(String, u32), Vec<TerminalRecord>> = BTreeMap::new();
+    for r in records.into_values() {
+        if phase.is_none_or(|p| r.phase == Some(p)) {
+            out.entry((r.lane.clone(), r.slot.unwrap()))
+                .or_default()
+                .push(r);
+        }
+    }
+    for v in out.values_mut() {
+        v.sort_by_key(|r| r.sequence);
+    }
+    out
+}
+
+/// Runs the spec at `spec` in two sittings (run id `T-1`): one asked to finish once its first
+/// request is committed (it ends interrupted), then one to the end. Returns the run directory.
+pub async fn stopped_then_resumed(spec: &Path) -> PathBuf {
+    let inputs = prepare_inputs(spec, Arc::new(LoadWorkflow), "test-code-digest").unwrap();
+    let dir = RunDir::create(&inputs, Some("T-1"), "test")
+        .unwrap()
+        .dir
+        .clone();
+    for (options, status) in [
+        (stopping_after(&inputs, 1), RunStatus::Interrupted),
+        (options(&inputs), RunStatus::Complete),
+    ] {
+        let run = RunDir::open(&inputs, &dir, "test").unwrap();
+        let outcome = run_full(&inputs, &run, "T-1", &options).await.unwrap();
+        assert_eq!(outcome.status, status);
+    }
+    dir
+}
+
+/// Copies the shipped Azure trace sample (`data/traces`) into `dir`; its file name, as a spec
+/// beside it names it.
+pub fn copy_azure_sample(dir: &Path) -> &'static str {
+    let name = "azure-llm-sample.csv";
+    let trace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data/traces")
+        .join(name);
+    std::fs::copy(&trace, dir.join(name)).unwrap();
+    name
 }

@@ -1,5 +1,5 @@
 //! Figures of an agent step (docs/agents.md): per step index (how each model call of a run
-//! fares as its context grows with calls and results), pooled over lanes, and per agent run, by
+//! fares as its context grows with calls and results), by lane and pooled, and per agent run, by
 //! lane and pooled (time to final answer, model calls, tokens, exact success on the final answer
 //! and on the tool calls). Measured requests only; a run counts when its first request is
 //! measured and it ended (at its answer, its step limit or a failed step) before the step did.
@@ -58,6 +58,8 @@ pub struct AgentResults {
 /// The figures of one step index.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AgentStepRow {
+    /// Lane label or `pooled`.
+    pub name: String,
     /// 0-based step index.
     pub step: u64,
     /// Measured requests at this step (harness failures set apart).
@@ -68,6 +70,8 @@ pub struct AgentStepRow {
     pub tool_calls: usize,
     /// Time to first output p50 of the completed, ms (answer text or tool-call token).
     pub ttfo_p50_ms: Option<f64>,
+    /// Its p99, ms.
+    pub ttfo_p99_ms: Option<f64>,
     /// E2E p50 of the completed, ms (last answer event or last tool-call token).
     pub e2e_p50_ms: Option<f64>,
     /// Mean prompt tokens the usage reports.
@@ -109,7 +113,7 @@ pub struct AgentRunRow {
 /// An agent step's figures.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AgentView {
-    /// Per step index, pooled over lanes.
+    /// Per lane, then pooled, each per step index.
     pub steps: Vec<AgentStepRow>,
     /// Per lane, then pooled.
     pub runs: Vec<AgentRunRow>,
@@ -127,23 +131,36 @@ pub fn view(step: &StepResults) -> Option<AgentView> {
             .get(i)
             .is_some_and(|s| is_measured(s, &step.window) && s.outcome != Outcome::HarnessError)
     };
-    let mut by_step: Vec<Vec<usize>> = Vec::new();
-    for (i, at) in agent.steps.iter().enumerate() {
-        if !measured(i) {
-            continue;
+    // Each lane's measured samples by step index, then every lane's.
+    let rows_of = |name: &str, keep: &dyn Fn(usize) -> bool| {
+        let mut by_step: Vec<Vec<usize>> = Vec::new();
+        for (i, at) in agent.steps.iter().enumerate() {
+            if !measured(i) || !keep(i) {
+                continue;
+            }
+            let k = usize::try_from(at.step).unwrap_or(usize::MAX);
+            if k >= by_step.len() {
+                by_step.resize_with(k.saturating_add(1), Vec::new);
+            }
+            by_step[k].push(i);
         }
-        let k = usize::try_from(at.step).unwrap_or(usize::MAX);
-        if k >= by_step.len() {
-            by_step.resize_with(k.saturating_add(1), Vec::new);
-        }
-        by_step[k].push(i);
-    }
-    let steps = by_step
+        by_step
+            .iter()
+            .enumerate()
+            .filter(|(_, at)| !at.is_empty())
+            .map(|(k, at)| step_row(name, k as u64, at, step, agent))
+            .collect::<Vec<_>>()
+    };
+    let mut steps: Vec<AgentStepRow> = step
+        .lanes
         .iter()
-        .enumerate()
-        .filter(|(_, at)| !at.is_empty())
-        .map(|(k, at)| step_row(k as u64, at, step, agent))
+        .flat_map(|lane| {
+            rows_of(&lane.lane, &|i| {
+                step.samples.get(i).is_some_and(|s| s.lane == lane.lane)
+            })
+        })
         .collect();
+    steps.extend(rows_of("pooled", &|_| true));
     let counted: Vec<&AgentRun> = agent
         .runs
         .iter()
@@ -165,18 +182,24 @@ pub fn view(step: &StepResults) -> Option<AgentView> {
     Some(AgentView { steps, runs })
 }
 
-fn step_row(k: u64, at: &[usize], step: &StepResults, agent: &AgentResults) -> AgentStepRow {
+fn step_row(
+    name: &str,
+    k: u64,
+    at: &[usize],
+    step: &StepResults,
+    agent: &AgentResults,
+) -> AgentStepRow {
     let completed: Vec<usize> = at
         .iter()
         .copied()
         .filter(|&i| step.samples[i].outcome == Outcome::Completed)
         .collect();
-    let p50 = |f: &dyn Fn(&AgentSampleStep) -> Option<f64>| {
+    let rank = |f: &dyn Fn(&AgentSampleStep) -> Option<f64>, q: f64| {
         let values: Vec<f64> = completed
             .iter()
             .filter_map(|&i| f(&agent.steps[i]))
             .collect();
-        nearest_rank(&values, 0.5)
+        nearest_rank(&values, q)
     };
     let usage = |f: &dyn Fn(usize) -> Option<u64>| {
         mean(
@@ -187,12 +210,14 @@ fn step_row(k: u64, at: &[usize], step: &StepResults, agent: &AgentResults) -> A
         )
     };
     AgentStepRow {
+        name: name.to_string(),
         step: k,
         requests: at.len(),
         completed: completed.len(),
         tool_calls: completed.iter().filter(|&&i| agent.steps[i].called).count(),
-        ttfo_p50_ms: p50(&|s| s.first_output_ms),
-        e2e_p50_ms: p50(&|s| s.end_ms),
+        ttfo_p50_ms: rank(&|s| s.first_output_ms, 0.5),
+        ttfo_p99_ms: rank(&|s| s.first_output_ms, 0.99),
+        e2e_p50_ms: rank(&|s| s.end_ms, 0.5),
         prompt_tokens_mean: usage(&|i| step.samples[i].usage_prompt_tokens),
         completion_tokens_mean: usage(&|i| step.samples[i].usage_completion_tokens),
     }
@@ -255,11 +280,13 @@ pub fn tables(m: &LoadMetrics) -> Vec<Table> {
             a.steps.iter().map(move |r| {
                 vec![
                     step_cell(s),
+                    r.name.clone(),
                     r.step.to_string(),
                     r.requests.to_string(),
                     r.completed.to_string(),
                     r.tool_calls.to_string(),
                     one(r.ttfo_p50_ms),
+                    one(r.ttfo_p99_ms),
                     one(r.e2e_p50_ms),
                     one(r.prompt_tokens_mean),
                     one(r.completion_tokens_mean),
@@ -295,23 +322,25 @@ pub fn tables(m: &LoadMetrics) -> Vec<Table> {
             title: "Agent steps".into(),
             intro: Some(
                 "Model call k of a run re-sends calls 0..k, their tool calls and the harness's \
-                 results; pooled over lanes, measured requests. First output: answer text or \
+                 results; per lane, then pooled, measured requests. First output: answer text or \
                  tool-call token; tokens: usage means."
                     .into(),
             ),
             headers: headers(&[
                 "Step",
+                "Lane",
                 "Agent step",
                 "Requests",
                 "Completed",
                 "Tool calls",
                 "First output p50",
+                "First output p99",
                 "E2E p50",
                 "Prompt tokens",
                 "Completion tokens",
             ]),
             rows: steps,
-            names: 1,
+            names: 2,
             empty: "",
             after: Vec::new(),
         },

@@ -1,18 +1,20 @@
 //! `report.html`: a self-contained page (the report kit's shell and charts) that carries every
 //! table of `report.md` ([`super::tables`], the same cells), with charts beside them: requests/s
 //! and output tokens/s against the offered load, TTFA, ITL and E2E p50 and p99 against the
-//! offered load (saturation points ringed), the ITL of each step and goodput per step.
+//! offered load (saturation points ringed), the ITL of each step, goodput per step and, for an
+//! agent step, each lane's time to first output per agent step index.
 //!
 //! The x axis of every curve is the offered load (an open loop's target rate, a closed loop's
 //! users), which the spec sets and no two steps of a sweep share, so a line never turns back on
 //! itself; the achieved rate is in the tables. Where two steps of one lane do share a load, the
 //! page says the line joins them vertically.
 
+use super::agents::AgentStepRow;
 use super::compute::{LoadMetrics, Row, StepView};
 use super::markdown::{load_text, rows, slo_text};
 use super::tables::{Table, tables};
 use crate::metrics::Distribution;
-use openbench_report_kit::format::pct;
+use openbench_report_kit::format::{one, pct};
 use openbench_report_kit::html::charts::{bar_chart, bar_whisker_chart};
 use openbench_report_kit::html::curves::{Curve, curve_chart};
 use openbench_report_kit::html::plot::{Rgb, SUCCESS, color};
@@ -59,6 +61,7 @@ pub fn render(m: &LoadMetrics) -> String {
         let charts = match table.title.as_str() {
             "Goodput per step" => goodput_charts(m),
             t if t.starts_with("Inter-token latency") => itl_charts(m),
+            "Agent steps" => agent_charts(m),
             _ => String::new(),
         };
         table_section(&mut out, &table, &charts);
@@ -397,6 +400,73 @@ fn goodput_charts(m: &LoadMetrics) -> String {
                 m.settings.goodput_threshold,
                 SUCCESS,
             )
+        );
+    }
+    out.push_str("</div>\n");
+    out
+}
+
+/// One quantile of an agent step row (its p50 or p99 first output).
+type Quantile = fn(&AgentStepRow) -> Option<f64>;
+
+/// Per agent step, each lane's time to first output (answer text or tool-call token) against the
+/// agent step index: p50 solid, p99 dashed, the numbers of the "Agent steps" table's lane rows.
+/// Each figure also carries them in `data-points` (`lane|index|p50|p99;…`, printed as the table
+/// prints them), so what is drawn can be checked against the table.
+fn agent_charts(m: &LoadMetrics) -> String {
+    let names = lane_names(m);
+    let mut out = String::from(
+        "<p class=\"note\">Time to first output (answer text or tool-call token) of each model \
+         call by its index in the run: p50 solid, p99 dashed (ms, log scale).</p>\n",
+    );
+    out.push_str(&legend(
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), color(i))),
+    ));
+    out.push_str("<div class=\"grid two\">\n");
+    for step in &m.steps {
+        let Some(agent) = &step.agent else {
+            continue;
+        };
+        let mut curves = Vec::new();
+        let mut points = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let mine: Vec<&AgentStepRow> = agent.steps.iter().filter(|r| r.name == *name).collect();
+            let quantiles: [(bool, Quantile); 2] =
+                [(false, |r| r.ttfo_p50_ms), (true, |r| r.ttfo_p99_ms)];
+            for (dashed, value) in quantiles {
+                curves.push(Curve {
+                    color: color(i),
+                    dashed,
+                    points: mine
+                        .iter()
+                        .filter_map(|r| Some((r.step as f64, value(r)?)))
+                        .collect(),
+                    marked: Vec::new(),
+                });
+            }
+            points.extend(mine.iter().map(|r| {
+                format!(
+                    "{name}|{}|{}|{}",
+                    r.step,
+                    one(r.ttfo_p50_ms),
+                    one(r.ttfo_p99_ms)
+                )
+            }));
+        }
+        let chart = curve_chart(
+            &format!("first output per agent step index, step {}", step.index),
+            "agent step index (model call of the run)",
+            "first output ms",
+            &curves,
+        );
+        let _ = writeln!(
+            out,
+            "<figure class=\"agent-steps\" data-points=\"{}\"><figcaption>{}</figcaption>{chart}</figure>",
+            escape(&points.join(";")),
+            step_title(step)
         );
     }
     out.push_str("</div>\n");

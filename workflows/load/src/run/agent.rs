@@ -1,8 +1,10 @@
-//! A closed step's users running agents (`agent:` on a `closed` step; docs/agents.md).
+//! A step's agent runs (`agent:` on a step; docs/agents.md).
 //!
-//! A user (a closed-loop slot) runs one agent task after another until the step's time or count
-//! runs out. Run r of a slot asks the agent family's item for the step's prompt number of
-//! sequence r (so users and runs ask different items), offering both tools. Each later step
+//! In a closed step a user (a slot) runs one agent task after another until the step's time or
+//! count runs out: run r of a slot asks the agent family's item for the step's prompt number of
+//! sequence r (so users and runs ask different items), offering both tools. In an open step
+//! release k (slot k) starts one run, asking the item of the step's prompt number k, and the slot
+//! stops when that run ends. Each later step
 //! re-sends every earlier message, then the model's last turn (its text and tool calls) and one
 //! tool message per call with the harness's result ([`tool_result`]). A run ends at its final
 //! answer (a completed step with no tool call), after `max_steps` model calls, or at a step that
@@ -35,6 +37,8 @@ pub struct AgentSource {
     seed: u64,
     /// The step's index (keys the draws).
     step: usize,
+    /// An open loop: each release (slot) is one run, which stops when it ends.
+    open: bool,
 }
 
 /// Where a slot stands in its runs after its history.
@@ -98,7 +102,15 @@ impl AgentSource {
             agent,
             seed,
             step,
+            open: false,
         }
+    }
+
+    /// The same runs in an open loop: release k (slot k) starts one, asking the item of the
+    /// step's prompt number k, and the slot stops when it ends (no next run).
+    pub fn open(mut self) -> AgentSource {
+        self.open = true;
+        self
     }
 
     /// Think time before the request at `at` (a later step), ms: drawn from the stream (seed,
@@ -140,11 +152,16 @@ impl AgentSource {
         now
     }
 
-    /// The item index run `run` of the slot at `at` asks.
+    /// The item index run `run` of the slot at `at` asks (an open loop's slot holds run 0 only,
+    /// the release's).
     pub fn item_index(&self, at: &LoadPosition, run: u64) -> u64 {
-        let opening = LoadPosition {
-            sequence: run,
-            ..at.clone()
+        let opening = if self.open {
+            super::slot_replay::release_opening(at)
+        } else {
+            LoadPosition {
+                sequence: run,
+                ..at.clone()
+            }
         };
         self.base.prompt_index(&opening)
     }
@@ -226,8 +243,13 @@ impl RequestSource for AgentSource {
         let now = self.standing(history);
         let last = history.last().filter(|_| now.step > 0);
         let Some(last) = last else {
-            // A new run: the item of its number, after the ramp for the user's first one.
-            let think_ms = if at.sequence == 0 {
+            // An open loop's release ran its run: the slot stops.
+            if self.open && now.run > 0 {
+                return Next::Stop;
+            }
+            // A new run: the item of its number, after the ramp for the user's first one (an
+            // open loop's first step goes at its release).
+            let think_ms = if at.sequence == 0 && !self.open {
                 self.base.wait_ms(at)
             } else {
                 0.0

@@ -24,7 +24,10 @@ pub fn agent_results(
 ) -> Option<AgentResults> {
     let agent = ctx.section.agent(step.written())?;
     let base = source_of(step, &ctx.section, &ctx.layout, &ctx.workload);
-    let source = AgentSource::new(base, agent.clone(), ctx.section.seed, step.index);
+    let mut source = AgentSource::new(base, agent.clone(), ctx.section.seed, step.index);
+    if step.model.is_open() {
+        source = source.open();
+    }
     let lanes = &ctx.layout.lanes;
     let stepped = source.replay(
         step.index as u32,

@@ -188,3 +188,43 @@ fn replay_names_each_records_run_step_and_end() {
     assert_eq!(of("req-3"), (1, 0, 2, StepEnd::Failed));
     assert_eq!(of("req-4"), (2, 0, 4, StepEnd::Answered));
 }
+
+/// Open step 1 on 2 regions (the lane in region 1), agent runs of at most 3 steps, think 250 ms.
+fn open_source() -> AgentSource {
+    let workload = Arc::new(Workload::Synthetic(Synthetic {
+        input_tokens: LengthDist::Fixed { tokens: 8 },
+        output_tokens: LengthDist::Fixed { tokens: 4 },
+        shared_prefix: None,
+        seed: 7,
+    }));
+    let base = StepSource::open(1, 2, workload).with_lanes(vec![1], vec![false]);
+    let agent = Agent {
+        max_steps: 3,
+        think_ms: Some(LengthDist::Fixed { tokens: 250 }),
+    };
+    AgentSource::new(base, agent, 7, 1).open()
+}
+
+#[test]
+fn an_open_loops_release_runs_one_agent_run_on_its_slot_then_stops() {
+    let source = open_source();
+    // Release 3 (slot 3) of the region-1 lane: prompt index 10¹² + 3 × 2 + 1 → item 7 (mod 64),
+    // sent at the release (no wait), whatever the slot's sequence.
+    let (first, wait) = send(source.next(&at(3, 0), &[]));
+    assert_eq!((first.item_key.as_str(), wait), ("agent-0007", 0.0));
+    assert_eq!(source.item_index(&at(3, 5), 0), 1_000_000_000_007);
+    let c = call("call_a", "lookup_meeting", r#"{"id":"mtg-0007"}"#);
+    let step0 = turn(first.clone(), "", vec![c]);
+    let (second, think) = send(source.next(&at(3, 1), std::slice::from_ref(&step0)));
+    assert_eq!(
+        (second.item_key.as_str(), think),
+        ("agent-0007/step-1", 250.0)
+    );
+    // The answer ends the run, and the slot with it (no next run).
+    let answer = turn(second, r#"{"organizer":"x","owner":"y"}"#, Vec::new());
+    assert_eq!(source.next(&at(3, 2), &[step0.clone(), answer]), Next::Stop);
+    // A failed first step ends it too.
+    let mut failed = step0;
+    failed.record.outcome = Outcome::HttpError;
+    assert_eq!(source.next(&at(3, 1), &[failed]), Next::Stop);
+}

@@ -195,13 +195,8 @@ impl RequestSource for ConversationSource {
                 if now.conversation > 0 {
                     return Next::Stop;
                 }
-                let opening = LoadPosition {
-                    slot: 0,
-                    sequence: u64::from(at.slot),
-                    ..at.clone()
-                };
                 return Next::Send {
-                    content: self.base.request(&opening),
+                    content: self.base.request(&super::slot_replay::release_opening(at)),
                     think_ms: 0.0,
                 };
             }

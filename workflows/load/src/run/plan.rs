@@ -157,11 +157,17 @@ pub fn step_phase(
                 .map(|&r| per_region.get(r).cloned().unwrap_or_default())
                 .collect();
             let source = source_of(step, section, layout, workload);
-            let source: Arc<dyn RequestSource> = match section.conversation(step.written()) {
-                Some(c) => Arc::new(
+            let source: Arc<dyn RequestSource> = match (
+                section.conversation(step.written()),
+                section.agent(step.written()),
+            ) {
+                (Some(c), _) => Arc::new(
                     ConversationSource::new(source, c.clone(), section.seed, step.index).open(),
                 ),
-                None => Arc::new(source),
+                (None, Some(a)) => {
+                    Arc::new(AgentSource::new(source, a.clone(), section.seed, step.index).open())
+                }
+                (None, None) => Arc::new(source),
             };
             Phase::OpenLoop(LoadPhase {
                 name,

@@ -1,6 +1,6 @@
 //! A phase's committed records grouped as the slots that sent them, for the sources that read
 //! history (conversations, agent runs): their `replay` walks each slot in sequence order, as a
-//! resume rebuilds it.
+//! resume rebuilds it. Also where an open loop's slot opens (release k is slot k).
 
 use openbench_common::record::TerminalRecord;
 use openbench_common::schedule::LoadPosition;
@@ -43,4 +43,15 @@ pub fn slots_in_order<'a>(
         );
     }
     out
+}
+
+/// The position whose step request opens the open-loop slot at `at`: release k is slot k, and
+/// its first request is the step's request k (slot 0, sequence k), so releases ask different
+/// prompts as an open loop without history numbers them.
+pub fn release_opening(at: &LoadPosition) -> LoadPosition {
+    LoadPosition {
+        slot: 0,
+        sequence: u64::from(at.slot),
+        ..at.clone()
+    }
 }

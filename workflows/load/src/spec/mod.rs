@@ -114,11 +114,15 @@ impl LoadSection {
         }
     }
 
-    /// The agent runs of sweep step `index` when it holds them (a closed step with `agent`).
+    /// The agent runs of sweep step `index` when it holds them (any step with `agent`).
     pub fn agent(&self, index: usize) -> Option<&Agent> {
         match self.steps.get(index)? {
-            LoadModel::Closed { agent, .. } => agent.as_ref(),
-            _ => None,
+            LoadModel::Closed { agent, .. }
+            | LoadModel::Constant { agent, .. }
+            | LoadModel::Poisson { agent, .. }
+            | LoadModel::Gamma { agent, .. }
+            | LoadModel::Ramp { agent, .. }
+            | LoadModel::Trace { agent, .. } => agent.as_ref(),
         }
     }
 
@@ -174,6 +178,11 @@ pub enum LoadModel {
         /// Absent: every release is one request.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         conversation: Option<Conversation>,
+        /// Each release starts an agent run ([`Agent`], docs/agents.md): its later steps follow
+        /// their tool results after their think time, and it ends at its answer, its step limit
+        /// or a failed step. Absent: every release is one request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<Agent>,
     },
     /// Open loop, exponential gaps of mean 1/rate, drawn from the seed.
     Poisson {
@@ -184,6 +193,11 @@ pub enum LoadModel {
         /// Absent: every release is one request.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         conversation: Option<Conversation>,
+        /// Each release starts an agent run ([`Agent`], docs/agents.md): its later steps follow
+        /// their tool results after their think time, and it ends at its answer, its step limit
+        /// or a failed step. Absent: every release is one request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<Agent>,
     },
     /// Open loop, gamma-distributed gaps of mean 1/rate, drawn from the seed: vLLM `bench
     /// serve`'s `--burstiness` (shape = burstiness, scale = 1/(rate × burstiness); 1 is Poisson,
@@ -198,6 +212,11 @@ pub enum LoadModel {
         /// Absent: every release is one request.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         conversation: Option<Conversation>,
+        /// Each release starts an agent run ([`Agent`], docs/agents.md): its later steps follow
+        /// their tool results after their think time, and it ends at its answer, its step limit
+        /// or a failed step. Absent: every release is one request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<Agent>,
     },
     /// Open loop whose rate rises (or falls) linearly from `from_rate_per_s` at the step's start
     /// to `to_rate_per_s` at `ramp_s`, then stays there.
@@ -215,6 +234,11 @@ pub enum LoadModel {
         /// Absent: every release is one request.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         conversation: Option<Conversation>,
+        /// Each release starts an agent run ([`Agent`], docs/agents.md): its later steps follow
+        /// their tool results after their think time, and it ends at its answer, its step limit
+        /// or a failed step. Absent: every release is one request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<Agent>,
     },
     /// Open loop replaying a trace file's arrivals, each request with the file's input and
     /// output lengths.
@@ -231,6 +255,11 @@ pub enum LoadModel {
         /// joined. Absent: every line is one request.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         conversation: Option<Conversation>,
+        /// Each recorded arrival (line k) starts an agent run ([`Agent`]) asking the agent
+        /// family's item k (the file's lengths are not used: the run's messages are the
+        /// family's). Absent: every line is one request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<Agent>,
     },
 }
 
@@ -365,8 +394,9 @@ pub struct Conversation {
     pub think_ms: Option<LengthDist>,
 }
 
-/// A closed step's agent runs (docs/agents.md): each user runs one agent task after another,
-/// each run a loop of model calls with the harness's tool results between them.
+/// A step's agent runs (docs/agents.md): in a closed step each user runs one agent task after
+/// another, in an open step each release starts one; each run is a loop of model calls with the
+/// harness's tool results between them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Agent {

@@ -355,7 +355,7 @@ fn every_steps_conversations_parse_and_are_checked() {
 }
 
 #[test]
-fn a_closed_steps_agent_runs_parse_and_are_checked() {
+fn agent_runs_parse_and_are_checked_on_closed_and_open_steps() {
     let text = "seed: 1\nphases: {warmup_s: 1, measure: {duration_s: 1}, cooldown_s: 1}\n\
                 steps: [{model: closed, concurrency: 2, agent: {max_steps: 4, think_ms: {dist: \
                 fixed, tokens: 50}}}, {model: closed, concurrency: 1, agent: {max_steps: 0}}, \
@@ -379,12 +379,26 @@ fn a_closed_steps_agent_runs_parse_and_are_checked() {
             "load.steps[2]: give `conversation` or `agent`, not both",
         ]
     );
-    // Open loops take no agents (a parse error naming the field).
-    let open = text.replace("closed, concurrency: 2", "poisson, rate_per_s: 2");
-    let err = LoadSection::from_yaml(&open, "s.yaml")
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("agent"), "{err}");
+    // Every open loop takes agents too (each release starts a run), checked the same way.
+    for model in [
+        "constant, rate_per_s: 2",
+        "poisson, rate_per_s: 2",
+        "gamma, rate_per_s: 2, burstiness: 0.5",
+        "ramp, arrivals: constant, from_rate_per_s: 1, to_rate_per_s: 3, ramp_s: 1",
+    ] {
+        let open = text.replace("closed, concurrency: 1", model);
+        let load = LoadSection::from_yaml(&open, "s.yaml").unwrap();
+        assert_eq!(load.agent(1).map(|a| a.max_steps), Some(0), "{model}");
+        assert_eq!(
+            load.problems(&LIMITS),
+            [
+                "load.steps[1].agent.max_steps: 0 is outside 1..=64",
+                "load.steps[2].agent.max_steps: 65 is outside 1..=64",
+                "load.steps[2]: give `conversation` or `agent`, not both",
+            ],
+            "{model}"
+        );
+    }
 }
 
 #[test]

@@ -92,16 +92,15 @@ impl LoadSection {
             if let Some(c) = self.conversation(i) {
                 conversation_problems(&at, c, &mut say);
             }
+            if let Some(a) = self.agent(i) {
+                agent_problems(&at, a, self.conversation(i).is_some(), &mut say);
+            }
             match step {
                 LoadModel::Closed {
                     concurrency,
                     ramp_up_s,
-                    conversation,
-                    agent,
+                    ..
                 } => {
-                    if let Some(a) = agent {
-                        agent_problems(&at, a, conversation.is_some(), &mut say);
-                    }
                     if *concurrency == 0 || *concurrency > MAX_CONCURRENCY {
                         say(format!(
                             "{at}.concurrency: {concurrency} is outside 1..={MAX_CONCURRENCY}"
