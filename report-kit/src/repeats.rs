@@ -1,4 +1,5 @@
-//! The interval of a figure across a run's repeats (`load.repeats`): each repeat gives the
+//! The interval of a figure across a run's repeats (`load.repeats`, micro-single-task's
+//! `plans.repeats`): each repeat gives the
 //! figure once, and the repeats are the independent units.
 //!
 //! A repeat is a whole pass of the load with its own seeded schedule, so a run holds a handful
@@ -10,10 +11,10 @@
 //! (n − 1 in the denominator). It assumes the per-repeat figures scatter roughly normally
 //! around the run's true value, which a percentile of hundreds of requests does.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A figure's mean over the repeats and its two-sided 95% Student t interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RepeatInterval {
     /// Repeats that had the figure.
     pub n: usize,

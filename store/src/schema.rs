@@ -60,7 +60,9 @@ const fn opt(name: &'static str, kind: Kind) -> Column {
 use Kind::{Int, Real, Text};
 
 mod repeats;
-pub use repeats::{LOAD_REPEAT_INTERVALS, LOAD_REPEATS, REPLICA_VALIDITY};
+pub use repeats::{
+    LOAD_REPEAT_INTERVALS, LOAD_REPEATS, PAIRED_REPEAT_INTERVALS, PAIRED_REPEATS, REPLICA_VALIDITY,
+};
 
 /// One row per published run: its identity, status, input hashes and placement.
 pub const RUNS: Table = Table {
@@ -351,7 +353,7 @@ pub const VALIDITY_CHECKS: Table = Table {
 };
 
 /// Every data table, parents first (publish inserts in this order, deletes in reverse).
-pub const TABLES: [Table; 15] = [
+pub const TABLES: [Table; 17] = [
     RUNS,
     LANES,
     REQUESTS,
@@ -367,6 +369,8 @@ pub const TABLES: [Table; 15] = [
     LOAD_REPEATS,
     LOAD_REPEAT_INTERVALS,
     REPLICA_VALIDITY,
+    PAIRED_REPEATS,
+    PAIRED_REPEAT_INTERVALS,
 ];
 
 /// One schema version.
@@ -410,6 +414,13 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 6,
         name: "load_repeats, load_repeat_intervals, replica_validity",
         ddl: repeats_replicas_schema,
+    },
+    // Numbered 7 on branch `repeatsp`; renumber to the next free version when merged after
+    // another migration 7 (its DDL names its own tables, so only this number moves).
+    Migration {
+        version: 7,
+        name: "paired_repeats, paired_repeat_intervals",
+        ddl: paired_repeats_schema,
     },
 ];
 
@@ -481,6 +492,15 @@ fn paired_contract_schema() -> String {
 /// Self-contained, as [`paired_contract_schema`].
 fn repeats_replicas_schema() -> String {
     [LOAD_REPEATS, LOAD_REPEAT_INTERVALS, REPLICA_VALIDITY]
+        .iter()
+        .map(create_table)
+        .collect::<Vec<_>>()
+        .join(";\n")
+}
+
+/// Self-contained, as [`paired_contract_schema`].
+fn paired_repeats_schema() -> String {
+    [PAIRED_REPEATS, PAIRED_REPEAT_INTERVALS]
         .iter()
         .map(create_table)
         .collect::<Vec<_>>()

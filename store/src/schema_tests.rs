@@ -8,7 +8,7 @@ fn a_new_store_is_migrated_once_and_a_newer_one_is_refused() {
     let path = dir.path().join("s.sqlite");
     let location = path.to_string_lossy().into_owned();
     let mut store = Store::open(&location).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(applied_version(&mut store).ok(), Some(6));
+    assert_eq!(applied_version(&mut store).ok(), Some(7));
     let tables = store
         .query(
             "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
@@ -27,6 +27,8 @@ fn a_new_store_is_migrated_once_and_a_newer_one_is_refused() {
             "load_steps",
             "metrics",
             "paired_pairs",
+            "paired_repeat_intervals",
+            "paired_repeats",
             "paired_wins",
             "replica_validity",
             "requests",
@@ -55,15 +57,16 @@ fn a_new_store_is_migrated_once_and_a_newer_one_is_refused() {
             vec![Value::Int(3)],
             vec![Value::Int(4)],
             vec![Value::Int(5)],
-            vec![Value::Int(6)]
+            vec![Value::Int(6)],
+            vec![Value::Int(7)]
         ]
     );
     store
-        .execute_batch("INSERT INTO schema_migrations (version, name) VALUES (7, 'future')")
+        .execute_batch("INSERT INTO schema_migrations (version, name) VALUES (8, 'future')")
         .unwrap_or_else(|e| panic!("{e}"));
     drop(store);
     match Store::open(&location) {
-        Err(StoreError::NewerSchema { found, known, .. }) => assert_eq!((found, known), (7, 6)),
+        Err(StoreError::NewerSchema { found, known, .. }) => assert_eq!((found, known), (8, 7)),
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("a store newer than the build was opened"),
     }
