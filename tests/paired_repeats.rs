@@ -98,19 +98,6 @@ const FIGURES: [&str; 6] = [
     "output_tokens_per_second_p50",
 ];
 
-/// Mean and 95% t interval of three values, written out: t₀.₉₇₅ at 2 degrees of freedom is
-/// 4.3027 (Student's table).
-fn t_interval(v: &[f64; 3]) -> (f64, f64, f64) {
-    let mean = (v[0] + v[1] + v[2]) / 3.0;
-    let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / 2.0;
-    let half = 4.3027 * var.sqrt() / 3f64.sqrt();
-    (mean, mean - half, mean + half)
-}
-
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-9 * b.abs().max(1.0)
-}
-
 #[test]
 fn repeat_one_is_the_plan_made_once_and_later_repeats_reorder_the_same_items() {
     let tmp = tempfile::tempdir().unwrap();
@@ -231,7 +218,7 @@ async fn three_repeats_report_each_repeat_and_the_interval_across_them() {
                 let got = figure["per_repeat"][r].as_f64().unwrap();
                 assert!(close(got, *v), "{lane} {name} repeat {r}: {got} vs {v}");
             }
-            let (mean, low, high) = t_interval(&values);
+            let (mean, low, high) = t_interval_of_three(&values);
             let across = &figure["across"];
             assert_eq!(across["n"], 3, "{lane} {name}");
             for (field, want) in [("mean", mean), ("low", low), ("high", high)] {

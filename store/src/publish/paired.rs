@@ -63,37 +63,21 @@ pub(super) fn insert(
 
 /// A repeated run's rows (`plans.repeats`): each repeat's value, and the interval across them.
 fn insert_repeats(s: &mut Store, run_id: &str, paired: &PairedFigures) -> Result<(), StoreError> {
-    let mut per_repeat = Vec::new();
-    let mut across = Vec::new();
+    let mut rows = super::repeats::RepeatRows::default();
     for r in &paired.repeats {
         let key = [
             Value::from(run_id),
             Value::from(r.lane.as_str()),
             Value::from(r.figure.as_str()),
         ];
-        for (i, value) in r.per_repeat.iter().enumerate() {
-            let mut row = key.to_vec();
-            row.extend([Value::from(i as u64 + 1), Value::from(*value)]);
-            per_repeat.push(row);
-        }
-        if let Some((n, mean, low, high)) = r.across {
-            let mut row = key.to_vec();
-            row.extend([
-                Value::from(n),
-                Value::from(mean),
-                Value::from(low),
-                Value::from(high),
-            ]);
-            across.push(row);
-        }
+        let per_repeat = r
+            .per_repeat
+            .iter()
+            .enumerate()
+            .map(|(i, value)| vec![Value::from(i as u64 + 1), Value::from(*value)]);
+        rows.push(&key, per_repeat, r.across);
     }
-    if !per_repeat.is_empty() {
-        s.execute_many(&schema::insert(&PAIRED_REPEATS), &per_repeat)?;
-    }
-    if !across.is_empty() {
-        s.execute_many(&schema::insert(&PAIRED_REPEAT_INTERVALS), &across)?;
-    }
-    Ok(())
+    rows.insert(s, &PAIRED_REPEATS, &PAIRED_REPEAT_INTERVALS)
 }
 
 /// The contract of a run: where its reasoning effort came from and what it was.

@@ -5,6 +5,7 @@
 use super::format::{MISSING, grouped, pct};
 use super::markdown::table;
 use crate::html::escape;
+use openbench_report_kit::repeats::cells;
 use openbench_task_metrics::repeats::{PairedRepeats, RepeatFigure};
 use std::fmt::Write;
 
@@ -37,21 +38,12 @@ pub fn rows(r: &PairedRepeats) -> (Vec<String>, Vec<Vec<String>>) {
     for lane in &r.lanes {
         for f in &lane.figures {
             let mut line = vec![lane.display_name.clone(), f.figure.name().to_string()];
-            line.extend(
-                (0..r.repeats as usize)
-                    .map(|i| cell(f.figure, f.per_repeat.get(i).copied().flatten())),
-            );
-            match &f.across {
-                Some(i) => {
-                    line.push(cell(f.figure, Some(i.mean)));
-                    line.push(format!(
-                        "{} – {}",
-                        cell(f.figure, Some(i.low)),
-                        cell(f.figure, Some(i.high))
-                    ));
-                }
-                None => line.extend([MISSING.to_string(), MISSING.to_string()]),
-            }
+            line.extend(cells(
+                &f.per_repeat,
+                r.repeats as usize,
+                f.across.as_ref(),
+                |v| cell(f.figure, v),
+            ));
             out.push(line);
         }
     }
