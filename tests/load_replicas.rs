@@ -29,6 +29,16 @@ fn raw_records(dir: &Path) -> Vec<TerminalRecord> {
         .collect()
 }
 
+/// Reports the run in `dir` and reads back its `load-metrics.json`.
+fn reported_metrics(dir: &Path) -> serde_json::Value {
+    use openbench_common::workflow::Workflow;
+    openbench_load::run::LoadWorkflow
+        .report(dir, &Default::default())
+        .unwrap();
+    let text = std::fs::read_to_string(dir.join("load-metrics.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_replicas_share_one_lane_and_pool_it_exactly() {
     let tmp = tempfile::tempdir().unwrap();
@@ -90,12 +100,7 @@ async fn three_replicas_share_one_lane_and_pool_it_exactly() {
 
     // The validity section holds each replica's send lag (7, 7 and 6 of the 20 releases) and
     // clock offset, labelled by replica.
-    use openbench_common::workflow::Workflow;
-    openbench_load::run::LoadWorkflow
-        .report(&dir, &Default::default())
-        .unwrap();
-    let text = std::fs::read_to_string(dir.join("load-metrics.json")).unwrap();
-    let metrics: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let metrics = reported_metrics(&dir);
     let validity = &metrics["validity"];
     let counts: BTreeMap<String, u64> = validity["replica_send_lag_ms"]
         .as_object()
@@ -318,12 +323,7 @@ async fn a_replica_killed_mid_run_loses_only_its_share_and_is_named() {
     assert!((1..=12).contains(&lost), "{lost} lost");
     println!("replica eu#1 stopped: {lost} of its 13 releases are harness records");
 
-    use openbench_common::workflow::Workflow;
-    openbench_load::run::LoadWorkflow
-        .report(&dir, &Default::default())
-        .unwrap();
-    let text = std::fs::read_to_string(dir.join("load-metrics.json")).unwrap();
-    let metrics: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let metrics = reported_metrics(&dir);
     let validity = &metrics["validity"];
     assert_eq!(
         validity["replica_harness_failures"],
@@ -408,12 +408,7 @@ async fn a_killed_replica_back_at_its_address_resends_its_share() {
     );
     assert!(committed.values().all(|&n| n == 1), "{committed:?}");
 
-    use openbench_common::workflow::Workflow;
-    openbench_load::run::LoadWorkflow
-        .report(&dir, &Default::default())
-        .unwrap();
-    let text = std::fs::read_to_string(dir.join("load-metrics.json")).unwrap();
-    let metrics: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let metrics = reported_metrics(&dir);
     let validity = &metrics["validity"];
     assert!(validity["replica_harness_failures"].is_null(), "{validity}");
     let failed_replica_check = validity["checks"]
