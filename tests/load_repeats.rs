@@ -12,7 +12,8 @@ mod load_workflow_support;
 mod real_targets;
 
 use coordinator_support::{
-    committed_counts, nearest_rank_by_hand, options, records, stopping_after,
+    close, committed_counts, nearest_rank_by_hand, options, records, stopping_after,
+    t_interval_of_three,
 };
 use load_workflow_support::*;
 use openbench_common::record::{Outcome, TerminalRecord};
@@ -52,18 +53,6 @@ fn by_hand(records: &[&TerminalRecord]) -> [f64; 5] {
         nearest_rank_by_hand(&e2e, 0.99),
         done.len() as f64 / records.len() as f64,
     ]
-}
-
-/// Mean and 95% t interval of three values, written out.
-fn t_interval(v: &[f64; 3]) -> (f64, f64, f64) {
-    let mean = (v[0] + v[1] + v[2]) / 3.0;
-    let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / 2.0;
-    let half = 4.3027 * var.sqrt() / 3f64.sqrt();
-    (mean, mean - half, mean + half)
-}
-
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-9 * b.abs().max(1.0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -142,7 +131,7 @@ async fn three_repeats_report_each_repeat_and_the_interval_across_them() {
             let got = figure["per_repeat"][r].as_f64().unwrap();
             assert!(close(got, *v), "{name} repeat {r}: {got} vs {v}");
         }
-        let (mean, low, high) = t_interval(&values);
+        let (mean, low, high) = t_interval_of_three(&values);
         let across = &figure["across"];
         assert_eq!(across["n"], 3);
         assert!(

@@ -3,7 +3,9 @@
 //! them (slot `s` → replica `s mod 3`, release `k` → replica `k mod 3`), each releasing on its
 //! own measured clock; every planned request id is written once, the pooled percentiles are the
 //! ones computed here over the same records, and the validity section reports each replica's
-//! send lag and clock offset. Paired rounds refuse replicas, naming the field.
+//! send lag and clock offset. A replica stopped mid-run loses only its share, named; back at its
+//! address, a resume re-sends that share through it. Paired rounds refuse replicas, naming the
+//! field.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod coordinator_support;
@@ -25,6 +27,16 @@ fn raw_records(dir: &Path) -> Vec<TerminalRecord> {
     text.lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// Reports the run in `dir` and reads back its `load-metrics.json`.
+fn reported_metrics(dir: &Path) -> serde_json::Value {
+    use openbench_common::workflow::Workflow;
+    openbench_load::run::LoadWorkflow
+        .report(dir, &Default::default())
+        .unwrap();
+    let text = std::fs::read_to_string(dir.join("load-metrics.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -88,12 +100,7 @@ async fn three_replicas_share_one_lane_and_pool_it_exactly() {
 
     // The validity section holds each replica's send lag (7, 7 and 6 of the 20 releases) and
     // clock offset, labelled by replica.
-    use openbench_common::workflow::Workflow;
-    openbench_load::run::LoadWorkflow
-        .report(&dir, &Default::default())
-        .unwrap();
-    let text = std::fs::read_to_string(dir.join("load-metrics.json")).unwrap();
-    let metrics: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let metrics = reported_metrics(&dir);
     let validity = &metrics["validity"];
     let counts: BTreeMap<String, u64> = validity["replica_send_lag_ms"]
         .as_object()
@@ -177,12 +184,12 @@ async fn three_replicas_share_one_lane_and_pool_it_exactly() {
     }
 }
 
-/// A remote probe of region `eu` on loopback (no key: the providers need none), which the
-/// test can stop.
-async fn remote_probe() -> openbench_probe::server::ProbeServerHandle {
+/// A remote probe of region `eu` listening on `addr` (no key: the providers need none), which
+/// the test can stop.
+async fn remote_probe(addr: &str) -> openbench_probe::server::ProbeServerHandle {
     use openbench_probe::server::{ProbeConfig, serve_on};
     use openbench_probe::session_open::{CredentialSource, EndpointRules};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
     let config = ProbeConfig {
         region: "eu".into(),
         credentials: CredentialSource::Given(openbench_probe::Credentials::empty()),
@@ -192,19 +199,25 @@ async fn remote_probe() -> openbench_probe::server::ProbeServerHandle {
     serve_on(listener, config).await.unwrap()
 }
 
-/// One of three remote replicas of a lane stops part-way through an open loop (its probe
-/// server shut down once six requests of a 4 s step of 10 releases/s are done). We record, never re-deal
-/// (docs/faults.md): its releases from then on are `region_unreachable` harness records naming
-/// the replica, the other two replicas' shares all complete, every planned id is in the file
-/// once, and the validity section fails a `harness failures` check scoped to that replica.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_replica_killed_mid_run_loses_only_its_share_and_is_named() {
-    use openbench_common::record::{ErrorType, Outcome};
+/// A lane of three remote replicas whose replica 1 was stopped part-way through its open loop
+/// (a 4 s step of 10 releases/s, the probe server shut down once six requests are done): the
+/// run directory, its spec, the probes (replica 1's taken and shut down) and the address
+/// replica 1 listened on. The sitting ended `incomplete`.
+struct Killed {
+    _tmp: tempfile::TempDir,
+    _sim: openbench_simulator::SimServer,
+    dir: std::path::PathBuf,
+    spec: std::path::PathBuf,
+    probes: Vec<Option<openbench_probe::server::ProbeServerHandle>>,
+    dead: std::net::SocketAddr,
+}
+
+async fn killed_replica_run() -> Killed {
     let tmp = tempfile::tempdir().unwrap();
     let sim = coordinator_support::loopback_simulator().await;
     let mut probes = Vec::new();
     for _ in 0..3 {
-        probes.push(Some(remote_probe().await));
+        probes.push(Some(remote_probe("127.0.0.1:0").await));
     }
     let urls: Vec<String> = probes
         .iter()
@@ -243,18 +256,39 @@ async fn a_replica_killed_mid_run_loses_only_its_share_and_is_named() {
         ..coordinator_support::options(&inputs)
     };
     let sitting = openbench_coordinator::run_full(&inputs, &run, "K-1", &options);
+    let mut dead = None;
     let kill = async {
         done_rx.wait_for(|n| *n >= 6).await.unwrap();
-        let dead = probes[1].take().unwrap();
-        dead.shutdown().await.unwrap();
+        let stopped = probes[1].take().unwrap();
+        dead = Some(stopped.addr());
+        stopped.shutdown().await.unwrap();
     };
     let (outcome, ()) = tokio::join!(sitting, kill);
     let status = outcome.unwrap().status;
     drop(run);
     // Harness failures leave the run `incomplete`: a resume re-sends them (through the same
-    // replica, once it is back).
+    // replica, once it is back: `a_killed_replica_back_at_its_address_resends_its_share`).
     assert_eq!(status, openbench_coordinator::RunStatus::Incomplete);
+    Killed {
+        _tmp: tmp,
+        _sim: sim,
+        dir,
+        spec,
+        probes,
+        dead: dead.unwrap(),
+    }
+}
 
+/// One of three remote replicas of a lane stops part-way through an open loop
+/// ([`killed_replica_run`]). We record, never re-deal (docs/faults.md): its releases from then
+/// on are `region_unreachable` harness records naming the replica, the other two replicas'
+/// shares all complete, every planned id is in the file once, and the validity section fails a
+/// `harness failures` check scoped to that replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_killed_mid_run_loses_only_its_share_and_is_named() {
+    use openbench_common::record::{ErrorType, Outcome};
+    let killed = killed_replica_run().await;
+    let dir = killed.dir.clone();
     let records = raw_records(&dir);
     let ids: BTreeSet<&str> = records.iter().map(|r| r.request_id.as_str()).collect();
     assert_eq!(ids.len(), records.len(), "a request id twice");
@@ -289,12 +323,7 @@ async fn a_replica_killed_mid_run_loses_only_its_share_and_is_named() {
     assert!((1..=12).contains(&lost), "{lost} lost");
     println!("replica eu#1 stopped: {lost} of its 13 releases are harness records");
 
-    use openbench_common::workflow::Workflow;
-    openbench_load::run::LoadWorkflow
-        .report(&dir, &Default::default())
-        .unwrap();
-    let text = std::fs::read_to_string(dir.join("load-metrics.json")).unwrap();
-    let metrics: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let metrics = reported_metrics(&dir);
     let validity = &metrics["validity"];
     assert_eq!(
         validity["replica_harness_failures"],
@@ -314,7 +343,86 @@ async fn a_replica_killed_mid_run_loses_only_its_share_and_is_named() {
     assert!(report.contains("Validity: FAILED"), "{report}");
     let line = format!("FAILED: {lost} of its requests are harness failures (probe lost)");
     assert!(report.contains(&line), "{report}");
-    for p in probes.into_iter().flatten() {
+    for p in killed.probes.into_iter().flatten() {
+        p.shutdown().await.unwrap();
+    }
+}
+
+/// The run of [`killed_replica_run`] resumed once replica 1 is back: a new probe server on the
+/// address the spec names for it. The resume sends only the requests without a committed
+/// record (replica 1's harness records), each through its own replica again (release k →
+/// replica k mod 3), at its planned offset; afterwards every planned id has exactly one
+/// committed record, each harness record is followed in the file by replica 1's completed send
+/// of that id, and the validity section no longer fails (or lists) replica 1's harness check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_replica_back_at_its_address_resends_its_share() {
+    use openbench_common::record::Outcome;
+    let mut killed = killed_replica_run().await;
+    let dir = killed.dir.clone();
+    let before = raw_records(&dir);
+    let lost: BTreeSet<String> = before
+        .iter()
+        .filter(|r| r.outcome == Outcome::HarnessError)
+        .map(|r| r.request_id.clone())
+        .collect();
+    assert!(!lost.is_empty(), "replica 1 lost nothing");
+    // Replica 1 is back where the spec says it is.
+    killed.probes[1] = Some(remote_probe(&killed.dead.to_string()).await);
+    let inputs = openbench_coordinator::prepare_inputs(
+        &killed.spec,
+        std::sync::Arc::new(openbench_load::run::LoadWorkflow),
+        "test-code-digest",
+    )
+    .unwrap();
+    let run = openbench_coordinator::RunDir::open(&inputs, &dir, "test").unwrap();
+    let outcome = openbench_coordinator::run_full(
+        &inputs,
+        &run,
+        "K-1",
+        &coordinator_support::options(&inputs),
+    )
+    .await
+    .unwrap();
+    drop(run);
+    assert_eq!(outcome.status, openbench_coordinator::RunStatus::Complete);
+
+    let after = raw_records(&dir);
+    // The resume wrote one record per lost request and nothing else.
+    let resent = &after[before.len()..];
+    let resent_ids: BTreeSet<String> = resent.iter().map(|r| r.request_id.clone()).collect();
+    assert_eq!(resent.len(), lost.len());
+    assert_eq!(resent_ids, lost);
+    for r in resent {
+        assert_eq!(r.outcome, Outcome::Completed, "{r:?}");
+        assert_eq!(r.replica, Some(1), "{r:?}");
+        assert_eq!(r.sequence.unwrap() % 3, 1, "{r:?}");
+    }
+    // Every planned id (releases 0..40) has exactly one committed record.
+    let mut committed: BTreeMap<u64, usize> = BTreeMap::new();
+    for r in after.iter().filter(|r| r.outcome != Outcome::HarnessError) {
+        *committed.entry(r.sequence.unwrap()).or_default() += 1;
+    }
+    assert_eq!(
+        committed.keys().copied().collect::<Vec<_>>(),
+        (0..40).collect::<Vec<_>>()
+    );
+    assert!(committed.values().all(|&n| n == 1), "{committed:?}");
+
+    let metrics = reported_metrics(&dir);
+    let validity = &metrics["validity"];
+    assert!(validity["replica_harness_failures"].is_null(), "{validity}");
+    let failed_replica_check = validity["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["scope"] == "replica eu#1" && c["item"] == "harness failures");
+    assert!(!failed_replica_check, "{validity}");
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        !report.contains("of its requests are harness failures (probe lost)"),
+        "{report}"
+    );
+    for p in killed.probes.into_iter().flatten() {
         p.shutdown().await.unwrap();
     }
 }

@@ -418,8 +418,8 @@ fn reset_postgres(url: &str) {
         .batch_execute(
             "DROP TABLE IF EXISTS load_requests, load_saturation, load_steps, metrics, requests, \
              lanes, runs, snapshots, run_validity, validity_checks, paired_wins, paired_pairs, \
-             run_contracts, load_repeats, load_repeat_intervals, replica_validity, \
-             schema_migrations CASCADE",
+             run_contracts, load_repeats, load_repeat_intervals, replica_validity, paired_repeats, \
+             paired_repeat_intervals, schema_migrations CASCADE",
         )
         .unwrap();
 }

@@ -33,6 +33,22 @@ pub struct PairedFigures {
     pub pairs: Vec<PairedPairRow>,
     /// The run's validity section (docs/validity.md); `None` for a run made before it.
     pub validity: Option<crate::validity::assess::ValiditySection>,
+    /// A repeated run's headline figures per repeat and across repeats (micro-single-task's
+    /// `plans.repeats`), per lane and figure; empty for a run made once.
+    pub repeats: Vec<PairedRepeatRow>,
+}
+
+/// One headline figure of one lane over a repeated paired run's repeats.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairedRepeatRow {
+    /// Lane label.
+    pub lane: String,
+    /// The figure's `metrics.json` name (`task_success_rate`, `ttfa_p50`, …).
+    pub figure: String,
+    /// Each repeat's value, in repeat order.
+    pub per_repeat: Vec<Option<f64>>,
+    /// Across the repeats that had a value: (repeats, mean, 95% t interval low, high).
+    pub across: Option<(u64, f64, f64, f64)>,
 }
 
 /// One scored request of a paired run.

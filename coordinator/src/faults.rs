@@ -230,6 +230,7 @@ mod tests {
             families: vec!["ticket-triage".into()],
             lanes: Vec::new(),
             items_per_family: 1,
+            repeats: None,
             rounds: vec![
                 round(2, vec![lane("east", "req-2")]),
                 round(

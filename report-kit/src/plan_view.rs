@@ -12,6 +12,9 @@ use serde::Deserialize;
 pub struct PlanView {
     /// Lanes in base order.
     pub lanes: Vec<Lane>,
+    /// Passes over the round set (`Plan::repeats`); absent for a plan made once.
+    #[serde(default)]
+    pub repeats: Option<u32>,
     /// Every round in order.
     pub rounds: Vec<RoundView>,
 }
@@ -38,6 +41,7 @@ impl From<&Plan> for PlanView {
     fn from(plan: &Plan) -> PlanView {
         PlanView {
             lanes: plan.lanes.clone(),
+            repeats: plan.repeats,
             rounds: plan
                 .rounds
                 .iter()

@@ -1,4 +1,5 @@
-//! The interval of a figure across a run's repeats (`load.repeats`): each repeat gives the
+//! The interval of a figure across a run's repeats (`load.repeats`, micro-single-task's
+//! `plans.repeats`): each repeat gives the
 //! figure once, and the repeats are the independent units.
 //!
 //! A repeat is a whole pass of the load with its own seeded schedule, so a run holds a handful
@@ -10,10 +11,10 @@
 //! (n − 1 in the denominator). It assumes the per-repeat figures scatter roughly normally
 //! around the run's true value, which a percentile of hundreds of requests does.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A figure's mean over the repeats and its two-sided 95% Student t interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RepeatInterval {
     /// Repeats that had the figure.
     pub n: usize,
@@ -91,6 +92,31 @@ pub fn repeat_interval(values: &[f64]) -> Option<RepeatInterval> {
     })
 }
 
+/// A figure's table cells over `width` repeats: each repeat's value (missing ones as
+/// [`crate::format::MISSING`]), then the mean and the interval (`low – high`), each formatted by
+/// `cell`; the tables of every workflow's "Repeats" section.
+pub fn cells(
+    per_repeat: &[Option<f64>],
+    width: usize,
+    across: Option<&RepeatInterval>,
+    cell: impl Fn(Option<f64>) -> String,
+) -> Vec<String> {
+    let mut out: Vec<String> = (0..width)
+        .map(|i| cell(per_repeat.get(i).copied().flatten()))
+        .collect();
+    match across {
+        Some(i) => {
+            out.push(cell(Some(i.mean)));
+            out.push(format!("{} – {}", cell(Some(i.low)), cell(Some(i.high))));
+        }
+        None => out.extend([
+            crate::format::MISSING.to_string(),
+            crate::format::MISSING.to_string(),
+        ]),
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,6 +135,20 @@ mod tests {
         // Identical repeats: a zero-width interval at the value.
         let same = repeat_interval(&[3.0, 3.0]).unwrap();
         assert_eq!((same.low, same.high), (3.0, 3.0));
+    }
+
+    #[test]
+    fn cells_list_each_repeat_then_the_mean_and_interval() {
+        let i = repeat_interval(&[10.0, 12.0, 14.0]).unwrap();
+        let one = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.1}"));
+        assert_eq!(
+            cells(&[Some(10.0), None, Some(14.0)], 4, Some(&i), one),
+            ["10.0", "-", "14.0", "-", "12.0", "7.0 – 17.0"]
+        );
+        assert_eq!(
+            cells(&[], 1, None, one),
+            ["-", crate::format::MISSING, crate::format::MISSING]
+        );
     }
 
     #[test]

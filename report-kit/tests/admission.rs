@@ -69,6 +69,7 @@ fn plan() -> PlanView {
                 region: "local".into(),
             })
             .collect(),
+        repeats: None,
         rounds: vec![
             RoundView {
                 round_index: 0,

@@ -74,7 +74,9 @@ impl Column {
 use Kind::{Int, Real, Text};
 
 mod repeats;
-pub use repeats::{LOAD_REPEAT_INTERVALS, LOAD_REPEATS, REPLICA_VALIDITY};
+pub use repeats::{
+    LOAD_REPEAT_INTERVALS, LOAD_REPEATS, PAIRED_REPEAT_INTERVALS, PAIRED_REPEATS, REPLICA_VALIDITY,
+};
 
 /// One row per published run: its identity, status, input hashes and placement.
 pub const RUNS: Table = Table {
@@ -368,7 +370,7 @@ pub const VALIDITY_CHECKS: Table = Table {
 };
 
 /// Every data table, parents first (publish inserts in this order, deletes in reverse).
-pub const TABLES: [Table; 15] = [
+pub const TABLES: [Table; 17] = [
     RUNS,
     LANES,
     REQUESTS,
@@ -384,6 +386,8 @@ pub const TABLES: [Table; 15] = [
     LOAD_REPEATS,
     LOAD_REPEAT_INTERVALS,
     REPLICA_VALIDITY,
+    PAIRED_REPEATS,
+    PAIRED_REPEAT_INTERVALS,
 ];
 
 /// `INSERT` of every column of `table`, with `$n` placeholders.

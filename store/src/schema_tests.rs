@@ -10,7 +10,7 @@ fn a_new_store_is_migrated_once_and_a_newer_one_is_refused() {
     let path = dir.path().join("s.sqlite");
     let location = path.to_string_lossy().into_owned();
     let mut store = Store::open(&location).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(applied_version(&mut store).ok(), Some(7));
+    assert_eq!(applied_version(&mut store).ok(), Some(8));
     let tables = store
         .query(
             "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
@@ -29,6 +29,8 @@ fn a_new_store_is_migrated_once_and_a_newer_one_is_refused() {
             "load_steps",
             "metrics",
             "paired_pairs",
+            "paired_repeat_intervals",
+            "paired_repeats",
             "paired_wins",
             "replica_validity",
             "requests",
@@ -58,15 +60,16 @@ fn a_new_store_is_migrated_once_and_a_newer_one_is_refused() {
             vec![Value::Int(4)],
             vec![Value::Int(5)],
             vec![Value::Int(6)],
-            vec![Value::Int(7)]
+            vec![Value::Int(7)],
+            vec![Value::Int(8)]
         ]
     );
     store
-        .execute_batch("INSERT INTO schema_migrations (version, name) VALUES (8, 'future')")
+        .execute_batch("INSERT INTO schema_migrations (version, name) VALUES (9, 'future')")
         .unwrap_or_else(|e| panic!("{e}"));
     drop(store);
     match Store::open(&location) {
-        Err(StoreError::NewerSchema { found, known, .. }) => assert_eq!((found, known), (8, 7)),
+        Err(StoreError::NewerSchema { found, known, .. }) => assert_eq!((found, known), (9, 8)),
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("a store newer than the build was opened"),
     }
@@ -99,7 +102,7 @@ fn a_postgres_url_is_named_without_its_credentials() {
 }
 
 /// A store written by a build that knew migrations 1–6 (made here with their own DDL, as that
-/// build ran it) is brought to 7 on open: its request row is kept, value for value, with NULL in
+/// build ran it) is brought to the latest on open: its request row is kept, value for value, with NULL in
 /// the new `usage_cache_write_tokens`, which a new row can then fill.
 #[test]
 fn a_store_at_migration_6_migrates_to_7_keeping_its_rows() {
@@ -140,7 +143,7 @@ fn a_store_at_migration_6_migrates_to_7_keeping_its_rows() {
 
     let location = path.to_string_lossy().into_owned();
     let mut store = Store::open(&location).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(applied_version(&mut store).ok(), Some(7));
+    assert_eq!(applied_version(&mut store).ok(), Some(8));
     let kept = store
         .query(
             "SELECT request_id, field_bits, usage_prompt_tokens, usage_completion_tokens, \

@@ -7,8 +7,10 @@
 //! - [`paired`]: lanes compared round by round (win shares, E2E differences);
 //! - [`compare`]: one run against another, lane by lane and family by family, with the
 //!   stratified round bootstrap interval on every change, rendered as `compare.md` and
-//!   `compare.html`.
+//!   `compare.html`;
+//! - [`repeats`]: a repeated run's headline figures per repeat and their t interval.
 
 pub mod compare;
 pub mod metrics;
 pub mod paired;
+pub mod repeats;

@@ -251,6 +251,20 @@ pub fn nearest_rank_by_hand(values: &[f64], p: f64) -> f64 {
     sorted[rank.max(1) - 1]
 }
 
+/// Mean and 95% Student t interval of three values, written out here, independent of
+/// `report-kit::repeats`: t₀.₉₇₅ at 2 degrees of freedom is 4.3027 (Student's table).
+pub fn t_interval_of_three(v: &[f64; 3]) -> (f64, f64, f64) {
+    let mean = (v[0] + v[1] + v[2]) / 3.0;
+    let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / 2.0;
+    let half = 4.3027 * var.sqrt() / 3f64.sqrt();
+    (mean, mean - half, mean + half)
+}
+
+/// Equal to within float rounding (1e-9 relative, or absolute below 1).
+pub fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+}
+
 /// Every file below `dir`, at any depth (directories themselves are not listed).
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

@@ -380,6 +380,11 @@ pub struct Plan {
     pub lanes: Vec<Lane>,
     /// Items per family in this plan.
     pub items_per_family: usize,
+    /// Passes over the round set (micro-single-task's `plans.repeats`): pass r's rounds are
+    /// the r-th of `repeats` equal, consecutive slices of `rounds`. Absent for a plan made
+    /// once, so such plans keep their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<u32>,
     /// Every round in order.
     pub rounds: Vec<PlannedRound>,
 }
@@ -390,6 +395,11 @@ impl Plan {
         self.rounds.iter().map(|r| r.requests.len()).sum()
     }
 
+    /// The repeat (0-based) round `round_index` belongs to: 0 for a plan made once.
+    pub fn repeat_of(&self, round_index: u64) -> u32 {
+        repeat_of(self.repeats, self.rounds.len(), round_index)
+    }
+
     /// Rounds whose every lane satisfies `committed` (a request id → committed test).
     pub fn rounds_done(&self, committed: impl Fn(&str) -> bool) -> usize {
         self.rounds
@@ -397,6 +407,14 @@ impl Plan {
             .filter(|round| round.requests.iter().all(|l| committed(&l.request_id)))
             .count()
     }
+}
+
+/// The repeat (0-based) of round `round_index` in a plan of `rounds` rounds run `repeats` times
+/// (each repeat `rounds / repeats` consecutive rounds); 0 for a plan made once.
+pub fn repeat_of(repeats: Option<u32>, rounds: usize, round_index: u64) -> u32 {
+    let n = u64::from(repeats.unwrap_or(1).max(1));
+    let per = (rounds as u64 / n).max(1);
+    u32::try_from((round_index / per).min(n - 1)).unwrap_or(u32::MAX)
 }
 
 /// One line of `raw/reconstructed-responses.jsonl`.

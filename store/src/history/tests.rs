@@ -14,6 +14,7 @@ fn change(metric: Metric, a: f64, b: f64, low: f64, high: f64) -> Change {
         replicates: 1000,
         error_floor_ms: 0.0,
         validity_failed: false,
+        repeats: None,
     }
 }
 

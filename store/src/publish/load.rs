@@ -35,8 +35,7 @@ pub(super) fn insert(s: &mut Store, run_id: &str, f: &LoadFigures) -> Result<(),
 
 /// A repeated sweep's rows: each repeat's value, and the interval across them.
 fn insert_repeats(s: &mut Store, run_id: &str, f: &LoadFigures) -> Result<(), StoreError> {
-    let mut per_repeat = Vec::new();
-    let mut across = Vec::new();
+    let mut rows = super::repeats::RepeatRows::default();
     for r in &f.repeats {
         let key = [
             Value::from(run_id),
@@ -44,33 +43,16 @@ fn insert_repeats(s: &mut Store, run_id: &str, f: &LoadFigures) -> Result<(), St
             Value::from(r.row.as_str()),
             Value::from(r.figure.as_str()),
         ];
-        for (i, (phase, value)) in r.per_repeat.iter().enumerate() {
-            let mut row = key.to_vec();
-            row.extend([
+        let per_repeat = r.per_repeat.iter().enumerate().map(|(i, (phase, value))| {
+            vec![
                 Value::from(i as u64 + 1),
                 Value::from(*phase),
                 Value::from(*value),
-            ]);
-            per_repeat.push(row);
-        }
-        if let Some((n, mean, low, high)) = r.across {
-            let mut row = key.to_vec();
-            row.extend([
-                Value::from(n),
-                Value::from(mean),
-                Value::from(low),
-                Value::from(high),
-            ]);
-            across.push(row);
-        }
+            ]
+        });
+        rows.push(&key, per_repeat, r.across);
     }
-    if !per_repeat.is_empty() {
-        s.execute_many(&schema::insert(&LOAD_REPEATS), &per_repeat)?;
-    }
-    if !across.is_empty() {
-        s.execute_many(&schema::insert(&LOAD_REPEAT_INTERVALS), &across)?;
-    }
-    Ok(())
+    rows.insert(s, &LOAD_REPEATS, &LOAD_REPEAT_INTERVALS)
 }
 
 fn step_row(run_id: &str, r: &LoadStepRow) -> Vec<Value> {

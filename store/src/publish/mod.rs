@@ -18,6 +18,7 @@
 
 mod load;
 pub mod paired;
+mod repeats;
 mod validity;
 
 use crate::backend::{Store, Value};

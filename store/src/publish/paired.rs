@@ -1,7 +1,8 @@
 //! What `publish` stores besides the figures: a paired run's comparisons (`paired_wins`,
 //! `paired_pairs`: the report's own paired comparisons, the content of
-//! `artifacts/paired-comparisons.json`, as [`PairedFigures`] carries them) and every run's
-//! request contract (`run_contracts`).
+//! `artifacts/paired-comparisons.json`, as [`PairedFigures`] carries them), a repeated paired
+//! run's figures per repeat and across repeats (`paired_repeats`, `paired_repeat_intervals`)
+//! and every run's request contract (`run_contracts`).
 //!
 //! The run directory keeps the lock, not the spec: the lock has the timeout but not the
 //! reasoning effort. So the contract's reasoning effort is read from the spec file the lock
@@ -10,7 +11,9 @@
 
 use crate::StoreError;
 use crate::backend::{Store, Value};
-use crate::schema::{self, PAIRED_PAIRS, PAIRED_WINS, RUN_CONTRACTS};
+use crate::schema::{
+    self, PAIRED_PAIRS, PAIRED_REPEAT_INTERVALS, PAIRED_REPEATS, PAIRED_WINS, RUN_CONTRACTS,
+};
 use openbench_common::hash;
 use openbench_common::paired_figures::PairedFigures;
 use openbench_common::rundir::RunLock;
@@ -54,7 +57,27 @@ pub(super) fn insert(
             ]
         })
         .collect();
-    s.execute_many(&schema::insert(&PAIRED_PAIRS), &pairs)
+    s.execute_many(&schema::insert(&PAIRED_PAIRS), &pairs)?;
+    insert_repeats(s, run_id, paired)
+}
+
+/// A repeated run's rows (`plans.repeats`): each repeat's value, and the interval across them.
+fn insert_repeats(s: &mut Store, run_id: &str, paired: &PairedFigures) -> Result<(), StoreError> {
+    let mut rows = super::repeats::RepeatRows::default();
+    for r in &paired.repeats {
+        let key = [
+            Value::from(run_id),
+            Value::from(r.lane.as_str()),
+            Value::from(r.figure.as_str()),
+        ];
+        let per_repeat = r
+            .per_repeat
+            .iter()
+            .enumerate()
+            .map(|(i, value)| vec![Value::from(i as u64 + 1), Value::from(*value)]);
+        rows.push(&key, per_repeat, r.across);
+    }
+    rows.insert(s, &PAIRED_REPEATS, &PAIRED_REPEAT_INTERVALS)
 }
 
 /// The contract of a run: where its reasoning effort came from and what it was.

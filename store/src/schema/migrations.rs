@@ -6,8 +6,9 @@
 
 use super::Kind::{Int, Real, Text};
 use super::{
-    Column, Kind, LOAD_REPEAT_INTERVALS, LOAD_REPEATS, PAIRED_PAIRS, PAIRED_WINS, REPLICA_VALIDITY,
-    RUN_CONTRACTS, RUN_VALIDITY, RUNS, SNAPSHOTS, TABLES, Table, VALIDITY_CHECKS,
+    Column, Kind, LOAD_REPEAT_INTERVALS, LOAD_REPEATS, PAIRED_PAIRS, PAIRED_REPEAT_INTERVALS,
+    PAIRED_REPEATS, PAIRED_WINS, REPLICA_VALIDITY, RUN_CONTRACTS, RUN_VALIDITY, RUNS, SNAPSHOTS,
+    TABLES, Table, VALIDITY_CHECKS,
 };
 use crate::StoreError;
 use crate::backend::{Store, Value};
@@ -58,6 +59,11 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 7,
         name: "requests.usage_cache_write_tokens",
         ddl: cache_write_schema,
+    },
+    Migration {
+        version: 8,
+        name: "paired_repeats, paired_repeat_intervals",
+        ddl: paired_repeats_schema,
     },
 ];
 
@@ -131,6 +137,15 @@ fn paired_contract_schema() -> String {
 /// Self-contained, as [`paired_contract_schema`].
 fn repeats_replicas_schema() -> String {
     [LOAD_REPEATS, LOAD_REPEAT_INTERVALS, REPLICA_VALIDITY]
+        .iter()
+        .map(create_table)
+        .collect::<Vec<_>>()
+        .join(";\n")
+}
+
+/// Self-contained, as [`paired_contract_schema`].
+fn paired_repeats_schema() -> String {
+    [PAIRED_REPEATS, PAIRED_REPEAT_INTERVALS]
         .iter()
         .map(create_table)
         .collect::<Vec<_>>()

@@ -1,6 +1,7 @@
 //! The tables of migration 6: a repeated load sweep's figures per repeat and across repeats
 //! (docs/load.md, "Repeats"), and each probe replica's send lag and clock offset from a run's
-//! validity section (docs/validity.md).
+//! validity section (docs/validity.md); and of migration 7: a repeated paired run's headline
+//! figures per repeat and across repeats (docs/methodology.md, "Repeats of paired rounds").
 
 use super::Kind::{Int, Real, Text};
 use super::{Table, col, opt};
@@ -55,4 +56,35 @@ pub const REPLICA_VALIDITY: Table = Table {
         opt("clock_offset_bound_ms", Real),
     ],
     key: &["run_id", "replica"],
+};
+
+/// A repeated paired run's headline figures per repeat (`plans.repeats`): one row per lane,
+/// figure (`task_success_rate`, `ttfa_p50`, `ttfa_p99`, `e2e_latency_p50`, `e2e_latency_p99`,
+/// `output_tokens_per_second_p50`) and repeat (1-based). NULL where the repeat had no population.
+pub const PAIRED_REPEATS: Table = Table {
+    name: "paired_repeats",
+    columns: &[
+        col("run_id", Text),
+        col("lane", Text),
+        col("figure", Text),
+        col("repeat", Int),
+        opt("value", Real),
+    ],
+    key: &["run_id", "lane", "figure", "repeat"],
+};
+
+/// A repeated paired run's headline figures across repeats: the mean over the repeats that had
+/// the figure and its 95% Student t interval.
+pub const PAIRED_REPEAT_INTERVALS: Table = Table {
+    name: "paired_repeat_intervals",
+    columns: &[
+        col("run_id", Text),
+        col("lane", Text),
+        col("figure", Text),
+        col("repeats", Int),
+        col("mean", Real),
+        col("low", Real),
+        col("high", Real),
+    ],
+    key: &["run_id", "lane", "figure"],
 };

@@ -107,5 +107,6 @@ pub fn change(
         replicates: deltas.len(),
         error_floor_ms: 0.0,
         validity_failed: false,
+        repeats: None,
     }
 }

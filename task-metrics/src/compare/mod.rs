@@ -11,9 +11,11 @@
 pub mod bootstrap;
 pub mod differences;
 pub mod render;
+pub mod repeated;
 
 use crate::metrics::{Observation, RunMetrics, Summary};
 use openbench_common::validity::assess::Quantile;
+use openbench_report_kit::repeats::RepeatInterval;
 use openbench_tasks::scoring::Family;
 use std::path::PathBuf;
 
@@ -188,11 +190,20 @@ pub struct Change {
     /// Either run's validity section failed: a verdict rests on a run that may have measured
     /// the machine rather than the provider.
     pub validity_failed: bool,
+    /// When both runs repeated their round set (`plans.repeats`): each run's mean and 95% t
+    /// interval across its repeats (`a` and `b` are then the means, and there is no bootstrap
+    /// interval). The change is then called only when the two are separated, load's rule
+    /// ([`RepeatInterval::separated_from`]; docs/methodology.md, "Repeats of paired rounds").
+    pub repeats: Option<(RepeatInterval, RepeatInterval)>,
 }
 
 impl Change {
-    /// True when the interval lies wholly above or wholly below zero.
+    /// True when the evidence rules out "no change": the bootstrap interval lies wholly above
+    /// or below zero, or, for two repeated runs, their across-repeat intervals are separated.
     pub fn excludes_zero(&self) -> bool {
+        if let Some((a, b)) = &self.repeats {
+            return a.separated_from(b);
+        }
         matches!((self.low, self.high), (Some(l), Some(h)) if l > 0.0 || h < 0.0)
     }
 
@@ -259,6 +270,9 @@ pub struct Comparison {
     pub lanes: Vec<LaneComparison>,
     /// The bootstrap settings used.
     pub options: CompareOptions,
+    /// When both runs repeated their round set: the repeats of A and of B (every change then
+    /// rests on the across-repeat intervals, not on the bootstrap).
+    pub repeats: Option<(u32, u32)>,
 }
 
 impl Comparison {
@@ -314,8 +328,15 @@ pub fn compare_lanes(
             continue;
         };
         let failed = validity_failed(a.metrics, b.metrics);
-        let reps_a = resampler_a.lane_replicates(ia, families);
-        let reps_b = resampler_b.lane_replicates(ib, families);
+        let repeated = a.metrics.repeats.as_ref().zip(b.metrics.repeats.as_ref());
+        // Two repeated runs compare across their repeats: no bootstrap replicate is drawn.
+        let (reps_a, reps_b) = match repeated {
+            Some(_) => (Vec::new(), Vec::new()),
+            None => (
+                resampler_a.lane_replicates(ia, families),
+                resampler_b.lane_replicates(ib, families),
+            ),
+        };
         let mut cells = Vec::new();
         let row = |p: &crate::metrics::ProviderMetrics, f: &str| {
             p.families.iter().find(|s| s.task_family == f).cloned()
@@ -330,15 +351,24 @@ pub fn compare_lanes(
                 .checked_sub(1)
                 .and_then(|i| Family::parse(&families[i]));
             let rounds = (resampler_a.rounds(family), resampler_b.rounds(family));
+            let per_repeat = repeated.map(|(ra, rb)| {
+                (
+                    repeated::summaries(a.observations, ia, family, ra),
+                    repeated::summaries(b.observations, ib, family, rb),
+                )
+            });
             let changes = Metric::ALL
                 .iter()
                 .map(|m| {
-                    let mut change = bootstrap::change(
-                        *m,
-                        (sa, sb),
-                        (&reps_a[cell], &reps_b[cell]),
-                        rounds.0.min(rounds.1) >= bootstrap::MIN_ROUNDS,
-                    );
+                    let mut change = match &per_repeat {
+                        Some((ra, rb)) => repeated::change(*m, (sa, sb), (ra, rb)),
+                        None => bootstrap::change(
+                            *m,
+                            (sa, sb),
+                            (&reps_a[cell], &reps_b[cell]),
+                            rounds.0.min(rounds.1) >= bootstrap::MIN_ROUNDS,
+                        ),
+                    };
                     change.error_floor_ms = error_floor(a.metrics, b.metrics, m.quantile());
                     change.validity_failed = failed;
                     change

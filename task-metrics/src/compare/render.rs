@@ -44,8 +44,19 @@ pub fn signed(unit: Unit, v: Option<f64>) -> String {
     format!("{sign}{text}{suffix}")
 }
 
-/// A change's 95% interval (`+12.0 ms to +40.5 ms`), or the missing mark.
+/// A change's 95% interval (`+12.0 ms to +40.5 ms`), or the missing mark; for two repeated
+/// runs, each run's t interval across its repeats (`A 10.0 – 12.0; B 13.0 – 15.0`).
 pub fn interval(c: &Change) -> String {
+    if let Some((a, b)) = &c.repeats {
+        let unit = c.metric.unit();
+        return format!(
+            "t: A {} – {}; B {} – {}",
+            value(unit, Some(a.low)),
+            value(unit, Some(a.high)),
+            value(unit, Some(b.low)),
+            value(unit, Some(b.high))
+        );
+    }
     match (c.low, c.high) {
         (Some(_), Some(_)) => format!(
             "{} to {}",
@@ -96,12 +107,21 @@ fn row(c: &Change) -> Vec<String> {
         value(c.metric.unit(), c.b),
         signed(c.metric.unit(), c.delta),
         interval(c),
-        verdict(c).unwrap_or_default(),
+        verdict(c).unwrap_or_else(|| {
+            let overlap = c.repeats.is_some() && !c.excludes_zero();
+            if overlap {
+                "— (repeat intervals overlap)".to_string()
+            } else {
+                String::new()
+            }
+        }),
     ]
 }
 
 fn cell_title(cell: &CellComparison) -> String {
-    let few = if cell.rounds.0.min(cell.rounds.1) < super::bootstrap::MIN_ROUNDS {
+    // Two repeated runs compare across their repeats, whatever their round counts.
+    let repeated = cell.changes.iter().any(|c| c.repeats.is_some());
+    let few = if !repeated && cell.rounds.0.min(cell.rounds.1) < super::bootstrap::MIN_ROUNDS {
         format!(
             "; fewer than {} rounds, so no interval",
             super::bootstrap::MIN_ROUNDS
@@ -116,6 +136,15 @@ fn cell_title(cell: &CellComparison) -> String {
 }
 
 fn method_note(c: &Comparison) -> String {
+    if let Some((a, b)) = c.repeats {
+        return format!(
+            "Every change is run B minus run A. Both runs repeated their round set (A {a} times, \
+             B {b} times): each figure is the mean over a run's repeats, with its {:.0}% Student \
+             t interval, and a verdict is given only where the two runs' intervals are separated \
+             (docs/methodology.md, \"Repeats of paired rounds\"); no bootstrap is drawn.",
+            LEVEL * 100.0
+        );
+    }
     format!(
         "Every change is run B minus run A. Its interval is a {:.0}% percentile bootstrap over \
          rounds ({} replicates per run, seed {}; docs/methodology.md, \"Comparing two runs\"). A \

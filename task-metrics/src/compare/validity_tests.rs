@@ -14,6 +14,7 @@ fn change(metric: Metric, a: f64, b: f64, floor: f64, failed: bool) -> Change {
         replicates: 1000,
         error_floor_ms: floor,
         validity_failed: failed,
+        repeats: None,
     }
 }
 

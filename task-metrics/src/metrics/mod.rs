@@ -129,6 +129,10 @@ pub struct RunMetrics {
     /// made before it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validity: Option<openbench_common::validity::assess::ValiditySection>,
+    /// A repeated run's headline figures per repeat and across repeats (`plans.repeats`);
+    /// absent for a run made once, so its file keeps its bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<crate::repeats::PairedRepeats>,
 }
 
 /// What metrics are computed from.
@@ -258,6 +262,11 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         (a.display_name.to_lowercase(), &a.lane).cmp(&(b.display_name.to_lowercase(), &b.lane))
     });
     let ranking = rank(&mut providers);
+    let repeats = input.plan.and_then(|plan| {
+        crate::repeats::of_run(plan, input.observations, &providers, |label| {
+            lane_index.get(label).map(|i| *i as u32)
+        })
+    });
     let rounds = match input.plan {
         Some(p) => p.rounds.len() as u64,
         None => {
@@ -283,6 +292,7 @@ pub fn compute(input: &MetricsInput<'_>) -> RunMetrics {
         providers,
         ranking,
         validity: None,
+        repeats,
     }
 }
 

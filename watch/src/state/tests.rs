@@ -47,6 +47,7 @@ pub fn plan() -> Plan {
         families: vec!["f1".into(), "f2".into()],
         lanes,
         items_per_family: 2,
+        repeats: None,
         rounds,
     }
 }

@@ -117,6 +117,13 @@ pub fn compare(
         only_in_b: only(lanes_b, lanes_a),
         lanes,
         options,
+        repeats: scored_a
+            .computed
+            .metrics
+            .repeats
+            .as_ref()
+            .zip(scored_b.computed.metrics.repeats.as_ref())
+            .map(|(ra, rb)| (ra.repeats, rb.repeats)),
     })
 }
 

@@ -8,7 +8,7 @@ use crate::metrics::{Observation, RunMetrics};
 use crate::{gold_table, report};
 use openbench_common::labels::label;
 use openbench_common::paired_figures::{
-    PairedFigures, PairedMetricRow, PairedPairRow, PairedRequestRow, PairedWinRow,
+    PairedFigures, PairedMetricRow, PairedPairRow, PairedRepeatRow, PairedRequestRow, PairedWinRow,
 };
 use openbench_common::record::TerminalRecord;
 use openbench_common::rundir::{self, RunLock};
@@ -63,6 +63,7 @@ pub fn paired_figures(run_dir: &Path, lock: &RunLock) -> Result<PairedFigures, W
             })
             .collect(),
         validity: computed.metrics.validity.clone(),
+        repeats: repeat_rows(&computed.metrics),
     })
 }
 
@@ -101,6 +102,24 @@ fn request_row(o: &Observation, record: Option<&TerminalRecord>) -> PairedReques
 
 /// Every numeric figure of every summary row (pooled and per family), named by its path in
 /// `metrics.json` (`e2e_latency_p50`, `usage.cost_usd`, `failure_breakdown.http_429`, …).
+/// A repeated run's `repeats` section as the store's rows (none for a run made once).
+fn repeat_rows(metrics: &RunMetrics) -> Vec<PairedRepeatRow> {
+    let Some(r) = &metrics.repeats else {
+        return Vec::new();
+    };
+    r.lanes
+        .iter()
+        .flat_map(|lane| {
+            lane.figures.iter().map(|f| PairedRepeatRow {
+                lane: lane.lane.clone(),
+                figure: f.figure.name().to_string(),
+                per_repeat: f.per_repeat.clone(),
+                across: f.across.map(|i| (i.n as u64, i.mean, i.low, i.high)),
+            })
+        })
+        .collect()
+}
+
 fn metric_rows(metrics: &RunMetrics) -> Vec<PairedMetricRow> {
     let mut rows = Vec::new();
     for p in &metrics.providers {

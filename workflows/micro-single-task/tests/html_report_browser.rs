@@ -144,6 +144,7 @@ fn simulated_input() -> HtmlReportInput {
     HtmlReportInput {
         time_scale: None,
         validity: None,
+        repeats: None,
         title: "Inference benchmark: GLM 5.3 Flash (simulated)".to_string(),
         subtitle: "Run run-browser-test · micro-single-task · 600 rounds · 10 providers"
             .to_string(),

@@ -247,6 +247,7 @@ fn lane_p(observations: &[Observation]) -> ProviderMetrics {
             region: String::new(),
         }],
         items_per_family: observations.len(),
+        repeats: None,
         rounds: observations
             .iter()
             .map(|o| PlannedRound {

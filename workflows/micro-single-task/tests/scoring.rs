@@ -374,6 +374,7 @@ fn workflow_smoke_criterion_needs_completed_non_empty_schema_valid() {
         families: vec!["ticket-triage".into()],
         lanes: Vec::new(),
         items_per_family: 1,
+        repeats: None,
         rounds: vec![PlannedRound {
             round_index: 0,
             round_id: "round-0".into(),

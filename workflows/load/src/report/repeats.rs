@@ -7,7 +7,7 @@ use super::compute::{LoadMetrics, Row, StepView};
 use super::markdown::rows;
 use super::tables::Table;
 use openbench_report_kit::format::{MISSING, grouped, pct};
-use openbench_report_kit::repeats::{RepeatInterval, repeat_interval};
+use openbench_report_kit::repeats::{RepeatInterval, cells, repeat_interval};
 use serde::Serialize;
 
 /// A figure reported across repeats (serialized as its [`RepeatFigure::name`]).
@@ -204,20 +204,9 @@ pub fn table(m: &LoadMetrics) -> Option<Table> {
                     row.name.clone(),
                     f.figure.name().to_string(),
                 ];
-                line.extend(
-                    (0..width).map(|i| cell(f.figure, f.per_repeat.get(i).copied().flatten())),
-                );
-                match &f.across {
-                    Some(i) => {
-                        line.push(cell(f.figure, Some(i.mean)));
-                        line.push(format!(
-                            "{} – {}",
-                            cell(f.figure, Some(i.low)),
-                            cell(f.figure, Some(i.high))
-                        ));
-                    }
-                    None => line.extend([MISSING.to_string(), MISSING.to_string()]),
-                }
+                line.extend(cells(&f.per_repeat, width, f.across.as_ref(), |v| {
+                    cell(f.figure, v)
+                }));
                 lines.push(line);
             }
         }

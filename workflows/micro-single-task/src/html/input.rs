@@ -161,6 +161,7 @@ impl HtmlReportInput {
         HtmlReportInput {
             time_scale: lock.simulator_time_scale,
             validity: m.validity.clone(),
+            repeats: m.repeats.clone(),
             title: format!("Inference benchmark: {}", lock.model_label),
             header_notes: ctx.accepted.to_vec(),
             subtitle: format!(

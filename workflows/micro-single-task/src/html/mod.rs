@@ -149,6 +149,9 @@ pub struct HtmlReportInput {
     pub time_scale: Option<f64>,
     /// The run's validity section (docs/validity.md); `None` for a run before it.
     pub validity: Option<openbench_common::validity::assess::ValiditySection>,
+    /// A repeated run's figures per repeat and across repeats (`plans.repeats`); `None` for a
+    /// run made once.
+    pub repeats: Option<openbench_task_metrics::repeats::PairedRepeats>,
 }
 
 /// Providers sorted alphabetically by display name (case-insensitive), then lane.
@@ -180,6 +183,7 @@ pub fn render_html(input: &HtmlReportInput) -> String {
         out.push_str("</section>\n");
     }
     sections::summary(&mut out, &providers, input.time_scale);
+    crate::report::repeats_section::html(&mut out, input.repeats.as_ref());
     let legend = sections::legend(&providers, &palette);
     charts::latency_section(&mut out, &providers, &palette, &legend);
     charts::tokens_section(&mut out, &providers, &palette);

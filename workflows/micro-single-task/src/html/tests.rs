@@ -63,6 +63,7 @@ fn fixture() -> HtmlReportInput {
     HtmlReportInput {
         time_scale: None,
         validity: None,
+        repeats: None,
         title: "Inference benchmark: test".to_string(),
         subtitle: "Run run-1 · micro-single-task · 42 rounds · 3 providers".to_string(),
         header_notes: Vec::new(),

@@ -30,7 +30,18 @@ pub struct Plans {
     /// Smoke attempts at most (2).
     #[serde(default = "default_smoke_attempts")]
     pub smoke_max_attempts: u32,
+    /// Passes of the full run over its round set (1..=100; absent or 1: once), AIPerf's
+    /// `--num-profile-runs`: pass r asks every selected item again in its own seeded order, with
+    /// its own round indices and request ids, and the report gives the headline figures per
+    /// repeat and across repeats with a 95% Student t interval (docs/methodology.md, "Repeats
+    /// of paired rounds"). Smoke attempts run once. Left out when absent or 1, so a spec
+    /// without it (or with 1) locks, plans and sends byte for byte what it did before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<u32>,
 }
+
+/// Most passes `plans.repeats` may ask for (as `load.repeats`).
+pub const MAX_REPEATS: u32 = 100;
 
 impl Default for Plans {
     fn default() -> Self {
@@ -38,6 +49,7 @@ impl Default for Plans {
             full_items_per_family: default_full_items(),
             smoke_items_per_family: default_smoke_items(),
             smoke_max_attempts: default_smoke_attempts(),
+            repeats: None,
         }
     }
 }
@@ -126,13 +138,20 @@ impl MicroSpec {
                 ));
             }
         }
-        let plans = match spec.workflow_sections.get("plans") {
+        let mut plans = match spec.workflow_sections.get("plans") {
             None => Plans::default(),
             Some(value) => serde_json::from_value(value.clone()).unwrap_or_else(|e| {
                 problems.push(format!("plans: {e}"));
                 Plans::default()
             }),
         };
+        match plans.repeats {
+            Some(1) => plans.repeats = None,
+            Some(n) if !(1..=MAX_REPEATS).contains(&n) => problems.push(format!(
+                "plans.repeats: {n} is outside 1..={MAX_REPEATS} (leave it out to run once)"
+            )),
+            _ => {}
+        }
         if plans.full_items_per_family == 0 || plans.smoke_items_per_family == 0 {
             problems.push("plans: items per family must be at least 1".to_string());
         }
@@ -199,10 +218,10 @@ pub fn write_selection(inputs: &PlanInputs<'_>) -> Result<(), WorkflowError> {
 pub fn schedule(inputs: &PlanInputs<'_>, attempt: u32) -> Result<Schedule, WorkflowError> {
     let micro = MicroSpec::of(inputs.spec)?;
     let selection = selection_of(inputs.spec, inputs.dataset)?;
-    let items = if attempt == 0 {
-        micro.plans.full_items_per_family
+    let (items, repeats) = if attempt == 0 {
+        (micro.plans.full_items_per_family, micro.plans.repeats)
     } else {
-        micro.plans.smoke_items_per_family
+        (micro.plans.smoke_items_per_family, None)
     };
     selection
         .require(items)
@@ -212,7 +231,7 @@ pub fn schedule(inputs: &PlanInputs<'_>, attempt: u32) -> Result<Schedule, Workf
         &micro.families,
         &selection,
         inputs.dataset,
-        items,
+        (items, repeats),
         attempt,
     );
     let prompts = rounds::DatasetPrompts::new(Arc::new(inputs.dataset.clone()))

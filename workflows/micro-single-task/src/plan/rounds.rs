@@ -1,7 +1,9 @@
 //! The schedule (METHODOLOGY §7): for item index 0..N−1, for each family in spec order, one round;
 //! every lane gets every round; launch order is the lane base order rotated left by
 //! `round_index mod lanes`. Written as `artifacts/full-plan.json` or
-//! `artifacts/smoke-plan-attempt-N.json`.
+//! `artifacts/smoke-plan-attempt-N.json`. With `plans.repeats: N` the round set is planned N
+//! times over, each pass in its own seeded item order (docs/methodology.md, "Repeats of paired
+//! rounds").
 
 use super::selection::Selection;
 use crate::scoring::Family;
@@ -16,13 +18,17 @@ use openbench_common::workflow::{DatasetRelease, WorkItem};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-/// Builds the plan of `items_per_family` items per family (a prefix of the selection).
+/// Builds the plan of `items_per_family` items per family (a prefix of the selection), run
+/// `repeats` times (absent: once). Pass 0 is the plan made once, round for round; pass r ≥ 1
+/// asks the same items in its own seeded order (sorted, then shuffled under
+/// [`super::selection::repeat_seed_bytes`]), its
+/// rounds numbered on from the last pass's, so its ids and launch rotations are its own.
 pub fn build_plan(
     spec: &Spec,
     families: &[String],
     selection: &Selection,
     dataset: &DatasetRelease,
-    items_per_family: usize,
+    (items_per_family, repeats): (usize, Option<u32>),
     attempt: u32,
 ) -> Plan {
     let version = &spec.benchmark.schedule_version;
@@ -36,27 +42,45 @@ pub fn build_plan(
     });
     let hashes = item_hashes(dataset);
     let mut rounds = Vec::new();
-    for index in 0..items_per_family {
-        for family in families {
-            let Some(item_id) = selection
-                .families
-                .get(family)
-                .and_then(|f| f.selected_prefix.get(index))
-            else {
-                continue;
-            };
-            let round_index = rounds.len() as u64;
-            rounds.push(PlannedRound {
-                round_index,
-                round_id: round_id(version, round_index, family, item_id, attempt),
-                task_family: family.clone(),
-                item_id: item_id.clone(),
-                item_hash: hashes
-                    .get(&(family.as_str(), item_id.as_str()))
-                    .cloned()
-                    .unwrap_or_default(),
-                requests: RoundRequests::rotated(basis.clone(), round_index, family, item_id),
-            });
+    for repeat in 0..repeats.unwrap_or(1).max(1) {
+        let orders: BTreeMap<&str, Vec<String>> = families
+            .iter()
+            .filter_map(|family| {
+                let prefix = selection.families.get(family)?.selected_prefix.as_slice();
+                let prefix = &prefix[..items_per_family.min(prefix.len())];
+                let order = if repeat == 0 {
+                    prefix.to_vec()
+                } else {
+                    let seed = super::selection::repeat_seed_bytes(
+                        &spec.benchmark.slug,
+                        &dataset.release_hash,
+                        family,
+                        version,
+                        repeat,
+                    );
+                    super::selection::shuffled_order(&seed, prefix)
+                };
+                Some((family.as_str(), order))
+            })
+            .collect();
+        for index in 0..items_per_family {
+            for family in families {
+                let Some(item_id) = orders.get(family.as_str()).and_then(|o| o.get(index)) else {
+                    continue;
+                };
+                let round_index = rounds.len() as u64;
+                rounds.push(PlannedRound {
+                    round_index,
+                    round_id: round_id(version, round_index, family, item_id, attempt),
+                    task_family: family.clone(),
+                    item_id: item_id.clone(),
+                    item_hash: hashes
+                        .get(&(family.as_str(), item_id.as_str()))
+                        .cloned()
+                        .unwrap_or_default(),
+                    requests: RoundRequests::rotated(basis.clone(), round_index, family, item_id),
+                });
+            }
         }
     }
     Plan {
@@ -73,6 +97,7 @@ pub fn build_plan(
         families: families.to_vec(),
         lanes: base,
         items_per_family,
+        repeats: repeats.filter(|n| *n > 1),
         rounds,
     }
 }

@@ -87,6 +87,29 @@ pub fn shuffled_order(seed: &[u8], ids: &[String]) -> Vec<String> {
     order
 }
 
+/// The 32 seed bytes of repeat `repeat` (≥ 1) of one family: sha256 of `slug \0 release_hash
+/// \0 family \0 schedule_version \0 repeat \0 <repeat>` (the selection's seed inputs, then the
+/// pass), so each pass of a repeated run has its own order, fixed by the run's identity.
+pub fn repeat_seed_bytes(
+    slug: &str,
+    release_hash: &str,
+    family: &str,
+    schedule_version: &str,
+    repeat: u32,
+) -> [u8; 32] {
+    let repeat = repeat.to_string();
+    let joined = [
+        slug,
+        release_hash,
+        family,
+        schedule_version,
+        "repeat",
+        &repeat,
+    ]
+    .join("\0");
+    Sha256::digest(joined.as_bytes()).into()
+}
+
 impl Selection {
     /// Refuses when a family selected fewer than `needed` items (a dataset too small for the plan).
     pub fn require(&self, needed: usize) -> Result<(), SelectionError> {

@@ -155,6 +155,7 @@ pub fn render(ctx: &ReportContext<'_>) -> String {
         table(&mut out, &SUMMARY_HEADERS, &rows);
     }
     ranking_section(&mut out, m);
+    super::repeats_section::markdown(&mut out, m.repeats.as_ref());
     family_sections(&mut out, m);
     contract_section(&mut out, m);
     super::paired_section::render(&mut out, ctx.paired, m);

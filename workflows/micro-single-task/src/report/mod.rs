@@ -5,6 +5,7 @@
 pub mod faults_section;
 pub mod markdown;
 mod paired_section;
+pub mod repeats_section;
 pub mod validity;
 
 /// Record admission and table formatting are the report kit's, shared with any workflow.
