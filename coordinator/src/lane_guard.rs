@@ -17,8 +17,16 @@
 //!   sitting, which ends reporting it unreachable (docs/faults.md, "Load lanes that fail at
 //!   once").
 //!
+//! - A **closed-loop** lane whose provider **refuses** [`REFUSALS_BEFORE_BACKOFF`] requests in a
+//!   row ([`refused_by_provider`]: an HTTP error status or an error inside the stream, with no
+//!   other outcome between them) backs off the same way, trial alone and doubling, until a
+//!   request gets any other outcome. It is never stopped for refusals: they are the provider's
+//!   measured answer, and the run reports them. An open loop's sends follow its schedule, not
+//!   its answers, so refusals do not hold it (a saturation step keeps every 429).
+//!
 //! Against a dead endpoint a lane thus makes its users' first requests, then trials at 0.1, 0.3,
-//! 0.7, 1.5 and 3.1 s, and stops at about 3.1 s.
+//! 0.7, 1.5 and 3.1 s, and stops at about 3.1 s. Against an upstream answering HTTP 500 to
+//! everything, a closed loop sends 16 requests, then trials at the same times and every 2 s after.
 
 use openbench_common::record::{ErrorType, Outcome, TerminalRecord};
 use std::time::Duration;
@@ -34,6 +42,10 @@ pub const BACKOFF_MAX: Duration = Duration::from_secs(2);
 pub const STOP_AFTER: Duration = Duration::from_secs(3);
 /// How many connection-level failures in a row a lane needs, at least, to be stopped.
 pub const STOP_AFTER_FAILURES: u32 = 5;
+/// How many refusals in a row make a closed-loop lane back off. A provider failing 5 % of its
+/// requests at random refuses 16 in a row once in 6.5 × 10²⁰ runs of 16; a saturated
+/// provider's 429s between two answers, or a dead one's 500s, reach it at once.
+pub const REFUSALS_BEFORE_BACKOFF: u32 = 16;
 
 /// How a send passed the guard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +76,8 @@ struct GuardState {
     streak: u32,
     /// When the streak began.
     since: Option<Instant>,
+    /// Refusals in a row (counted on a closed-loop lane only).
+    refusals: u32,
     /// Trials that failed in this streak (sets the back-off).
     failed_trials: u32,
     /// No send before this instant (back-off).
@@ -76,11 +90,50 @@ struct GuardState {
     closed: bool,
 }
 
+impl GuardState {
+    /// True while the lane backs off: sends wait for their trial.
+    fn backing_off(&self) -> bool {
+        self.streak > 0 || self.refusals >= REFUSALS_BEFORE_BACKOFF
+    }
+
+    /// Back to healthy: every count and wait cleared, a stop and a close kept.
+    fn reset(&mut self) {
+        *self = GuardState {
+            stopped: self.stopped.take(),
+            closed: self.closed,
+            ..GuardState::default()
+        };
+    }
+
+    /// A failure while backing off: a failed trial doubles the wait; the first failure sets it.
+    fn back_off(&mut self, pass: Pass, now: Instant) {
+        if pass == Pass::Trial {
+            self.failed_trials = self.failed_trials.saturating_add(1);
+        }
+        if pass == Pass::Trial || self.retry_at.is_none() {
+            self.retry_at = Some(now + backoff(self.failed_trials));
+        }
+    }
+}
+
 /// One lane's guard, shared by its slots (or its open-loop releases).
 #[derive(Debug)]
 pub struct LaneGuard {
     lane: String,
+    /// Whether refusals hold the lane (a closed loop) or not (an open loop).
+    holds_on_refusals: bool,
     state: watch::Sender<GuardState>,
+}
+
+/// What one record tells the guard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// The request never reached the provider.
+    ConnectionLevel,
+    /// The provider refused it (counted on a closed loop only).
+    Refused,
+    /// Anything else: the lane works.
+    Reached,
 }
 
 /// True for a record whose request never reached the provider: a harness record, or a failure
@@ -100,6 +153,13 @@ pub fn fails_at_connection_level(record: &TerminalRecord) -> bool {
     }
 }
 
+/// True for a record the provider refused: an HTTP error status (429, any other 4xx, 5xx) or
+/// an error event inside a 2xx stream. A closed-loop user sends its next request as soon as such
+/// an answer comes back, so a provider refusing everything would be flooded without the guard.
+pub fn refused_by_provider(record: &TerminalRecord) -> bool {
+    matches!(record.outcome, Outcome::HttpError | Outcome::StreamError)
+}
+
 /// The back-off after `failed_trials` failed trials: [`BACKOFF_FIRST`] doubled each time, at
 /// most [`BACKOFF_MAX`].
 pub fn backoff(failed_trials: u32) -> Duration {
@@ -109,11 +169,20 @@ pub fn backoff(failed_trials: u32) -> Duration {
 }
 
 impl LaneGuard {
-    /// A healthy lane's guard.
+    /// A healthy open-loop lane's guard: only connection-level failures hold it.
     pub fn new(lane: &str) -> LaneGuard {
         LaneGuard {
             lane: lane.to_string(),
+            holds_on_refusals: true,
             state: watch::Sender::new(GuardState::default()),
+        }
+    }
+
+    /// A healthy closed-loop lane's guard: refusals in a row hold it too.
+    pub fn closed_loop(lane: &str) -> LaneGuard {
+        LaneGuard {
+            holds_on_refusals: true,
+            ..LaneGuard::new(lane)
         }
     }
 
@@ -130,7 +199,7 @@ impl LaneGuard {
             self.state.send_if_modified(|s| {
                 if s.stopped.is_some() || s.closed {
                     decision = Some(None);
-                } else if s.streak == 0 {
+                } else if !s.backing_off() {
                     decision = Some(Some(Pass::Free));
                 } else if !s.trial_in_flight {
                     match s.retry_at {
@@ -168,7 +237,13 @@ impl LaneGuard {
     }
 
     fn settle_at(&self, pass: Pass, record: &TerminalRecord, now: Instant) {
-        let failed = fails_at_connection_level(record);
+        let verdict = if fails_at_connection_level(record) {
+            Verdict::ConnectionLevel
+        } else if self.holds_on_refusals && refused_by_provider(record) {
+            Verdict::Refused
+        } else {
+            Verdict::Reached
+        };
         let lane = &self.lane;
         self.state.send_if_modified(|s| {
             let mut changed = false;
@@ -176,25 +251,42 @@ impl LaneGuard {
                 s.trial_in_flight = false;
                 changed = true;
             }
-            if !failed {
-                if s.streak > 0 {
-                    *s = GuardState {
-                        stopped: s.stopped.take(),
-                        closed: s.closed,
-                        ..GuardState::default()
-                    };
-                    changed = true;
+            match verdict {
+                Verdict::Reached => {
+                    if s.streak > 0 || s.refusals > 0 {
+                        s.reset();
+                        changed = true;
+                    }
+                    return changed;
                 }
-                return changed;
+                Verdict::Refused => {
+                    // It reached the provider: a connection-level streak ends here.
+                    if s.streak > 0 {
+                        s.reset();
+                    }
+                    s.refusals = s.refusals.saturating_add(1);
+                    if s.refusals == REFUSALS_BEFORE_BACKOFF {
+                        tracing::warn!(
+                            lane = %lane,
+                            refusals = s.refusals,
+                            last_status = record.http_status.unwrap_or_default(),
+                            "the provider refused every request: the lane backs off"
+                        );
+                    }
+                    if s.refusals >= REFUSALS_BEFORE_BACKOFF {
+                        s.back_off(pass, now);
+                    }
+                    return true;
+                }
+                Verdict::ConnectionLevel => {
+                    if s.refusals > 0 {
+                        s.reset();
+                    }
+                }
             }
             s.streak = s.streak.saturating_add(1);
             let since = *s.since.get_or_insert(now);
-            if pass == Pass::Trial {
-                s.failed_trials = s.failed_trials.saturating_add(1);
-            }
-            if pass == Pass::Trial || s.retry_at.is_none() {
-                s.retry_at = Some(now + backoff(s.failed_trials));
-            }
+            s.back_off(pass, now);
             let over = now.saturating_duration_since(since);
             if s.stopped.is_none() && s.streak >= STOP_AFTER_FAILURES && over >= STOP_AFTER {
                 s.stopped = Some(LaneStopped {
@@ -324,6 +416,98 @@ mod tests {
         assert_eq!(waiting.await.unwrap(), Some(Pass::Free));
         assert_eq!(guard.admit().await, Some(Pass::Free));
         assert!(guard.stopped().is_none());
+    }
+
+    fn refused_with(status: u16) -> TerminalRecord {
+        let error = if status == 429 {
+            ErrorType::Http429
+        } else {
+            ErrorType::Http5xx
+        };
+        record(Outcome::HttpError, Some(error), Some(status))
+    }
+
+    fn answered() -> TerminalRecord {
+        record(Outcome::Completed, None, Some(200))
+    }
+
+    #[test]
+    fn refusals_are_http_errors_and_stream_errors_only() {
+        assert!(refused_by_provider(&refused_with(500)));
+        assert!(refused_by_provider(&refused_with(429)));
+        let in_stream = record(
+            Outcome::StreamError,
+            Some(ErrorType::StreamError),
+            Some(200),
+        );
+        assert!(refused_by_provider(&in_stream));
+        assert!(!refused_by_provider(&answered()));
+        assert!(!refused_by_provider(&refused()));
+        let held = record(Outcome::Timeout, Some(ErrorType::Timeout), Some(200));
+        assert!(!refused_by_provider(&held));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_closed_loop_refused_16_times_in_a_row_trials_alone_and_is_never_stopped() {
+        let guard = LaneGuard::closed_loop("p");
+        let start = Instant::now();
+        for _ in 0..REFUSALS_BEFORE_BACKOFF {
+            assert_eq!(guard.admit().await, Some(Pass::Free));
+            guard.settle(Pass::Free, &refused_with(500));
+        }
+        let mut trials = Vec::new();
+        while start.elapsed() < Duration::from_secs(10) {
+            assert_eq!(guard.admit().await, Some(Pass::Trial));
+            assert!(
+                guard.admit().now_or_never().is_none(),
+                "a second send passed"
+            );
+            trials.push(start.elapsed().as_millis());
+            guard.settle(Pass::Trial, &refused_with(500));
+        }
+        assert_eq!(trials, [100, 300, 700, 1500, 3100, 5100, 7100, 9100, 11100]);
+        assert!(guard.stopped().is_none());
+        // The first answer frees every slot.
+        assert_eq!(guard.admit().await, Some(Pass::Trial));
+        guard.settle(Pass::Trial, &answered());
+        assert_eq!(guard.admit().now_or_never(), Some(Some(Pass::Free)));
+        assert_eq!(guard.admit().now_or_never(), Some(Some(Pass::Free)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn refusals_broken_by_any_other_outcome_never_hold_the_lane() {
+        let guard = LaneGuard::closed_loop("p");
+        for other in [
+            answered(),
+            record(Outcome::Timeout, Some(ErrorType::Timeout), None),
+        ] {
+            for _ in 0..REFUSALS_BEFORE_BACKOFF - 1 {
+                assert_eq!(guard.admit().now_or_never(), Some(Some(Pass::Free)));
+                guard.settle(Pass::Free, &refused_with(429));
+            }
+            guard.settle(Pass::Free, &other);
+        }
+        assert_eq!(guard.admit().now_or_never(), Some(Some(Pass::Free)));
+        // A connection-level failure ends a run of refusals too: 15 refusals, one refused
+        // connection (which backs off on its own), one answer, 15 refusals: still free.
+        for _ in 0..REFUSALS_BEFORE_BACKOFF - 1 {
+            guard.settle(Pass::Free, &refused_with(503));
+        }
+        guard.settle(Pass::Free, &refused());
+        guard.settle(Pass::Free, &answered());
+        for _ in 0..REFUSALS_BEFORE_BACKOFF - 1 {
+            guard.settle(Pass::Free, &refused_with(503));
+        }
+        assert_eq!(guard.admit().now_or_never(), Some(Some(Pass::Free)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_open_loop_guard_lets_refusals_through() {
+        let guard = LaneGuard::new("p");
+        for _ in 0..1000 {
+            guard.settle(Pass::Free, &refused_with(429));
+        }
+        assert_eq!(guard.admit().now_or_never(), Some(Some(Pass::Free)));
     }
 
     #[tokio::test(start_paused = true)]

@@ -43,6 +43,8 @@ pub fn init(otlp_endpoint: Option<&str>, identity: &ServiceIdentity) -> anyhow::
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        // Colour codes only on a terminal: a log redirected to a file or a pipe reads plain.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .with_filter(filter);
     let env = |name: &str| std::env::var(name).ok();

@@ -128,7 +128,14 @@ pub fn expected_text(value: f64, metric: &str) -> String {
             }
             out.push(c);
         }
-        sign.to_string() + &frac.map_or(out.clone(), |f| format!("{out}.{f}"))
+        let text = frac.map_or(out.clone(), |f| format!("{out}.{f}"));
+        // A value that rounds to zero reads "0.0", never "-0.0".
+        let sign = if text.chars().all(|c| matches!(c, '0' | '.' | ',')) {
+            ""
+        } else {
+            sign
+        };
+        sign.to_string() + &text
     };
     match metric {
         m if m.ends_with("_rate") => format!("{}%", group(format!("{:.2}", value * 100.0))),

@@ -129,10 +129,18 @@ pub async fn drive(
     let (halt_tx, halted) = watch::channel(false);
     let gate = count_gate::for_pacing(&load.pacing, shared.start);
     let mut tasks = Vec::new();
+    // A closed loop's sends follow its answers, so refusals hold it; an open loop's do not.
+    let closed_loop = !matches!(load.pacing, Pacing::Releases { .. });
     let guards: Vec<Arc<LaneGuard>> = load
         .lanes
         .iter()
-        .map(|lane| Arc::new(LaneGuard::new(&lane.label)))
+        .map(|lane| {
+            Arc::new(if closed_loop {
+                LaneGuard::closed_loop(&lane.label)
+            } else {
+                LaneGuard::new(&lane.label)
+            })
+        })
         .collect();
     for (lane_index, lane) in load.lanes.iter().enumerate() {
         let target = LaneTarget {
