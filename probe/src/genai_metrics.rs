@@ -9,10 +9,26 @@ use crate::semconv as sc;
 use openbench_common::record::{Execution, Outcome};
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram, Meter};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// True once the process installed a meter provider that exports as the global one
+/// ([`note_exported`]).
+static EXPORTED: AtomicBool = AtomicBool::new(false);
+
+/// Notes that this process installed a meter provider that exports as the global one (the
+/// binary's telemetry does, when an OTLP endpoint is configured), so the instruments
+/// [`RequestMetrics::global`] creates afterwards are recorded. Without one the global provider
+/// is the no-op one, and recording would build every point's labels only to drop them.
+pub fn note_exported() {
+    EXPORTED.store(true, Ordering::Release);
+}
 
 /// The instruments, created once per probe server.
 #[derive(Debug, Clone)]
 pub struct RequestMetrics {
+    /// False when nothing would keep a point (the global provider is the no-op one): then
+    /// [`RequestMetrics::record`] does nothing.
+    on: bool,
     duration: Histogram<f64>,
     time_to_first_chunk: Histogram<f64>,
     time_per_output_chunk: Histogram<f64>,
@@ -25,9 +41,12 @@ pub struct RequestMetrics {
 }
 
 impl RequestMetrics {
-    /// The instruments on the global meter provider (installed by the binary's telemetry).
+    /// The instruments on the global meter provider (installed by the binary's telemetry);
+    /// they record only when [`note_exported`] was called before.
     pub fn global() -> Self {
-        Self::new(&opentelemetry::global::meter("openbench-probe"))
+        let mut metrics = Self::new(&opentelemetry::global::meter("openbench-probe"));
+        metrics.on = EXPORTED.load(Ordering::Acquire);
+        metrics
     }
 
     /// The instruments on `meter`.
@@ -40,6 +59,7 @@ impl RequestMetrics {
                 .build()
         };
         Self {
+            on: true,
             duration: histogram(
                 sc::METRIC_OPERATION_DURATION,
                 "s",
@@ -78,6 +98,9 @@ impl RequestMetrics {
     /// Records one finished request; `load` is its planned load (`PlannedRequest::load`), which
     /// labels its points beside its phase when it served a load phase.
     pub fn record(&self, execution: &Execution, load: Option<&str>) {
+        if !self.on {
+            return;
+        }
         let r = &execution.record;
         let mut labels = vec![
             KeyValue::new(sc::OPERATION_NAME, sc::OPERATION_CHAT),
@@ -146,4 +169,19 @@ fn output_chunk_gaps(execution: &Execution) -> Vec<f64> {
         .map(|e| e.offset_ms)
         .collect();
     offsets.windows(2).map(|w| w[1] - w[0]).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn global_instruments_record_only_once_an_exporting_provider_was_noted() {
+        // Nothing in this test binary installs a meter provider before this line.
+        assert!(!RequestMetrics::global().on);
+        note_exported();
+        assert!(RequestMetrics::global().on);
+        // Instruments on a meter the caller chose always record.
+        assert!(RequestMetrics::new(&opentelemetry::global::meter("test")).on);
+    }
 }

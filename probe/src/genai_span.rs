@@ -85,6 +85,11 @@ pub fn request_span(
         lane = %planned.identity.lane,
         trace_id = %trace_id,
     );
+    // No subscriber wants the span (no OTLP export, a log level below info): every attribute
+    // below would be built only to be dropped.
+    if span.is_disabled() {
+        return span;
+    }
     if parent_span.is_valid() {
         // Fails only when no OpenTelemetry layer is installed; the trace_id field remains.
         let _ = span.set_parent(parent);
@@ -130,6 +135,10 @@ pub fn load_labels(phase: Option<u32>, load: Option<&str>) -> Vec<(&'static str,
 /// Copies the terminal record of `execution` onto `span`: measured attributes, the first-output
 /// and first-answer events at their real times, and ERROR status with `error.type` on failure.
 pub fn record_execution(span: &tracing::Span, execution: &Execution, policy: SpanPolicy) {
+    // A span no subscriber wants keeps nothing: the attributes would be built only to be dropped.
+    if span.is_disabled() {
+        return;
+    }
     let record = &execution.record;
     for (key, value) in record_attributes(record) {
         span.set_attribute(key, value);

@@ -112,6 +112,8 @@ fn meter_provider(export: &config::Export, identity: &ServiceIdentity) -> Option
                 .with_resource(resource::resource(identity))
                 .build();
             opentelemetry::global::set_meter_provider(provider.clone());
+            // The probe's request metrics record only once an exporting provider is installed.
+            openbench_probe::genai_metrics::note_exported();
             Some(provider)
         }
         Err(e) => {
