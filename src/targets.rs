@@ -1,19 +1,57 @@
 //! What serves a run's requests on this machine: the embedded simulator for `sim://` endpoints
 //! (answering from canned answers the workflow derived from its gold) and one in-process probe
-//! per `local` region, behind a loopback gRPC server. The coordinator only sees probe URLs and
-//! opens its session on these probes as on remote ones; an in-process probe holds the
+//! per `local` region, whose gRPC services the coordinator calls without a socket (or, with
+//! `OPENBENCH_LOCAL_PROBE=loopback`, behind a loopback gRPC server, as before: for comparing the
+//! two in one binary). The coordinator opens its session on these probes as on remote ones, with
+//! the same calls and the same encoded requests and records; an in-process probe holds the
 //! coordinator's own credentials and calls `sim://` endpoints on the embedded simulator. Its keys
 //! go only where the run's spec sends them (plaintext http only to loopback) and where
 //! `$OPENBENCH_PROBE_ALLOW_ENDPOINTS` allows, as for `probe serve --spec`.
 
 use openbench_common::spec::{Endpoint, LoadedSpec, ProbeLocation, region_of_probe};
 use openbench_common::workflow::CannedAnswer;
-use openbench_coordinator::{BoxFuture, CoordinatorError, RunInputs, TargetHost, Targets};
+use openbench_coordinator::{BoxFuture, CoordinatorError, ProbeAt, RunInputs, TargetHost, Targets};
 use openbench_probe::endpoint_policy::EndpointPolicy;
-use openbench_probe::server::{ProbeConfig, ProbeServerHandle, serve_on};
+use openbench_probe::server::{
+    InProcessServer, ProbeConfig, ProbeServerHandle, serve_in_process, serve_on,
+};
 use openbench_probe::session_open::{CredentialSource, EndpointRules};
 use openbench_simulator::{SimConfig, SimServer};
 use std::collections::BTreeMap;
+
+/// Environment variable choosing how the coordinator reaches a `local` region's probe: unset (or
+/// `in-process`) calls its services in this process; `loopback` serves it on a loopback port and
+/// connects over HTTP/2, as a remote probe is reached (what `bench` compares the cost of).
+pub const LOCAL_PROBE_ENV: &str = "OPENBENCH_LOCAL_PROBE";
+
+/// How a `local` region's probe is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalLink {
+    /// Its services called in this process, no socket.
+    InProcess,
+    /// A gRPC server on a loopback port.
+    Loopback,
+}
+
+impl LocalLink {
+    /// Reads [`LOCAL_PROBE_ENV`]; anything but the two names is refused, naming it.
+    fn from_env() -> Result<LocalLink, CoordinatorError> {
+        match std::env::var(LOCAL_PROBE_ENV).as_deref() {
+            Err(_) | Ok("") | Ok("in-process") => Ok(LocalLink::InProcess),
+            Ok("loopback") => Ok(LocalLink::Loopback),
+            Ok(other) => Err(CoordinatorError::Setup {
+                what: format!("${LOCAL_PROBE_ENV}"),
+                source: format!("{other:?} is neither in-process nor loopback").into(),
+            }),
+        }
+    }
+}
+
+/// A local region's running probe, whichever way it is served.
+enum LocalProbe {
+    InProcess(InProcessServer),
+    Loopback(ProbeServerHandle),
+}
 
 /// Open files a run with local probes should be able to hold: both ends of 2,000 streams (an
 /// embedded simulator serves in this process) and room for the run's own files.
@@ -23,12 +61,25 @@ const LOCAL_OPEN_FILES: u64 = 4_096;
 /// probe for every `local` region; remote regions pass through as URLs.
 pub struct LocalTargets {
     answers: Vec<CannedAnswer>,
+    /// How local probes are served; `None` reads [`LOCAL_PROBE_ENV`] at each start.
+    link: Option<LocalLink>,
 }
 
 impl LocalTargets {
     /// A host whose simulator answers with `answers` (when the spec asks for answers from gold).
     pub fn new(answers: Vec<CannedAnswer>) -> LocalTargets {
-        LocalTargets { answers }
+        LocalTargets {
+            answers,
+            link: None,
+        }
+    }
+
+    /// The same host, serving local probes as `link` says whatever the environment says.
+    pub fn with_link(self, link: LocalLink) -> LocalTargets {
+        LocalTargets {
+            link: Some(link),
+            ..self
+        }
     }
 
     /// A host for `inputs`: canned answers from the workflow's gold when a provider targets the
@@ -112,11 +163,18 @@ impl LocalTargets {
                 return Err(e);
             }
         };
+        let link = match self.link.map_or_else(LocalLink::from_env, Ok) {
+            Ok(link) => link,
+            Err(e) => {
+                stop(Vec::new(), sim).await;
+                return Err(e);
+            }
+        };
         let mut probes = BTreeMap::new();
-        let mut servers: Vec<ProbeServerHandle> = Vec::new();
+        let mut servers: Vec<LocalProbe> = Vec::new();
         for (name, probe) in spec.spec.region_probes() {
             if ProbeLocation::parse(&probe) != ProbeLocation::InProcess {
-                probes.insert(name, probe);
+                probes.insert(name, ProbeAt::Url(probe));
                 continue;
             }
             let config = ProbeConfig {
@@ -128,10 +186,10 @@ impl LocalTargets {
                 },
                 code_digest: inputs.code_sha256.clone(),
             };
-            match start_probe(&name, config).await {
-                Ok(handle) => {
-                    probes.insert(name, format!("http://{}", handle.addr()));
-                    servers.push(handle);
+            match start_probe(&name, config, link).await {
+                Ok((at, server)) => {
+                    probes.insert(name, at);
+                    servers.push(server);
                 }
                 Err(e) => {
                     stop(servers, sim).await;
@@ -161,30 +219,51 @@ fn in_process_policy(spec: &LoadedSpec) -> Result<EndpointPolicy, CoordinatorErr
     Ok(policy.with_spec_defaults(&spec.spec.providers))
 }
 
+/// Starts a local region's probe as `link` says; where the coordinator reaches it, and the probe.
 async fn start_probe(
     region: &str,
     config: ProbeConfig,
-) -> Result<ProbeServerHandle, CoordinatorError> {
-    let setup = |e: std::io::Error| CoordinatorError::Setup {
+    link: LocalLink,
+) -> Result<(ProbeAt, LocalProbe), CoordinatorError> {
+    let setup = |e: Box<dyn std::error::Error + Send + Sync>| CoordinatorError::Setup {
         what: format!("region {region}: local probe"),
-        source: e.into(),
+        source: e,
     };
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
-        .await
-        .map_err(setup)?;
-    serve_on(listener, config)
-        .await
-        .map_err(|e| CoordinatorError::Setup {
-            what: format!("region {region}: local probe"),
-            source: e.into(),
-        })
+    match link {
+        LocalLink::InProcess => {
+            let server = serve_in_process(config)
+                .await
+                .map_err(|e| setup(e.into()))?;
+            Ok((
+                ProbeAt::InProcess(server.probe()),
+                LocalProbe::InProcess(server),
+            ))
+        }
+        LocalLink::Loopback => {
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+                .await
+                .map_err(|e| setup(e.into()))?;
+            let handle = serve_on(listener, config)
+                .await
+                .map_err(|e| setup(e.into()))?;
+            Ok((
+                ProbeAt::Url(format!("http://{}", handle.addr())),
+                LocalProbe::Loopback(handle),
+            ))
+        }
+    }
 }
 
-/// Stops the local probe servers, then the simulator.
-async fn stop(servers: Vec<ProbeServerHandle>, sim: Option<SimServer>) {
+/// Stops the local probes, then the simulator.
+async fn stop(servers: Vec<LocalProbe>, sim: Option<SimServer>) {
     for server in servers {
-        if let Err(e) = server.shutdown().await {
-            tracing::warn!("local probe shutdown: {e}");
+        match server {
+            LocalProbe::InProcess(server) => server.shutdown(),
+            LocalProbe::Loopback(server) => {
+                if let Err(e) = server.shutdown().await {
+                    tracing::warn!("local probe shutdown: {e}");
+                }
+            }
         }
     }
     if let Some(sim) = sim {

@@ -36,7 +36,7 @@ pub mod writer_thread;
 pub use error::CoordinatorError;
 pub use health::{FaultPolicy, LinkSettings, RegionDownPolicy};
 pub use openbench_common::rundir::{RunManifest, RunStatus};
-pub use probe_links::{BoxFuture, RemoteProbes, TargetHost, Targets};
+pub use probe_links::{BoxFuture, ProbeAt, RemoteProbes, TargetHost, Targets};
 pub use run_dir::{
     RunDir, RunInputs, locked_spec_path, new_run_dir, prepare_inputs, prepare_inputs_for,
 };

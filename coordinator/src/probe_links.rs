@@ -1,14 +1,15 @@
 //! What a session talks to: one gRPC client per region's probe. What serves those probes (an
 //! in-process probe for a `local` region, the embedded simulator behind `sim://` endpoints) is
-//! decided by the binary through a [`TargetHost`]; the coordinator only ever speaks gRPC to URLs,
-//! so it knows nothing of the simulator. Every probe is checked and gets the run's session
-//! ([`crate::session_open`]) before the session's first round.
+//! decided by the binary through a [`TargetHost`]; the coordinator only ever speaks gRPC, to a
+//! URL or to a probe served in this process ([`ProbeAt`]), so it knows nothing of the simulator.
+//! Every probe is checked and gets the run's session ([`crate::session_open`]) before the
+//! session's first round.
 
 use crate::error::CoordinatorError;
 use crate::run_dir::{RunDir, RunInputs};
 use crate::session_open::{ProbeSession, SessionOpener};
 use openbench_common::spec::{ProbeLocation, region_of_probe};
-use openbench_proto::link::{self, ClientSecurity, LinkRuntime, ProbeChannel};
+use openbench_proto::link::{self, ClientSecurity, InProcessProbe, LinkRuntime, ProbeChannel};
 use openbench_proto::v1::link_client::LinkClient;
 use openbench_proto::v1::probe_client::ProbeClient;
 use std::collections::BTreeMap;
@@ -18,11 +19,19 @@ use std::pin::Pin;
 /// A boxed, sendable future (object-safe async in [`TargetHost`]).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// What was started for one session: where each region's probe listens, and how to stop it.
+/// Where a region's probe is reached.
+#[derive(Clone, Debug)]
+pub enum ProbeAt {
+    /// The probe's URL (`http://…`, or `https://…` for a probe serving TLS).
+    Url(String),
+    /// A probe served in this process, called without a socket.
+    InProcess(InProcessProbe),
+}
+
+/// What was started for one session: where each region's probe is reached, and how to stop it.
 pub struct Targets {
-    /// Probe key (the region's label, `REGION#k` for a replica) → probe URL (`http://…`, or
-    /// `https://…` for a probe serving TLS).
-    pub probes: BTreeMap<String, String>,
+    /// Probe key (the region's label, `REGION#k` for a replica) → where that probe is reached.
+    pub probes: BTreeMap<String, ProbeAt>,
     /// Stops whatever was started for the session (in-process probes, a simulator).
     pub stop: Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send>,
 }
@@ -57,7 +66,7 @@ impl TargetHost for RemoteProbes {
                     source: "no host to start an in-process probe was given".into(),
                 })));
             }
-            probes.insert(region, probe);
+            probes.insert(region, ProbeAt::Url(probe));
         }
         Box::pin(std::future::ready(Ok(Targets {
             probes,
@@ -110,10 +119,20 @@ impl Infra {
         let mut sessions = BTreeMap::new();
         let mut links = BTreeMap::new();
         let mut openers = BTreeMap::new();
-        for (region, url) in &targets.probes {
+        for (region, at) in &targets.probes {
             let opened = async {
-                let channel = connect(region, url, &security).await?;
-                let control = connect_on(&link_runtime, region, url, &security).await?;
+                let (channel, control) = match at {
+                    ProbeAt::Url(url) => (
+                        connect(region, url, &security).await?,
+                        connect_on(&link_runtime, region, url, &security).await?,
+                    ),
+                    // No connection task to keep off the streams' runtime: the calls themselves
+                    // run on their callers' tasks.
+                    ProbeAt::InProcess(probe) => (
+                        link::in_process_channel(probe.clone()),
+                        link::in_process_channel(probe.clone()),
+                    ),
+                };
                 let client = link::probe_client(channel);
                 // A replica's session names its region (`eu` for probe key `eu#1`).
                 let mut opener = SessionOpener::new(

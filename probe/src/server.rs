@@ -15,7 +15,7 @@ use crate::connections::{ConnectionLimits, Gate, guarded_incoming};
 use crate::error::ProbeError;
 use crate::service::{Actors, ProbeService};
 use crate::session_open::{CredentialSource, EndpointRules};
-use openbench_proto::link::LinkRuntime;
+use openbench_proto::link::{InProcessProbe, LinkRuntime};
 use openbench_proto::v1::link_server::LinkServer;
 use openbench_proto::v1::probe_server::ProbeServer;
 use std::net::SocketAddr;
@@ -151,6 +151,46 @@ pub async fn serve_secured(
         actors,
         gate,
         _runtime: runtime,
+    })
+}
+
+/// A probe served in this process: its routes, called by the coordinator's client without a
+/// socket ([`InProcessProbe`]), and its provider actors, stopped by [`InProcessServer::shutdown`].
+#[derive(Debug)]
+pub struct InProcessServer {
+    routes: InProcessProbe,
+    actors: Actors,
+}
+
+impl InProcessServer {
+    /// What the coordinator's channel calls.
+    pub fn probe(&self) -> InProcessProbe {
+        self.routes.clone()
+    }
+
+    /// Stops the provider actors (the calls themselves run on their callers' tasks, which have
+    /// ended when the session is shut down).
+    pub fn shutdown(self) {
+        self.actors.stop_all();
+    }
+}
+
+/// Serves the `Probe` and `Link` services in this process, without a listener: the same
+/// services, message limit and per-provider actors as [`serve_on`], with no TLS, token or
+/// connection limits, since nothing outside the process can reach them. Calls run on the
+/// caller's runtime, which also does the requests' work.
+pub async fn serve_in_process(config: ProbeConfig) -> Result<InProcessServer, ProbeError> {
+    let work = tokio::runtime::Handle::current();
+    let actors = Actors::default();
+    let service = ProbeService::new(config, actors.clone(), work).await?;
+    let routes = tonic::service::Routes::new(
+        ProbeServer::new(service).max_decoding_message_size(MAX_REQUEST_BYTES),
+    )
+    .add_service(LinkServer::new(crate::link::LinkService))
+    .prepare();
+    Ok(InProcessServer {
+        routes: InProcessProbe::new(routes),
+        actors,
     })
 }
 

@@ -15,7 +15,8 @@ pub const REPLICA_SEPARATOR: char = '#';
 pub struct Region {
     /// Region label (`local`, `eu-west`).
     pub name: String,
-    /// `local` runs probes in-process behind a loopback gRPC server; otherwise the probe
+    /// `local` runs the probe in-process, its gRPC services called in memory
+    /// (`OPENBENCH_LOCAL_PROBE=loopback`: behind a loopback gRPC server); otherwise the probe
     /// server's gRPC URL (`http://10.0.0.2:7070`).
     #[serde(default = "default_probe")]
     pub probe: String,
@@ -89,7 +90,8 @@ pub fn region_of_probe(key: &str) -> &str {
 /// Where a region's probe runs (parsed from its `probe` string).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProbeLocation<'a> {
-    /// `local`: in this process, behind a loopback gRPC server.
+    /// `local`: in this process (its gRPC services called in memory, or behind a loopback
+    /// server with `OPENBENCH_LOCAL_PROBE=loopback`).
     InProcess,
     /// A remote probe server's gRPC URL.
     Remote(&'a str),

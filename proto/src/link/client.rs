@@ -4,6 +4,7 @@
 use super::LinkError;
 use super::tls::ClientTlsFiles;
 use super::token::{AttachToken, ProbeToken, TOKEN_ENV};
+use super::transport::{InProcessProbe, ProbeTransport};
 use crate::v1::link_client::LinkClient;
 use crate::v1::probe_client::ProbeClient;
 use openbench_common::error_text::error_chain;
@@ -13,8 +14,9 @@ use std::time::Duration;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 
-/// A channel to a probe that attaches the token to every call.
-pub type ProbeChannel = InterceptedService<Channel, AttachToken>;
+/// A channel to a probe (over the network, or in this process) that attaches the token to every
+/// call.
+pub type ProbeChannel = InterceptedService<ProbeTransport, AttachToken>;
 
 /// Environment variable naming a file that holds the probe token (read before [`TOKEN_ENV`]).
 pub const TOKEN_FILE_ENV: &str = "OPENBENCH_PROBE_TOKEN_FILE";
@@ -126,5 +128,14 @@ pub async fn channel(url: &str, security: &ClientSecurity) -> Result<ProbeChanne
         .await
         .map_err(|e| error(error_chain(&e)))?;
     let token = AttachToken::new(security.token.as_ref())?;
-    Ok(InterceptedService::new(channel, token))
+    Ok(InterceptedService::new(
+        ProbeTransport::Network(channel),
+        token,
+    ))
+}
+
+/// A channel to a probe served in this process: the same calls, no socket and no token (the
+/// probe's routes were never exposed to a network).
+pub fn in_process_channel(probe: InProcessProbe) -> ProbeChannel {
+    InterceptedService::new(ProbeTransport::InProcess(probe), AttachToken::none())
 }

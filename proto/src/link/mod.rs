@@ -9,15 +9,17 @@ pub mod runtime;
 pub mod session;
 pub mod tls;
 pub mod token;
+pub mod transport;
 
 pub use client::{
     ClientSecurity, KEEPALIVE_INTERVAL, KEEPALIVE_TIMEOUT, ProbeChannel, channel, connect,
-    link_client, probe_client,
+    in_process_channel, link_client, probe_client,
 };
 pub use runtime::LinkRuntime;
 pub use session::open_session;
 pub use tls::ClientTlsFiles;
 pub use token::{AttachToken, ProbeToken, TOKEN_ENV};
+pub use transport::{InProcessProbe, ProbeTransport};
 
 /// What can go wrong setting up the link (never a secret in the message).
 #[derive(Debug, thiserror::Error)]

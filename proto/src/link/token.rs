@@ -91,6 +91,11 @@ impl AttachToken {
         };
         Ok(AttachToken { value })
     }
+
+    /// Attaches nothing (a probe in this process takes no token).
+    pub fn none() -> AttachToken {
+        AttachToken { value: None }
+    }
 }
 
 impl tonic::service::Interceptor for AttachToken {
