@@ -14,6 +14,7 @@ mod results_store_support;
 use coordinator_support::*;
 use openbench_common::record::{Outcome, TerminalRecord};
 use openbench_common::rundir::{self as layout, counting_records};
+use real_targets::postgres::own_database;
 use real_targets::skip::skip_or_fail;
 use results_store_support::*;
 

@@ -19,6 +19,7 @@ mod browser;
 
 use openbench_site::model::{SnapshotResults, slug};
 use openbench_store::{Store, Value};
+use real_targets::postgres::own_database;
 use real_targets::skip::skip_or_fail;
 use site_support::*;
 use std::collections::BTreeMap;

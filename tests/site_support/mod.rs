@@ -1,6 +1,6 @@
 //! Helpers of `tests/site.rs`: the simulated runs, reading the built site back (files, links,
 //! `<data>` figures), the expected text of a figure, JSON Schema validation (Python's
-//! `jsonschema`), headless Chromium's layout probe and a database of our own on the test server.
+//! `jsonschema`) and headless Chromium's layout probe.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod checks;
@@ -175,24 +175,6 @@ pub fn links(html: &str) -> Vec<String> {
         }
     }
     out
-}
-
-/// A fresh database `name` on the server of `url` (dropped first), and its URL.
-pub fn own_database(url: &str, name: &str) -> String {
-    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
-    client
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
-        .unwrap();
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .unwrap();
-    let (base, query) = url.split_once('?').map_or((url, ""), |(b, q)| (b, q));
-    let (server, _) = base.rsplit_once('/').unwrap();
-    if query.is_empty() {
-        format!("{server}/{name}")
-    } else {
-        format!("{server}/{name}?{query}")
-    }
 }
 
 /// Validates `dir/file` against `dir/schema` with Python's `jsonschema` (Draft 2020-12).
