@@ -105,6 +105,24 @@ fn a_ready_line_gives_the_address_the_child_chose() {
 }
 
 #[test]
+fn a_line_read_half_written_is_not_ready_until_it_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("probe.log");
+    // `probe serve`'s line reached the log in two writes, 300 ms apart (stderr is unbuffered):
+    // a reader between them must not take "127.0" for the address.
+    let script = "printf 'probe: region west serving no credentials on 127.0'; sleep 0.3; \
+                  printf '.0.1:46539 (plaintext, no token)\\n'; exec sleep 60";
+    let mut child = LoggedChild::spawn("fake probe", sh(script, dir.path()), &log).unwrap();
+    let value = child
+        .wait_ready(Duration::from_secs(60), |l| {
+            let rest = l.split_once(" on ")?.1;
+            rest.split_whitespace().next().map(str::to_string)
+        })
+        .unwrap();
+    assert_eq!(value, "127.0.0.1:46539");
+}
+
+#[test]
 fn exit_reasons_and_log_tails_read_as_words() {
     let status = |script: &str| {
         let dir = tempfile::tempdir().unwrap();

@@ -74,7 +74,10 @@ impl LoggedChild {
                 NotReady::Died(format!("{}: cannot query its state: {e}", self.what))
             })?;
             let text = self.log_text();
-            if let Some(value) = text.lines().find_map(&ready) {
+            // Whole lines only: stderr is unbuffered, so one `eprintln!` may reach the log in
+            // several writes, and a line read half-way ("… on 127.0") would pass for a value.
+            let whole = text.rfind('\n').map_or("", |end| &text[..end]);
+            if let Some(value) = whole.lines().find_map(&ready) {
                 return Ok(value);
             }
             if let Some(status) = exited {
