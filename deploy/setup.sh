@@ -5,6 +5,8 @@
 #   - PyPI: rotel, a Rust OpenTelemetry collector the OTLP trace test exports to; duckdb, the
 #     independent reader the results-store test opens the CSV and Parquet exports with;
 #     jsonschema, the independent validator of the site's results JSON
+#   - crates.io: cargo-nextest, the runner of every test that does not judge time
+#     (scripts/test.sh; machines of our kind ship it, so this only builds it where missing)
 #   deploy/setup.sh        installs what is missing
 #   deploy/setup.sh --ci   the same
 set -euo pipefail
@@ -39,5 +41,9 @@ JSONSCHEMA_VERSION="${JSONSCHEMA_VERSION:-4.26.0}"
 if ! python3 -c 'import jsonschema' 2>/dev/null; then
   echo "[setup] installing jsonschema $JSONSCHEMA_VERSION (validates the site's results JSON in its test)"
   python3 -m pip install --quiet --disable-pip-version-check "jsonschema==$JSONSCHEMA_VERSION"
+fi
+if ! cargo nextest --version >/dev/null 2>&1; then
+  echo "[setup] installing cargo-nextest (runs the tests, scripts/test.sh; a few minutes to build)"
+  cargo install --locked --quiet cargo-nextest
 fi
 echo "[setup] done"
