@@ -61,10 +61,10 @@ done
 # counts as skipped). nextest: its "Summary" line (its "skipped" are the ignored tests; the timed
 # binaries its filter leaves to cargo test are not listed at all). The marked skips move from
 # passed to skipped.
-awk -v marked="$skipped_here" -v timed="$timed_log" -v rest="$rest_log" '
+awk -v marked="$skipped_here" -v timed_file="$timed_log" -v rest_file="$rest_log" '
   function count(word,    i) { for (i = 1; i <= NF; i++) if ($(i+1) ~ "^" word "[;,]?$") return $i + 0; return 0 }
-  FILENAME == timed && /^test result:/ { p += count("passed"); f += count("failed"); s += count("ignored") }
-  FILENAME == rest && /^ *Summary \[/ { p += count("passed"); f += count("failed") + count("timed"); s += count("skipped"); seen = 1 }
+  FILENAME == timed_file && /^test result:/ { p += count("passed"); f += count("failed"); s += count("ignored") }
+  FILENAME == rest_file && /^ *Summary \[/ { p += count("passed"); f += count("failed") + count("timed"); s += count("skipped"); seen = 1 }
   END {
     p -= marked; s += marked
     if (!seen) { print "tests: nextest gave no summary line"; exit 1 }
