@@ -17,13 +17,15 @@ cd "$(dirname "$0")/.."
 
 # Test binaries whose assertions read a clock or a CPU figure: a send lag or launch skew, a stall
 # canary's lateness, a detection delay, a rate against a server's own count, a real model's
-# decode speed on these cores. A binary added here must exist (cargo refuses an unknown name).
+# decode speed on these cores, a latency shift across the compose topology (multi_host: CI's
+# nextest part once ran it beside a browser test, and a 12-request median moved 173 ms against
+# its 100 ms tolerance). A binary added here must exist (cargo refuses an unknown name).
 timed=(
   timing_accuracy load_itl_truth validity_stall link_monitor_starvation results_store_load
   bench_fidelity bench_load_generator load_arrivals load_user_ramp load_truth
   coordinator_faults fault_soak watch_tui
   llama_server_e2e llama_server_dialects llama_server_load llama_server_cache
-  link_starvation timed_release capacity
+  link_starvation timed_release capacity multi_host
 )
 
 cargo fmt --all --check
