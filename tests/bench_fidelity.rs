@@ -71,7 +71,7 @@ fn plan_only_plans_every_request_without_running_them() {
 
 #[test]
 fn each_layer_runs_every_request_through_its_own_client() {
-    for layer in ["socket", "http", "probe"] {
+    for layer in ["socket", "conn", "http", "probe"] {
         let f = bench(&[
             "--lanes", "2", "--rounds", "3", "--chunks", "4", "--layer", layer,
         ]);

@@ -1,7 +1,9 @@
 //! The timed executor: one attempt of one streaming chat request, measured on a monotonic clock,
 //! ending in exactly one terminal record whatever happens.
 //!
-//! Clock zero is taken immediately before the request is handed to reqwest. One absolute
+//! Clock zero is taken immediately before the request is handed to the transport
+//! ([`crate::transport`]: reqwest for `https://`, hyper's connection in this task for `http://`).
+//! One absolute
 //! deadline covers connect, headers and the whole stream: every await below is bounded by the
 //! same `tokio::time::Instant`, so keep-alive comments never extend it. Each body read is stamped
 //! the moment it arrives, before any parsing.
@@ -14,7 +16,7 @@ use crate::limits::{over_events, over_text};
 use crate::record::{Ending, Exchange, StreamState, finalize};
 use crate::redact::Redactor;
 use crate::sse::{SseDecoder, SseFrame};
-use openbench_common::error_text::error_chain;
+use crate::transport::{Response, Transport};
 use openbench_common::limits::StreamLimits;
 use openbench_common::record::{Classification, ErrorType, Execution, Outcome, TerminalRecord};
 use openbench_common::request::PlannedRequest;
@@ -46,16 +48,7 @@ pub const REQUEST_ID_HEADERS: &[&str] = &[
 /// counted in TTFO like any connect) after a longer pause.
 pub const POOL_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(4);
 
-/// How the probe's HTTP client to a provider is configured: rustls, no redirects, no client
-/// retries, no proxy, pooled connections dropped after [`POOL_IDLE_TIMEOUT`] idle. One place, so
-/// `bench fidelity --layer http` measures the same client the executor uses.
-pub fn provider_client() -> reqwest::ClientBuilder {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .retry(reqwest::retry::never())
-        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-        .no_proxy()
-}
+pub use crate::transport::provider_client;
 
 /// Executes timed requests for one provider over one persistent connection pool. Cheap to clone
 /// (the client and adapter are shared).
@@ -68,14 +61,8 @@ pub struct Executor {
 struct Inner {
     adapter: ProviderAdapter,
     contract: RequestContract,
-    client: reqwest::Client,
-    url: reqwest::Url,
-    headers: HeaderMap,
+    transport: Transport,
     redactor: Redactor,
-    /// With more than one request in flight: a client that never pools, for the one resend
-    /// (see [`Executor::timed`]). `None` with one request at a time, where the pool's only
-    /// connection is the one that just failed, so the resend always opens a fresh one.
-    fresh: Option<reqwest::Client>,
     /// Requests of this executor between their send and the end of [`Executor::execute`]: a
     /// connection one of them holds may go back to the pool at any moment.
     active: AtomicU32,
@@ -98,7 +85,7 @@ impl Executor {
     /// An executor for one provider lane with up to `max_in_flight` requests at once (0 reads as
     /// 1): checks the endpoint and credentials, builds the headers and one HTTP client (rustls,
     /// no redirects, no client retries, no proxy, a pool that keeps up to `max_in_flight` idle
-    /// connections, no warm-up request). Also builds the tokenizer now so no measurement pays
+    /// connections, no warm-up request; plaintext endpoints through [`crate::plain_http`]). Also builds the tokenizer now so no measurement pays
     /// for it.
     pub fn for_lane(
         adapter: ProviderAdapter,
@@ -119,33 +106,19 @@ impl Executor {
         let url = reqwest::Url::parse(&adapter.endpoint)
             .map_err(|e| bad(format!("endpoint is not a valid URL: {e}")))?;
         let headers = build_headers(&adapter, credentials)?;
-        let client_error = |e: reqwest::Error| ProbeError::Client {
-            provider: adapter.key.clone(),
-            message: error_chain(&e.without_url()),
-        };
-        let max_in_flight = max_in_flight.max(1);
-        let idle = usize::try_from(max_in_flight).unwrap_or(usize::MAX);
-        let client = provider_client()
-            .pool_max_idle_per_host(idle)
-            .build()
-            .map_err(client_error)?;
-        let fresh = if max_in_flight > 1 {
-            let never_pooled = provider_client().pool_max_idle_per_host(0).build();
-            Some(never_pooled.map_err(client_error)?)
-        } else {
-            None
-        };
+        let transport =
+            Transport::new(&url, headers, max_in_flight).map_err(|message| ProbeError::Client {
+                provider: adapter.key.clone(),
+                message,
+            })?;
         let redactor = Redactor::new(credentials).map_err(|e| bad(e.to_string()))?;
         openbench_common::tokenizer::warm_up();
         Ok(Executor {
             inner: Arc::new(Inner {
                 adapter,
                 contract,
-                client,
-                url,
-                headers,
+                transport,
                 redactor,
-                fresh,
                 active: AtomicU32::new(0),
                 last_end: std::sync::Mutex::new(None),
             }),
@@ -201,17 +174,10 @@ impl Executor {
                 crate::dialect::tools::offer_all(&mut body, inner.adapter.api, &req.offered_tools())
             })
             .map_err(|e| e.to_string());
+        // The request and a second copy for the one resend, made off the clock.
         let request = offered
             .and_then(|()| serde_json::to_vec(&body).map_err(|e| e.to_string()))
-            .and_then(|bytes| {
-                inner
-                    .client
-                    .post(inner.url.clone())
-                    .headers(inner.headers.clone())
-                    .body(bytes)
-                    .build()
-                    .map_err(|e| error_chain(&e.without_url()))
-            });
+            .and_then(|bytes| inner.transport.prepare(bytes));
         let mut state = StreamState::default();
         let mut exchange = Exchange::default();
         let ending = match request {
@@ -222,9 +188,7 @@ impl Executor {
                     message: format!("cannot build the request: {message}"),
                 }
             }
-            Ok(request) => {
-                // A second copy, made off the clock, for the one resend on a fresh connection.
-                let spare = request.try_clone();
+            Ok(mut request) => {
                 if let Some(due) = release {
                     crate::release::wait_until(due).await;
                 }
@@ -235,7 +199,7 @@ impl Executor {
                     record.send_lag_ms = Some(crate::release::lag_ms(due, zero));
                 }
                 let ending = self
-                    .timed(request, spare, zero, deadline_ms, &mut state, &mut exchange)
+                    .timed(&mut request, zero, deadline_ms, &mut state, &mut exchange)
                     .await;
                 record.started_at = openbench_common::clock::rfc3339_utc(wall);
                 if let Ok(mut last_end) = inner.last_end.lock() {
@@ -252,8 +216,8 @@ impl Executor {
         execution
     }
 
-    /// True when a connection of this executor's may be in the pool, so a send may have gone out
-    /// on a reused connection: another request of this executor is under way (its connection
+    /// True when a connection of this executor's may be in reqwest's pool, so a send may have
+    /// gone out on a reused connection (reqwest does not say; the plain transport knows): another request of this executor is under way (its connection
     /// goes back to the pool when its body ends, before it counts as ended), or one ended less
     /// than [`POOL_IDLE_TIMEOUT`] ago. Called by a request that already counts itself active.
     fn may_reuse_a_connection(&self) -> bool {
@@ -271,28 +235,28 @@ impl Executor {
     /// The measured part: send, headers, stream; returns how it ended.
     async fn timed(
         &self,
-        request: reqwest::Request,
-        spare: Option<reqwest::Request>,
+        request: &mut crate::transport::Prepared,
         zero: Instant,
         deadline_ms: u64,
         state: &mut StreamState,
         exchange: &mut Exchange,
     ) -> Ending {
         let deadline = tokio::time::Instant::from_std(zero + Duration::from_millis(deadline_ms));
-        let reused = self.may_reuse_a_connection();
-        let mut sent = timeout_at(deadline, self.inner.client.execute(request)).await;
+        let transport = &self.inner.transport;
+        let may_reuse = self.may_reuse_a_connection();
+        let first = timeout_at(deadline, transport.send(request, false, may_reuse)).await;
         // A server may close a kept-alive connection just as the next request goes out on it
         // (llama-server closes it ≈ 100 ms after each stream, unread): that request never
         // reached the provider, so it goes out once more, on a new connection, on the same clock.
         // With several requests in flight the pool may hold other idle connections the server
-        // is closing too, so the resend goes through the client that never pools.
-        if let (Ok(Err(e)), Some(spare)) = (&sent, spare)
-            && reused
-            && closed_before_any_response(e)
-        {
+        // is closing too, so the resend never takes a pooled one.
+        let resend = matches!(&first, Ok((Err(e), true)) if e.closed_before_any_response());
+        let mut sent = first.map(|(sent, _)| sent);
+        if resend {
             exchange.resent_on_fresh_connection = true;
-            let client = self.inner.fresh.as_ref().unwrap_or(&self.inner.client);
-            sent = timeout_at(deadline, client.execute(spare)).await;
+            sent = timeout_at(deadline, transport.send(request, true, false))
+                .await
+                .map(|(sent, _)| sent);
         }
         let at = zero.elapsed();
         let mut response = match sent {
@@ -311,7 +275,7 @@ impl Executor {
                 };
                 return Ending::Transport {
                     error_type,
-                    message: error_chain(&e.without_url()),
+                    message: e.message(),
                 };
             }
             Ok(Ok(response)) => response,
@@ -354,7 +318,7 @@ struct Read<'a> {
 /// Reads and frames the 2xx body until `[DONE]`, a provider error, a failure, a limit, the end
 /// of the body or the deadline.
 async fn read_stream(
-    mut response: reqwest::Response,
+    mut response: Response,
     read_bounds: &Read<'_>,
     state: &mut StreamState,
     exchange: &mut Exchange,
@@ -383,7 +347,7 @@ async fn read_stream(
                 };
             }
             Ok(Err(e)) => {
-                let message = format!("body read failed: {}", error_chain(&e.without_url()));
+                let message = format!("body read failed: {e}");
                 // METHODOLOGY §4: a final finish_reason is completion; the drop is flagged.
                 return if state.finish_reason.is_some() {
                     Ending::CompletedAbruptly {
@@ -491,33 +455,12 @@ pub(crate) fn process(
     None
 }
 
-/// True when a send failed because the server closed the connection before any byte of a
-/// response: an end of stream with the request in flight, or a reset or broken pipe.
-fn closed_before_any_response(error: &reqwest::Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(e) = source {
-        if e.downcast_ref::<hyper::Error>()
-            .is_some_and(hyper::Error::is_incomplete_message)
-        {
-            return true;
-        }
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset};
-            if matches!(io.kind(), ConnectionReset | ConnectionAborted | BrokenPipe) {
-                return true;
-            }
-        }
-        source = e.source();
-    }
-    false
-}
-
 /// How long, after `[DONE]`, the executor waits off the clock for the end of the body.
 const DRAIN_LIMIT: Duration = Duration::from_millis(50);
 
 /// After `[DONE]` (everything already stamped), reads what is left of the body so the connection
 /// goes back to the pool instead of being closed; bounded by [`DRAIN_LIMIT`] and the deadline.
-async fn drain(mut response: reqwest::Response, deadline: tokio::time::Instant) {
+async fn drain(mut response: Response, deadline: tokio::time::Instant) {
     let limit = deadline.min(tokio::time::Instant::now() + DRAIN_LIMIT);
     let _ = timeout_at(limit, async {
         while let Ok(Some(_)) = response.chunk().await {}
@@ -528,7 +471,7 @@ async fn drain(mut response: reqwest::Response, deadline: tokio::time::Instant) 
 /// Reads at most `limits.error_body_bytes` of an error body within the deadline (the rest is
 /// never read); the caller redacts it, then cuts it.
 async fn read_error_body(
-    response: &mut reqwest::Response,
+    response: &mut Response,
     deadline: tokio::time::Instant,
     limits: &StreamLimits,
 ) -> String {

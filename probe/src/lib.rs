@@ -2,7 +2,8 @@
 //! gRPC.
 //!
 //! Read top-down: [`sse`] frames the byte stream, [`classify`] says what each chunk carried,
-//! [`body`] builds the request from adapter data, [`executor`] runs the timed request and
+//! [`body`] builds the request from adapter data, [`executor`] runs the timed request (over
+//! reqwest for `https://`, over [`plain_http`] for `http://`) and
 //! [`record`] turns what it saw into a terminal record; [`server`] serves the tonic `Probe`
 //! service, guarded by [`auth`], [`tls`] and [`connections`] (limits on connections that have
 //! not shown the token): a coordinator's session ([`session_open`]) brings
@@ -26,6 +27,7 @@ mod health;
 pub mod identity;
 pub mod limits;
 pub mod link;
+pub mod plain_http;
 pub mod record;
 pub mod redact;
 pub mod redact_forms;
@@ -39,6 +41,7 @@ pub mod session_open;
 pub mod sse;
 pub mod tls;
 pub mod tool_fold;
+mod transport;
 pub use openbench_proto::trace_context;
 
 pub use error::ProbeError;

@@ -161,6 +161,47 @@ async fn the_connection_is_reused_across_requests() {
     }
 }
 
+/// An `http://` endpoint goes through the probe's own HTTP/1.1 transport (hyper's connection
+/// polled in the request's task), not reqwest; what reaches the provider must still be, byte for
+/// byte, what reqwest configured as the probe configures it sends with the same headers and
+/// body: request line with the path and query, every header in the same order and case, `host`,
+/// the content length and the body, in every dialect.
+#[tokio::test]
+async fn the_plain_transport_sends_the_bytes_reqwest_sends() {
+    for api in Api::ALL {
+        let server = start(plain_stream(api).end()).await;
+        let mut adapter = adapter_in(api, "together", &server);
+        adapter.endpoint.push_str("?api-version=2026-10-01");
+        let exec =
+            openbench_probe::Executor::new(adapter.clone(), contract(5_000), &creds()).unwrap();
+        let e = exec.execute(&planned("together", 5_000)).await;
+        assert_eq!(e.record.outcome, Outcome::Completed, "{api}");
+        let ours = server.received()[0].clone();
+
+        let client = openbench_probe::executor::provider_client()
+            .build()
+            .unwrap();
+        let headers = openbench_probe::body::build_headers(&adapter, &creds()).unwrap();
+        let mut response = client
+            .post(&adapter.endpoint)
+            .headers(headers)
+            .body(ours.body.clone())
+            .send()
+            .await
+            .unwrap();
+        while response.chunk().await.unwrap().is_some() {}
+        let theirs = server.received()[1].clone();
+        assert!(
+            ours.head.starts_with("POST /v1/")
+                && ours.head.contains("?api-version=2026-10-01 HTTP/1.1\r\n"),
+            "{api}: {}",
+            ours.head
+        );
+        assert_eq!(ours.head, theirs.head, "{api}");
+        assert_eq!(ours.body, theirs.body, "{api}");
+    }
+}
+
 /// A connection idle longer than the pool's idle timeout is not reused: a server may be closing
 /// it at that very moment (llama-server closes idle keep-alive connections after 5 s), and a
 /// request sent on it would fail through no fault of the provider. The pause is longer than

@@ -5,6 +5,10 @@
 //! - [`Layer::Socket`]: one persistent loopback TCP connection per lane, the request written by
 //!   hand and the chunked response read until its last chunk, nothing parsed: the floor that
 //!   every HTTP client pays on this machine (kernel wake-ups, the runtime's I/O driver);
+//! - [`Layer::Conn`]: the same through the probe's plaintext transport
+//!   ([`openbench_probe::plain_http`]): hyper's HTTP/1 connection polled inside the request's task
+//!   beside the body, kept alive per lane; hyper's parsing without reqwest's hand-over of every
+//!   chunk between a connection task and the request's;
 //! - [`Layer::Http`]: the same through a reqwest client built as the probe builds it, reading
 //!   `Response::chunk` until the end of the body (reqwest and hyper on top of the floor);
 //! - [`Layer::Probe`]: the probe's own `Executor::execute` (SSE framing, classification, the
@@ -15,12 +19,14 @@
 //! task each, and the next round starts when all of them have ended.
 
 use anyhow::Context;
+use bytes::Bytes;
 use openbench_common::credentials::Credentials;
 use openbench_common::request::PlannedRequest;
 use openbench_common::spec::{ProviderAdapter, RequestContract};
 use openbench_coordinator::round_jobs::RoundJob;
 use openbench_probe::Executor;
 use openbench_probe::body::{build_body, build_headers};
+use openbench_probe::plain_http::PlainPool;
 use reqwest::header::HeaderMap;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -39,6 +45,9 @@ pub enum Layer {
     Probe,
     /// A reqwest client reading the raw body: no SSE framing, no record.
     Http,
+    /// The probe's plaintext transport (hyper's HTTP/1 connection in the request's task),
+    /// reading the raw body.
+    Conn,
     /// Hand-written HTTP/1.1 on one kept-alive TCP connection per lane: the floor.
     Socket,
 }
@@ -103,6 +112,7 @@ pub async fn prepare(layer: Layer, work: &LayerWork) -> anyhow::Result<Prepared>
                 client: http_client()?,
                 headers: build_headers(adapter, &Credentials::empty())?,
             },
+            Layer::Conn => LaneDriver::Conn(ConnLane::new(adapter)?),
             Layer::Socket => {
                 let address = socket_address(&adapter.endpoint)?;
                 let stream = TcpStream::connect(&address)
@@ -138,6 +148,7 @@ enum LaneDriver {
         client: reqwest::Client,
         headers: HeaderMap,
     },
+    Conn(ConnLane),
     Socket {
         /// Request line and headers, up to the content length.
         head: String,
@@ -208,22 +219,17 @@ impl LaneDriver {
                     if !response.status().is_success() {
                         return Err(format!("{}: HTTP {}", adapter.key, response.status()));
                     }
-                    let mut reads = 0;
                     let mut tail = Tail::default();
                     while let Some(bytes) = response.chunk().await.map_err(|e| e.to_string())? {
-                        reads += 1;
                         tail.push(&bytes);
                     }
-                    if tail.saw_done {
-                        Ok(reads)
-                    } else {
-                        Err(format!("{}: the body ended without [DONE]", adapter.key))
-                    }
+                    tail.done().map_err(|e| format!("{}: {e}", adapter.key))
                 };
                 tokio::time::timeout(DEADLINE, read)
                     .await
                     .map_err(|_| format!("{}: no end within {DEADLINE:?}", adapter.key))?
             }
+            LaneDriver::Conn(lane) => lane.call(&adapter.key, body()?).await,
             LaneDriver::Socket { head, stream } => {
                 let body = body()?;
                 let mut stream = stream.lock().await;
@@ -239,6 +245,52 @@ impl LaneDriver {
                     .map_err(|e| format!("{}: {e}", adapter.key))
             }
         }
+    }
+}
+
+/// One lane's plaintext transport as the probe's executor builds it for an `http://` endpoint:
+/// hyper's connection polled in the request's task, kept alive between requests.
+struct ConnLane {
+    pool: Arc<PlainPool>,
+    headers: HeaderMap,
+}
+
+impl ConnLane {
+    fn new(adapter: &ProviderAdapter) -> anyhow::Result<ConnLane> {
+        let url = reqwest::Url::parse(&adapter.endpoint)
+            .with_context(|| format!("the endpoint of {}", adapter.key))?;
+        anyhow::ensure!(
+            url.scheme() == "http",
+            "the conn layer needs an http:// endpoint, not {}",
+            adapter.endpoint
+        );
+        let pool = PlainPool::new(&url, 1)
+            .map_err(|e| anyhow::anyhow!("the endpoint of {}: {e}", adapter.key))?;
+        Ok(ConnLane {
+            pool: Arc::new(pool),
+            headers: build_headers(adapter, &Credentials::empty())?,
+        })
+    }
+
+    /// One request, its body read to the end.
+    async fn call(&self, provider: &str, body: Vec<u8>) -> Result<usize, String> {
+        let request = self.pool.request(&self.headers, Bytes::from(body));
+        let exchange = async {
+            let (sent, _) = self.pool.send(request, false).await;
+            let mut response = sent.map_err(|e| e.to_string())?;
+            if !response.status.is_success() {
+                return Err(format!("HTTP {}", response.status));
+            }
+            let mut tail = Tail::default();
+            while let Some(bytes) = response.chunk().await.map_err(|e| e.to_string())? {
+                tail.push(&bytes);
+            }
+            tail.done()
+        };
+        tokio::time::timeout(DEADLINE, exchange)
+            .await
+            .map_err(|_| format!("{provider}: no end within {DEADLINE:?}"))?
+            .map_err(|e| format!("{provider}: {e}"))
     }
 }
 
@@ -280,7 +332,6 @@ fn request_head(adapter: &ProviderAdapter) -> anyhow::Result<String> {
 /// number of reads. Nothing is parsed beyond what finding the end takes.
 async fn read_chunked_response(stream: &mut TcpStream) -> std::io::Result<usize> {
     let mut buf = vec![0u8; 16 * 1024];
-    let mut reads = 0;
     let mut tail = Tail::default();
     let mut first = true;
     loop {
@@ -291,7 +342,6 @@ async fn read_chunked_response(stream: &mut TcpStream) -> std::io::Result<usize>
                 "the connection closed before the last chunk",
             ));
         }
-        reads += 1;
         let bytes = &buf[..n];
         if first {
             first = false;
@@ -304,23 +354,25 @@ async fn read_chunked_response(stream: &mut TcpStream) -> std::io::Result<usize>
         }
         tail.push(bytes);
         if tail.saw_done && tail.ends_with(b"\r\n0\r\n\r\n") {
-            return Ok(reads);
+            return Ok(tail.reads);
         }
     }
 }
 
 /// The last bytes of a stream seen so far, enough to find `[DONE]` and the chunked terminator
-/// across read boundaries.
+/// across read boundaries, and the number of reads.
 #[derive(Default)]
 struct Tail {
     last: Vec<u8>,
     saw_done: bool,
+    reads: usize,
 }
 
 impl Tail {
     const KEEP: usize = 16;
 
     fn push(&mut self, bytes: &[u8]) {
+        self.reads += 1;
         if !self.saw_done {
             // `[DONE]` inside this read, or across the previous read and this one.
             let mut joint = [0u8; 2 * Self::KEEP];
@@ -334,6 +386,15 @@ impl Tail {
             .extend_from_slice(&bytes[bytes.len().saturating_sub(Self::KEEP)..]);
         let excess = self.last.len().saturating_sub(Self::KEEP);
         self.last.drain(..excess);
+    }
+
+    /// The number of reads of a body that ended: complete only if it held `[DONE]`.
+    fn done(&self) -> Result<usize, String> {
+        if self.saw_done {
+            Ok(self.reads)
+        } else {
+            Err("the body ended without [DONE]".to_string())
+        }
     }
 
     fn ends_with(&self, suffix: &[u8]) -> bool {
