@@ -188,6 +188,9 @@ impl PlainPool {
         mut conn: Box<Conn>,
         request: hyper::Request<Full<Bytes>>,
     ) -> Result<PlainResponse, PlainError> {
+        // Set when the connection ends before the head is taken (a server that writes its whole
+        // response and closes): the response is then read without it, never polled past its end.
+        let mut ended_first = false;
         let head = {
             let Conn { sender, connection } = &mut *conn;
             let send = async {
@@ -199,6 +202,7 @@ impl PlainPool {
                 biased;
                 head = &mut send => head,
                 ended = connection => {
+                    ended_first = true;
                     let mut cx = Context::from_waker(Waker::noop());
                     match send.as_mut().poll(&mut cx) {
                         Poll::Ready(head) => head,
@@ -215,7 +219,7 @@ impl PlainPool {
             status: parts.status,
             headers: parts.headers,
             body,
-            conn: Some(conn),
+            conn: (!ended_first).then_some(conn),
             pool: Arc::clone(self),
         })
     }

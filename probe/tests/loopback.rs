@@ -499,3 +499,47 @@ async fn headers_that_never_come_time_out() {
         );
     }
 }
+
+/// A server that writes its whole response in one write and closes the connection at once
+/// (`connection: close`): the connection may end in the same poll that reads the head, and the
+/// response must still be read whole, never polled past its end: an error answer keeps its
+/// status and body, a complete stream completes; neither connection is kept.
+#[tokio::test]
+async fn a_whole_response_in_one_write_then_a_close_is_read_whole() {
+    let body = r#"{"error":{"message":"Rate limit reached","type":"rate_limit"}}"#;
+    let error = format!(
+        "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nconnection: close\r\n\
+         content-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let server = start(vec![Step::Raw(error.into_bytes()), Step::Close]).await;
+    let exec = executor(&server);
+    for _ in 0..2 {
+        let e = exec.execute(&planned("together", 5_000)).await;
+        assert_eq!(e.record.outcome, Outcome::HttpError);
+        assert_eq!(e.record.http_status, Some(429));
+        assert_eq!(e.record.error_message, Some(format!("HTTP 429: {body}")));
+    }
+    assert_eq!(server.connection_count(), 2);
+
+    let events: String = openai_stream()
+        .iter()
+        .filter_map(|step| match step {
+            Step::Chunk(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+            _ => None,
+        })
+        .collect();
+    let whole = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\
+         content-length: {}\r\n\r\n{events}",
+        events.len()
+    );
+    let server = start(vec![Step::Raw(whole.into_bytes()), Step::Close]).await;
+    let exec = executor(&server);
+    for _ in 0..2 {
+        let e = exec.execute(&planned("together", 5_000)).await;
+        assert_eq!(e.record.outcome, Outcome::Completed, "{:?}", e.record);
+        assert!(e.record.answer_tokens.unwrap_or(0) > 0, "{:?}", e.record);
+    }
+    assert_eq!(server.connection_count(), 2);
+}
