@@ -3,10 +3,9 @@
 //!
 //! Clock zero is taken immediately before the request is handed to the transport
 //! ([`crate::transport`]: reqwest for `https://`, hyper's connection in this task for `http://`).
-//! One absolute
-//! deadline covers connect, headers and the whole stream: every await below is bounded by the
-//! same `tokio::time::Instant`, so keep-alive comments never extend it. Each body read is stamped
-//! the moment it arrives, before any parsing.
+//! One absolute deadline covers connect, headers and the whole stream: every await below is
+//! bounded by the same `tokio::time::Instant`, so keep-alive comments never extend it. Each body
+//! read is stamped the moment it arrives, before any parsing.
 
 use crate::body::build_headers;
 use crate::credentials::Credentials;
@@ -85,8 +84,8 @@ impl Executor {
     /// An executor for one provider lane with up to `max_in_flight` requests at once (0 reads as
     /// 1): checks the endpoint and credentials, builds the headers and one HTTP client (rustls,
     /// no redirects, no client retries, no proxy, a pool that keeps up to `max_in_flight` idle
-    /// connections, no warm-up request; plaintext endpoints through [`crate::plain_http`]). Also builds the tokenizer now so no measurement pays
-    /// for it.
+    /// connections, no warm-up request; plaintext endpoints through [`crate::plain_http`]). Also
+    /// builds the tokenizer now so no measurement pays for it.
     pub fn for_lane(
         adapter: ProviderAdapter,
         contract: RequestContract,
@@ -217,9 +216,10 @@ impl Executor {
     }
 
     /// True when a connection of this executor's may be in reqwest's pool, so a send may have
-    /// gone out on a reused connection (reqwest does not say; the plain transport knows): another request of this executor is under way (its connection
-    /// goes back to the pool when its body ends, before it counts as ended), or one ended less
-    /// than [`POOL_IDLE_TIMEOUT`] ago. Called by a request that already counts itself active.
+    /// gone out on a reused connection (reqwest does not say; the plain transport knows): another
+    /// request of this executor is under way (its connection goes back to the pool when its body
+    /// ends, before it counts as ended), or one ended less than [`POOL_IDLE_TIMEOUT`] ago. Called
+    /// by a request that already counts itself active.
     fn may_reuse_a_connection(&self) -> bool {
         let others = self.inner.active.load(Ordering::Acquire) > 1;
         others
