@@ -7,7 +7,7 @@ use crate::health::RegionState;
 use openbench_common::probe_session::SESSION_NOT_OPEN;
 use openbench_common::record::{ErrorType, Execution, Outcome, TerminalRecord};
 use openbench_common::request::PlannedRequest;
-use openbench_proto::link::ProbeChannel;
+use openbench_proto::link::{InMemoryExecution, ProbeChannel};
 use openbench_proto::v1::ExecuteRequest;
 use openbench_proto::v1::probe_client::ProbeClient;
 use std::time::Duration;
@@ -145,9 +145,15 @@ pub async fn execute(
                 status.message()
             ));
         }
-        Ok(Ok(response)) => response.into_inner(),
+        Ok(Ok(response)) => response,
     };
-    match serde_json::from_str::<Execution>(&response.execution_json) {
+    let (_, answer, extensions) = response.into_parts();
+    // A probe in this process hands the execution back as it is; one elsewhere as JSON.
+    let execution = match extensions.get::<InMemoryExecution>().and_then(|e| e.take()) {
+        Some(execution) => Ok(execution),
+        None => serde_json::from_str::<Execution>(&answer.execution_json),
+    };
+    match execution {
         Ok(mut execution) => {
             execution.record.set_identity(&request.identity);
             (execution, true)

@@ -6,7 +6,7 @@
 
 use crate::classify::Chunk;
 use crate::record::{Ending, StreamState};
-use openbench_common::limits::StreamLimits;
+use openbench_common::limits::{GRPC_MESSAGE_LIMIT_BYTES, StreamLimits};
 use openbench_common::record::{ErrorType, Execution};
 
 /// The ending of a stream that already holds `limits.events` events and is about to get one
@@ -42,6 +42,10 @@ pub fn over_text(state: &StreamState, chunk: &Chunk, limits: &StreamLimits) -> O
         ),
     })
 }
+
+/// The most bytes an execution's JSON may take in an `Execute` answer: the message limit less
+/// room for the rest of the message.
+pub const RECORD_WITHIN_BYTES: usize = GRPC_MESSAGE_LIMIT_BYTES - 64 * 1024;
 
 /// The execution as JSON of at most `max_bytes`. The stream limits keep every execution far
 /// below the gRPC message limit (`StreamLimits::worst_case_record_bytes`); should one still be
@@ -140,6 +144,14 @@ mod tests {
             execution.record.error_message.as_deref(),
             Some("75 of 100 events left out: the execution was over the 150000-byte message limit")
         );
+    }
+
+    #[test]
+    fn no_session_limits_can_make_a_record_the_message_cut_applies_to() {
+        // An in-process caller gets the execution uncut (service.rs): equal to what a network
+        // caller decodes only because the largest limits a session may set stay within the cut.
+        let worst = openbench_common::limits::MAX_LIMITS.worst_case_record_bytes();
+        assert!(worst <= RECORD_WITHIN_BYTES as u64, "{worst}");
     }
 
     #[test]

@@ -23,14 +23,15 @@ use crate::actor::{Busy, Lane, ProviderActor, ProviderMsg};
 use crate::error::ProbeError;
 use crate::genai_metrics::RequestMetrics;
 use crate::genai_span::{SpanPolicy, SpanTemplate, record_execution, request_span};
-use crate::limits::encode_within;
+use crate::limits::{RECORD_WITHIN_BYTES, encode_within};
 use crate::server::ProbeConfig;
 use crate::session_open::{CredentialSource, EndpointRules, executors};
 use openbench_common::hash::sha256_hex;
-use openbench_common::limits::GRPC_MESSAGE_LIMIT_BYTES;
 use openbench_common::probe_session::{SESSION_NOT_OPEN, SessionOpen};
+use openbench_common::record::Execution;
 use openbench_common::request::PlannedRequest;
 use openbench_common::spec::MAX_TIMEOUT_MS;
+use openbench_proto::link::{InMemoryExecution, InProcessCall};
 use openbench_proto::v1::probe_server::Probe;
 use openbench_proto::v1::{
     DescribeRequest, DescribeResponse, ExecuteRequest, ExecuteResponse, HealthRequest,
@@ -244,6 +245,7 @@ impl Service {
         request: Request<ExecuteRequest>,
     ) -> Result<Response<ExecuteResponse>, Status> {
         let parent = crate::trace_context::extract(request.metadata());
+        let in_process = request.extensions().get::<InProcessCall>().is_some();
         let call = request.into_inner();
         let planned: PlannedRequest =
             serde_json::from_str(&call.planned_request_json).map_err(|e| {
@@ -282,7 +284,23 @@ impl Service {
             span_policy: self.span_policy,
             metrics: self.metrics.clone(),
         };
-        let execution_json = run.execute(planned, release, cancel.clone()).await?;
+        let execution = run.execute(planned, release, cancel.clone()).await?;
+        if in_process {
+            // Handed back as it is: the JSON below would decode to the same value (the events'
+            // request ids, never serialised, are empty here), and no message limit applies in
+            // memory. Every session's limits keep a record within it anyway (`limits::tests`).
+            let mut response = Response::new(ExecuteResponse::default());
+            response
+                .extensions_mut()
+                .insert(InMemoryExecution::new(execution));
+            return Ok(response);
+        }
+        let mut execution = execution;
+        let execution_json = encode_within(&mut execution, RECORD_WITHIN_BYTES).map_err(|e| {
+            Status::internal(format!(
+                "request {request_id}: cannot encode the record: {e}"
+            ))
+        })?;
         Ok(Response::new(ExecuteResponse { execution_json }))
     }
 
@@ -460,14 +478,14 @@ struct Run {
 }
 
 impl Run {
-    /// The encoded execution of `planned`, released at `release`, or the refusal; ends at once
-    /// (the actor's task drops the request) when `cancel` fires.
+    /// The execution of `planned`, released at `release`, named, traced and counted, or the
+    /// refusal; ends at once (the actor's task drops the request) when `cancel` fires.
     async fn execute(
         self,
         planned: PlannedRequest,
         release: Option<std::time::Instant>,
         cancel: CancellationToken,
-    ) -> Result<String, Status> {
+    ) -> Result<Execution, Status> {
         let provider = planned.identity.provider.clone();
         let request_id = planned.identity.request_id.clone();
         let load = planned.load.clone();
@@ -502,12 +520,7 @@ impl Run {
         execution.record.probe_id = Some(self.probe_id);
         record_execution(&self.span, &execution, self.span_policy);
         self.metrics.record(&execution, load.as_deref());
-        let within = GRPC_MESSAGE_LIMIT_BYTES - 64 * 1024;
-        encode_within(&mut execution, within).map_err(|e| {
-            Status::internal(format!(
-                "request {request_id}: cannot encode the record: {e}"
-            ))
-        })
+        Ok(execution)
     }
 }
 

@@ -19,7 +19,7 @@ pub use runtime::LinkRuntime;
 pub use session::open_session;
 pub use tls::ClientTlsFiles;
 pub use token::{AttachToken, ProbeToken, TOKEN_ENV};
-pub use transport::{InProcessProbe, ProbeTransport};
+pub use transport::{InMemoryExecution, InProcessCall, InProcessProbe, ProbeTransport};
 
 /// What can go wrong setting up the link (never a secret in the message).
 #[derive(Debug, thiserror::Error)]

@@ -5,9 +5,11 @@
 //! the probe server's own thread, which at hundreds of requests a second cost more CPU than the
 //! requests' own work (docs/performance.md).
 
+use openbench_common::record::Execution;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use tonic::body::Body;
 use tonic::codegen::Service;
@@ -52,6 +54,30 @@ impl std::fmt::Debug for InProcessProbe {
     }
 }
 
+/// Marks a call that reached the probe through [`ProbeTransport::InProcess`]: the probe may then
+/// hand its execution back in memory ([`InMemoryExecution`]) instead of as JSON, since nothing
+/// crosses a process boundary.
+#[derive(Clone, Copy, Debug)]
+pub struct InProcessCall;
+
+/// An execution handed back in memory by a probe in this process, as a response extension of
+/// `Execute`, in place of the JSON a network caller gets: the same value the JSON would decode
+/// to, without encoding and parsing it on the two sides of the call (docs/performance.md).
+#[derive(Clone, Debug)]
+pub struct InMemoryExecution(Arc<Mutex<Option<Execution>>>);
+
+impl InMemoryExecution {
+    /// Wraps the execution to hand back.
+    pub fn new(execution: Execution) -> InMemoryExecution {
+        InMemoryExecution(Arc::new(Mutex::new(Some(execution))))
+    }
+
+    /// The execution, once: `None` when it was taken already.
+    pub fn take(&self) -> Option<Execution> {
+        self.0.lock().ok().and_then(|mut slot| slot.take())
+    }
+}
+
 /// Where a probe channel's calls go.
 #[derive(Clone, Debug)]
 pub enum ProbeTransport {
@@ -73,7 +99,7 @@ impl Service<Request<Body>> for ProbeTransport {
         }
     }
 
-    fn call(&mut self, request: Request<Body>) -> ResponseFuture {
+    fn call(&mut self, mut request: Request<Body>) -> ResponseFuture {
         match self {
             ProbeTransport::Network(channel) => {
                 let answer = channel.call(request);
@@ -86,6 +112,7 @@ impl Service<Request<Body>> for ProbeTransport {
                 // each waiting for the one before it to be decoded and admitted. Dropped before
                 // it answers (a harness timeout, a region declared down), the call is dropped
                 // with it and the probe cancels the request, as for a reset network stream.
+                request.extensions_mut().insert(InProcessCall);
                 let answer = probe.0.call(request);
                 Box::pin(async move {
                     tokio::task::yield_now().await;
