@@ -7,19 +7,31 @@
 //! appends the round line (fsynced) and replaces the checkpoint. So, as before, every record is
 //! on disk before its round's checkpoint, and a record's commit point is the fsync that covers
 //! its line; a record appended but not yet covered when the machine (not just the process) dies
-//! is lost and its lane re-runs on resume. Closing the writer commits whatever is left.
+//! is lost and its lane re-runs on resume. Load phases have no rounds: there a commit is asked
+//! for after each record and runs at most every [`COMMIT_EVERY`]. Closing the writer commits
+//! whatever is left.
 
 use openbench_common::record::Execution;
 use openbench_common::rundir::{Checkpoint, RoundLine, RunDirError, RunWriter};
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 enum Command {
     Execution(Box<Execution>),
     Round(Box<(RoundLine, Checkpoint)>),
     Commit,
 }
+
+/// The shortest time between two group commits asked for by [`DurableWriter::commit`] (load
+/// phases): under a steady stream of records a commit (four `fdatasync`s) runs at most this
+/// often, each covering everything appended since the last. Committing as often as the disk
+/// allowed cost a fifth of the load generator's CPU at 2,000 requests/s and pushed its send lag
+/// past 1 ms (docs/performance.md). A lone record after a quiet spell is still committed at
+/// once; a record waits at most this long for its commit point, and only a machine crash (not a
+/// process crash) in that window loses it, as it loses a record in flight.
+pub const COMMIT_EVERY: Duration = Duration::from_millis(100);
 
 /// The handle of the writer thread.
 pub struct DurableWriter {
@@ -32,13 +44,21 @@ impl DurableWriter {
     /// Starts the writer thread; `writer` should be opened with [`RunWriter::open_grouped`]
     /// (with [`RunWriter::open`] every record is also fsynced on its own).
     pub fn spawn(writer: RunWriter) -> Result<DurableWriter, RunDirError> {
+        DurableWriter::spawn_committing_every(writer, COMMIT_EVERY)
+    }
+
+    /// [`DurableWriter::spawn`] with group commits at most every `interval`.
+    pub fn spawn_committing_every(
+        writer: RunWriter,
+        interval: Duration,
+    ) -> Result<DurableWriter, RunDirError> {
         let (tx, rx) = channel();
         let failure = Arc::new(Mutex::new(None));
         let seen = failure.clone();
         let thread = std::thread::Builder::new()
             .name("openbench-writer".into())
             .spawn(move || {
-                if let Err(e) = write_loop(writer, rx)
+                if let Err(e) = write_loop(writer, rx, interval)
                     && let Ok(mut slot) = seen.lock()
                 {
                     *slot = Some(e.to_string());
@@ -65,8 +85,9 @@ impl DurableWriter {
         self.send(Command::Round(Box::new((line, checkpoint))));
     }
 
-    /// Queues a commit of the records queued so far (load phases, which have no rounds): the
-    /// thread first appends whatever else is already queued, so one fsync covers a burst.
+    /// Asks for a group commit of the records queued so far (load phases, which have no
+    /// rounds): at once when the last one is at least [`COMMIT_EVERY`] old, else when it is, so
+    /// one commit covers every record appended meanwhile.
     pub fn commit(&self) {
         self.send(Command::Commit);
     }
@@ -105,55 +126,99 @@ impl Drop for DurableWriter {
     }
 }
 
-/// Writes commands in order until the channel closes, then commits what is left.
-fn write_loop(mut writer: RunWriter, rx: Receiver<Command>) -> Result<(), RunDirError> {
-    let mut uncommitted = false;
-    for command in &rx {
-        match command {
-            Command::Execution(execution) => {
-                writer.append_execution(&execution)?;
-                uncommitted = true;
-            }
-            Command::Round(round) => {
-                if uncommitted {
-                    writer.commit()?;
-                    uncommitted = false;
+/// The writer thread's state: what is appended but not yet durable, and when the last group
+/// commit ran.
+struct Committer {
+    writer: RunWriter,
+    uncommitted: bool,
+    last_commit: Option<Instant>,
+}
+
+impl Committer {
+    fn append(&mut self, execution: &Execution) -> Result<(), RunDirError> {
+        self.writer.append_execution(execution)?;
+        self.uncommitted = true;
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), RunDirError> {
+        if self.uncommitted {
+            self.writer.commit()?;
+            self.uncommitted = false;
+            self.last_commit = Some(Instant::now());
+        }
+        Ok(())
+    }
+
+    /// A round's records committed, then its line and checkpoint written.
+    fn round(&mut self, round: (RoundLine, Checkpoint)) -> Result<(), RunDirError> {
+        self.commit()?;
+        let (line, checkpoint) = round;
+        self.writer.append_round(&line)?;
+        self.writer.checkpoint(&checkpoint)
+    }
+}
+
+/// Writes commands in order until the channel closes, then commits what is left. An asked-for
+/// commit runs when the last one is `interval` old: at once, or when the channel has been
+/// waited on until then.
+fn write_loop(
+    writer: RunWriter,
+    rx: Receiver<Command>,
+    interval: Duration,
+) -> Result<(), RunDirError> {
+    let mut state = Committer {
+        writer,
+        uncommitted: false,
+        last_commit: None,
+    };
+    // When a commit that was asked for is due (`None`: none is waiting).
+    let mut due: Option<Instant> = None;
+    loop {
+        let command = match due {
+            None => match rx.recv() {
+                Ok(command) => command,
+                Err(_) => break,
+            },
+            Some(at) => match rx.recv_timeout(at.saturating_duration_since(Instant::now())) {
+                Ok(command) => command,
+                Err(RecvTimeoutError::Timeout) => {
+                    state.commit()?;
+                    due = None;
+                    continue;
                 }
-                let (line, checkpoint) = *round;
-                writer.append_round(&line)?;
-                writer.checkpoint(&checkpoint)?;
+                Err(RecvTimeoutError::Disconnected) => break,
+            },
+        };
+        match command {
+            Command::Execution(execution) => state.append(&execution)?,
+            Command::Round(round) => {
+                state.round(*round)?;
+                due = None;
             }
-            Command::Commit => {
-                // Group commit: append everything already queued, then one fsync for all.
-                while let Ok(next) = rx.try_recv() {
-                    match next {
-                        Command::Execution(execution) => {
-                            writer.append_execution(&execution)?;
-                            uncommitted = true;
-                        }
-                        Command::Commit => {}
-                        Command::Round(round) => {
-                            if uncommitted {
-                                writer.commit()?;
-                            }
-                            let (line, checkpoint) = *round;
-                            writer.append_round(&line)?;
-                            writer.checkpoint(&checkpoint)?;
-                            uncommitted = false;
+            Command::Commit if due.is_none() => {
+                let at = state
+                    .last_commit
+                    .map_or_else(Instant::now, |t| t + interval);
+                if at <= Instant::now() {
+                    // Append everything already queued, then one fsync for all.
+                    while let Ok(next) = rx.try_recv() {
+                        match next {
+                            Command::Execution(execution) => state.append(&execution)?,
+                            Command::Round(round) => state.round(*round)?,
+                            Command::Commit => {}
                         }
                     }
-                }
-                if uncommitted {
-                    writer.commit()?;
-                    uncommitted = false;
+                    state.commit()?;
+                } else {
+                    due = Some(at);
                 }
             }
+            // A commit is already due: it will cover this record too.
+            Command::Commit => {}
         }
     }
-    if uncommitted {
-        writer.commit()?;
-    }
-    Ok(())
+    state.commit()
 }
 
 #[cfg(test)]
@@ -229,6 +294,72 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((saved.rounds_done, saved.requests_done), (1, 2));
         // Closing again does nothing.
+        assert_eq!(durable.close(), Ok(()));
+    }
+
+    /// Lines in `path` (0 when it does not exist yet).
+    fn lines(path: &std::path::Path) -> usize {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    }
+
+    /// Waits (up to 10 s) until `path` holds `n` lines.
+    fn wait_for_lines(path: &std::path::Path, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while lines(path) < n && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(lines(path), n, "{}", path.display());
+    }
+
+    /// Two records, each followed by a commit: the first commit runs at once, the second waits
+    /// for `interval` (chain lines are written only by a commit, after its records are fsynced).
+    /// Returns the writer, its directory, results and chain files, and when the first record was
+    /// sent.
+    fn two_commits(interval: Duration) -> TwoCommits {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let files = RunFiles::new(dir.path(), 0);
+        let chain = openbench_common::rundir::chain::chain_path(&files.results);
+        let writer = RunWriter::open_grouped(files.clone()).unwrap_or_else(|e| panic!("{e}"));
+        let durable = DurableWriter::spawn_committing_every(writer, interval)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let started = Instant::now();
+        durable.execution(execution("req-1"));
+        durable.commit();
+        wait_for_lines(&chain, 1);
+        durable.execution(execution("req-2"));
+        durable.commit();
+        // Appended at once, committed later.
+        wait_for_lines(&files.results, 2);
+        (durable, dir, files.results, chain, started)
+    }
+
+    type TwoCommits = (
+        DurableWriter,
+        tempfile::TempDir,
+        std::path::PathBuf,
+        std::path::PathBuf,
+        Instant,
+    );
+
+    #[test]
+    fn a_commit_asked_for_within_the_interval_waits_for_it_and_close_commits_it() {
+        let (mut durable, _dir, results, chain, _) = two_commits(Duration::from_secs(3600));
+        assert_eq!(lines(&chain), 1);
+        assert_eq!(durable.close(), Ok(()));
+        assert_eq!(lines(&chain), 2);
+        assert_eq!(ids(&results, "request_id"), ["\"req-1\"", "\"req-2\""]);
+    }
+
+    #[test]
+    fn a_waiting_commit_runs_by_itself_once_the_interval_has_passed() {
+        let interval = Duration::from_millis(300);
+        let (mut durable, _dir, _, chain, started) = two_commits(interval);
+        // No further command: the thread commits when the interval is up, not before.
+        wait_for_lines(&chain, 2);
+        assert!(started.elapsed() >= interval, "{:?}", started.elapsed());
         assert_eq!(durable.close(), Ok(()));
     }
 
