@@ -22,11 +22,12 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 /// Bodies remembered for occurrence counting before the table is reset (bounded memory).
 const MAX_SEEN_BODIES: usize = 1_000_000;
@@ -432,6 +433,7 @@ async fn respond(
                 writes
             };
             let player = Player {
+                shutdown: Box::pin(shared.cancel.clone().cancelled_owned()),
                 shared: shared.clone(),
                 writes: writes.into_iter(),
                 received,
@@ -486,6 +488,9 @@ async fn sleep_until(deadline: Instant, cancel: &CancellationToken) -> bool {
 
 /// Replays a plan's writes as a body stream, stamping each one.
 struct Player {
+    /// The server's shutdown, waited on beside every write's timer: one waiter for the whole
+    /// stream, not one registered and dropped per write on the token all streams share.
+    shutdown: Pin<Box<WaitForCancellationFutureOwned>>,
     shared: Arc<Shared>,
     writes: std::vec::IntoIter<Write>,
     /// When the request was received: write stamps are offsets from it.
@@ -504,8 +509,18 @@ struct Player {
 }
 
 impl Player {
+    /// Sleeps until `deadline`; false when the server shut down first. The timer is polled
+    /// first, so a write that is due never polls the shutdown's waiter (a lock on the shared
+    /// token).
+    async fn wait_until(&mut self, deadline: Instant) -> bool {
+        tokio::select! {
+            biased;
+            _ = tokio::time::sleep_until(deadline) => true,
+            _ = &mut self.shutdown => false,
+        }
+    }
+
     async fn next(mut self) -> Option<(Result<Bytes, std::convert::Infallible>, Player)> {
-        let cancel = self.shared.cancel.clone();
         let (deadline, bytes, label, tokens) = match self.writes.next() {
             Some(w) => {
                 let mut deadline =
@@ -525,7 +540,7 @@ impl Player {
                 (deadline, Framing::default().comment(), Label::Comment, 0)
             }
         };
-        if !sleep_until(deadline, &cancel).await {
+        if !self.wait_until(deadline).await {
             return None;
         }
         // Under a shared token rate, an output write also waits for its turn, taken once due.
@@ -534,7 +549,7 @@ impl Player {
             .as_ref()
             .and_then(|c| c.token_turn(Instant::now(), tokens, self.scale));
         if let Some(turn) = turn
-            && !sleep_until(turn, &cancel).await
+            && !self.wait_until(turn).await
         {
             return None;
         }
