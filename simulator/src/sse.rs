@@ -32,6 +32,24 @@ pub enum Label {
     Fragment,
 }
 
+/// One streaming chunk's JSON, in the key order of the OpenAI streaming shape.
+#[derive(Serialize)]
+struct ChunkJson<'a> {
+    id: &'a str,
+    object: &'static str,
+    created: u64,
+    model: &'a str,
+    choices: [ChoiceJson<'a>; 1],
+}
+
+/// A chunk's one choice.
+#[derive(Serialize)]
+struct ChoiceJson<'a> {
+    index: u32,
+    delta: &'a Value,
+    finish_reason: Option<&'a str>,
+}
+
 /// Builds chunk JSON for one response: same id, created time and model on every chunk.
 #[derive(Debug, Clone)]
 pub struct Chunker {
@@ -44,16 +62,22 @@ pub struct Chunker {
 }
 
 impl Chunker {
-    /// A chunk with one choice.
+    /// A chunk with one choice. Written from borrowed fields, not built as a `json!` tree (a
+    /// map and copies of the id and model for every write of every stream); the bytes are the
+    /// same (`a_chunk_is_the_json_tree_it_replaced`).
     pub fn chunk(&self, delta: Value, finish_reason: Option<&str>) -> String {
-        json!({
-            "id": self.id,
-            "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": self.model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
-        })
-        .to_string()
+        let chunk = ChunkJson {
+            id: &self.id,
+            object: "chat.completion.chunk",
+            created: self.created,
+            model: &self.model,
+            choices: [ChoiceJson {
+                index: 0,
+                delta: &delta,
+                finish_reason,
+            }],
+        };
+        serde_json::to_string(&chunk).unwrap_or_default()
     }
 
     /// A usage-only chunk (`choices: []`), with `prompt_tokens_details.cached_tokens` when the
@@ -153,5 +177,34 @@ mod tests {
             c.usage(3, 4, None),
             r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":5,"model":"m","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}"#
         );
+    }
+
+    #[test]
+    fn a_chunk_is_the_json_tree_it_replaced() {
+        let c = Chunker {
+            id: "chatcmpl-\"q\"\u{1}é".into(),
+            created: u64::MAX,
+            model: "zai-org/GLM-5.3-Flash \\ ✓".into(),
+        };
+        let deltas = [
+            json!({"role": "assistant"}),
+            json!({"content": "{\"answer\": \"x\"}\n"}),
+            json!({"reasoning_content": "é", "content": null}),
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
+            json!({}),
+        ];
+        for delta in deltas {
+            for finish in [None, Some("stop"), Some("tool_calls")] {
+                let tree = json!({
+                    "id": c.id,
+                    "object": "chat.completion.chunk",
+                    "created": c.created,
+                    "model": c.model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                })
+                .to_string();
+                assert_eq!(c.chunk(delta.clone(), finish), tree);
+            }
+        }
     }
 }
