@@ -500,6 +500,13 @@ async fn headers_that_never_come_time_out() {
     }
 }
 
+/// A server that answers each connection with `head` (status line and headers), a
+/// `content-length` and `body` in one write, then closes it.
+async fn whole_response_then_close(head: &str, body: &str) -> RawServer {
+    let whole = format!("{head}\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+    start(vec![Step::Raw(whole.into_bytes()), Step::Close]).await
+}
+
 /// A server that writes its whole response in one write and closes the connection at once
 /// (`connection: close`): the connection ends in the same poll that reads the head (it did on
 /// every run here), and the response must still be read whole: an error answer keeps its status
@@ -508,12 +515,9 @@ async fn headers_that_never_come_time_out() {
 #[tokio::test]
 async fn a_whole_response_in_one_write_then_a_close_is_read_whole() {
     let body = r#"{"error":{"message":"Rate limit reached","type":"rate_limit"}}"#;
-    let error = format!(
-        "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nconnection: close\r\n\
-         content-length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    let server = start(vec![Step::Raw(error.into_bytes()), Step::Close]).await;
+    let head = "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n\
+                connection: close";
+    let server = whole_response_then_close(head, body).await;
     let exec = executor(&server);
     for _ in 0..2 {
         let e = exec.execute(&planned("together", 5_000)).await;
@@ -530,12 +534,8 @@ async fn a_whole_response_in_one_write_then_a_close_is_read_whole() {
             _ => None,
         })
         .collect();
-    let whole = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\
-         content-length: {}\r\n\r\n{events}",
-        events.len()
-    );
-    let server = start(vec![Step::Raw(whole.into_bytes()), Step::Close]).await;
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close";
+    let server = whole_response_then_close(head, &events).await;
     let exec = executor(&server);
     for _ in 0..2 {
         let e = exec.execute(&planned("together", 5_000)).await;

@@ -401,8 +401,7 @@ async fn respond(
         shared.config.time_scale
     };
     let at = |ms: f64| base + Duration::from_secs_f64((ms * scale).max(0.0) / 1000.0);
-    let cancel = shared.cancel.clone();
-    if !sleep_until(at(plan.headers_at_ms), &cancel).await {
+    if !sleep_until(at(plan.headers_at_ms), shared.cancel.cancelled()).await {
         return StatusCode::SERVICE_UNAVAILABLE.into_response();
     }
     let Replay {
@@ -478,18 +477,22 @@ fn over_capacity(retry_after_s: u32) -> Response {
     response
 }
 
-/// Sleeps until `deadline`; false when the server shut down first.
-async fn sleep_until(deadline: Instant, cancel: &CancellationToken) -> bool {
+/// Sleeps until `deadline`; false when `shutdown` (the server's) resolved first. The timer is
+/// polled first, so a wait that is due never polls the shutdown's waiter (a lock on the token
+/// every stream shares).
+async fn sleep_until(deadline: Instant, shutdown: impl Future<Output = ()>) -> bool {
     tokio::select! {
+        biased;
         _ = tokio::time::sleep_until(deadline) => true,
-        _ = cancel.cancelled() => false,
+        _ = shutdown => false,
     }
 }
 
 /// Replays a plan's writes as a body stream, stamping each one.
 struct Player {
-    /// The server's shutdown, waited on beside every write's timer: one waiter for the whole
-    /// stream, not one registered and dropped per write on the token all streams share.
+    /// The server's shutdown, waited on beside every write's timer ([`sleep_until`]): one waiter
+    /// for the whole stream, not one registered and dropped per write on the token all streams
+    /// share.
     shutdown: Pin<Box<WaitForCancellationFutureOwned>>,
     shared: Arc<Shared>,
     writes: std::vec::IntoIter<Write>,
@@ -509,17 +512,6 @@ struct Player {
 }
 
 impl Player {
-    /// Sleeps until `deadline`; false when the server shut down first. The timer is polled
-    /// first, so a write that is due never polls the shutdown's waiter (a lock on the shared
-    /// token).
-    async fn wait_until(&mut self, deadline: Instant) -> bool {
-        tokio::select! {
-            biased;
-            _ = tokio::time::sleep_until(deadline) => true,
-            _ = &mut self.shutdown => false,
-        }
-    }
-
     async fn next(mut self) -> Option<(Result<Bytes, std::convert::Infallible>, Player)> {
         let (deadline, bytes, label, tokens) = match self.writes.next() {
             Some(w) => {
@@ -540,7 +532,7 @@ impl Player {
                 (deadline, Framing::default().comment(), Label::Comment, 0)
             }
         };
-        if !self.wait_until(deadline).await {
+        if !sleep_until(deadline, &mut self.shutdown).await {
             return None;
         }
         // Under a shared token rate, an output write also waits for its turn, taken once due.
@@ -549,7 +541,7 @@ impl Player {
             .as_ref()
             .and_then(|c| c.token_turn(Instant::now(), tokens, self.scale));
         if let Some(turn) = turn
-            && !self.wait_until(turn).await
+            && !sleep_until(turn, &mut self.shutdown).await
         {
             return None;
         }
