@@ -8,12 +8,14 @@
 //! on disk before its round's checkpoint, and a record's commit point is the fsync that covers
 //! its line; a record appended but not yet covered when the machine (not just the process) dies
 //! is lost and its lane re-runs on resume. Load phases have no rounds: there a commit is asked
-//! for after each record and runs at most every [`COMMIT_EVERY`]. Closing the writer commits
-//! whatever is left.
+//! for after each record and runs at most every [`COMMIT_EVERY`], and the records that arrive
+//! while it waits are written with it (held in memory until then, so the thread is not woken by
+//! each). Closing the writer commits whatever is left.
 
 use openbench_common::record::Execution;
 use openbench_common::rundir::{Checkpoint, RoundLine, RunDirError, RunWriter};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -29,8 +31,10 @@ enum Command {
 /// often, each covering everything appended since the last. Committing as often as the disk
 /// allowed cost a fifth of the load generator's CPU at 2,000 requests/s and pushed its send lag
 /// past 1 ms (docs/performance.md). A lone record after a quiet spell is still committed at
-/// once; a record waits at most this long for its commit point, and only a machine crash (not a
-/// process crash) in that window loses it, as it loses a record in flight.
+/// once; a record waits at most this long, in memory, to be written and committed together with
+/// the others, and a crash of the process or the machine in that window loses it, as it loses a
+/// record in flight (its lane re-runs on resume). Writing each record as it came woke the
+/// writer thread once per record, a tenth of the process's context switches at 500/s.
 pub const COMMIT_EVERY: Duration = Duration::from_millis(100);
 
 /// The handle of the writer thread.
@@ -38,6 +42,8 @@ pub struct DurableWriter {
     tx: Option<Sender<Command>>,
     thread: Option<JoinHandle<()>>,
     failure: Arc<Mutex<Option<String>>>,
+    /// Set by [`DurableWriter::close`], so a thread asleep until a commit is due wakes now.
+    closing: Arc<AtomicBool>,
 }
 
 impl DurableWriter {
@@ -55,10 +61,12 @@ impl DurableWriter {
         let (tx, rx) = channel();
         let failure = Arc::new(Mutex::new(None));
         let seen = failure.clone();
+        let closing = Arc::new(AtomicBool::new(false));
+        let told = closing.clone();
         let thread = std::thread::Builder::new()
             .name("openbench-writer".into())
             .spawn(move || {
-                if let Err(e) = write_loop(writer, rx, interval)
+                if let Err(e) = write_loop(writer, rx, interval, &told)
                     && let Ok(mut slot) = seen.lock()
                 {
                     *slot = Some(e.to_string());
@@ -72,6 +80,7 @@ impl DurableWriter {
             tx: Some(tx),
             thread: Some(thread),
             failure,
+            closing,
         })
     }
 
@@ -108,10 +117,12 @@ impl DurableWriter {
     /// that stopped it, if any. Later calls do nothing.
     pub fn close(&mut self) -> Result<(), String> {
         self.tx = None;
-        if let Some(thread) = self.thread.take()
-            && thread.join().is_err()
-        {
-            return Err("the writer thread panicked".into());
+        self.closing.store(true, Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
+            if thread.join().is_err() {
+                return Err("the writer thread panicked".into());
+            }
         }
         match self.failed() {
             Some(e) => Err(e),
@@ -141,6 +152,16 @@ impl Committer {
         Ok(())
     }
 
+    /// Appends executions together, one append per file.
+    fn append_all(&mut self, executions: &[Box<Execution>]) -> Result<(), RunDirError> {
+        if !executions.is_empty() {
+            self.writer
+                .append_executions(executions.iter().map(|e| &**e))?;
+            self.uncommitted = true;
+        }
+        Ok(())
+    }
+
     fn commit(&mut self) -> Result<(), RunDirError> {
         if self.uncommitted {
             self.writer.commit()?;
@@ -148,6 +169,16 @@ impl Committer {
             self.last_commit = Some(Instant::now());
         }
         Ok(())
+    }
+
+    /// Writes one command's lines (a commit asked for among queued commands is covered by the
+    /// one that drains them).
+    fn apply(&mut self, command: Command) -> Result<(), RunDirError> {
+        match command {
+            Command::Execution(execution) => self.append(&execution),
+            Command::Round(round) => self.round(*round),
+            Command::Commit => Ok(()),
+        }
     }
 
     /// A round's records committed, then its line and checkpoint written.
@@ -159,13 +190,16 @@ impl Committer {
     }
 }
 
-/// Writes commands in order until the channel closes, then commits what is left. An asked-for
-/// commit runs when the last one is `interval` old: at once, or when the channel has been
-/// waited on until then.
+/// Writes commands in order until the channel closes, then commits what is left. While an
+/// asked-for commit waits for `interval` since the last one, the thread sleeps (`closing` and an
+/// unpark end the sleep early) and the records sent meanwhile wait in the channel: at the
+/// commit they are appended and made durable together, so a steady stream of records wakes the
+/// thread twice an interval, not once per record.
 fn write_loop(
     writer: RunWriter,
     rx: Receiver<Command>,
     interval: Duration,
+    closing: &AtomicBool,
 ) -> Result<(), RunDirError> {
     let mut state = Committer {
         writer,
@@ -175,47 +209,39 @@ fn write_loop(
     // When a commit that was asked for is due (`None`: none is waiting).
     let mut due: Option<Instant> = None;
     loop {
-        let command = match due {
-            None => match rx.recv() {
-                Ok(command) => command,
-                Err(_) => break,
-            },
-            Some(at) => match rx.recv_timeout(at.saturating_duration_since(Instant::now())) {
-                Ok(command) => command,
-                Err(RecvTimeoutError::Timeout) => {
-                    state.commit()?;
-                    due = None;
-                    continue;
-                }
-                Err(RecvTimeoutError::Disconnected) => break,
-            },
-        };
-        match command {
-            Command::Execution(execution) => state.append(&execution)?,
-            Command::Round(round) => {
-                state.round(*round)?;
-                due = None;
+        if let Some(at) = due {
+            let now = Instant::now();
+            if now < at && !closing.load(Ordering::Acquire) {
+                std::thread::park_timeout(at - now);
+                continue;
             }
-            Command::Commit if due.is_none() => {
-                let at = state
-                    .last_commit
-                    .map_or_else(Instant::now, |t| t + interval);
-                if at <= Instant::now() {
-                    // Append everything already queued, then one fsync for all.
-                    while let Ok(next) = rx.try_recv() {
-                        match next {
-                            Command::Execution(execution) => state.append(&execution)?,
-                            Command::Round(round) => state.round(*round)?,
-                            Command::Commit => {}
-                        }
+            // Append everything queued (each run of executions in one append per file), then
+            // one commit for all.
+            let mut batch = Vec::new();
+            while let Ok(next) = rx.try_recv() {
+                match next {
+                    Command::Execution(execution) => batch.push(execution),
+                    // This commit covers it.
+                    Command::Commit => {}
+                    other => {
+                        state.append_all(&batch)?;
+                        batch.clear();
+                        state.apply(other)?;
                     }
-                    state.commit()?;
-                } else {
-                    due = Some(at);
                 }
             }
-            // A commit is already due: it will cover this record too.
-            Command::Commit => {}
+            state.append_all(&batch)?;
+            state.commit()?;
+            due = None;
+            continue;
+        }
+        let Ok(command) = rx.recv() else { break };
+        if let Command::Commit = command {
+            // At once when the last commit is `interval` old, else when it is.
+            let now = Instant::now();
+            due = Some(state.last_commit.map_or(now, |t| (t + interval).max(now)));
+        } else {
+            state.apply(command)?;
         }
     }
     state.commit()
@@ -315,7 +341,7 @@ mod tests {
     }
 
     /// Two records, each followed by a commit: the first commit runs at once, the second waits
-    /// for `interval` (chain lines are written only by a commit, after its records are fsynced).
+    /// for `interval` (the second record written as it came, no commit waiting then) (chain lines are written only by a commit, after its records are fsynced).
     /// Returns the writer, its directory, results and chain files, and when the first record was
     /// sent.
     fn two_commits(interval: Duration) -> TwoCommits {
@@ -331,8 +357,6 @@ mod tests {
         wait_for_lines(&chain, 1);
         durable.execution(execution("req-2"));
         durable.commit();
-        // Appended at once, committed later.
-        wait_for_lines(&files.results, 2);
         (durable, dir, files.results, chain, started)
     }
 
@@ -347,19 +371,30 @@ mod tests {
     #[test]
     fn a_commit_asked_for_within_the_interval_waits_for_it_and_close_commits_it() {
         let (mut durable, _dir, results, chain, _) = two_commits(Duration::from_secs(3600));
+        // The second record came while no commit waited: written at once, committed later.
+        wait_for_lines(&results, 2);
+        // The third comes while the second's commit waits: held in memory until it runs.
+        durable.execution(execution("req-3"));
+        durable.commit();
+        std::thread::sleep(Duration::from_millis(200));
         assert_eq!(lines(&chain), 1);
+        assert_eq!(lines(&results), 2);
         assert_eq!(durable.close(), Ok(()));
-        assert_eq!(lines(&chain), 2);
-        assert_eq!(ids(&results, "request_id"), ["\"req-1\"", "\"req-2\""]);
+        assert_eq!(lines(&chain), 3);
+        assert_eq!(
+            ids(&results, "request_id"),
+            ["\"req-1\"", "\"req-2\"", "\"req-3\""]
+        );
     }
 
     #[test]
     fn a_waiting_commit_runs_by_itself_once_the_interval_has_passed() {
         let interval = Duration::from_millis(300);
-        let (mut durable, _dir, _, chain, started) = two_commits(interval);
+        let (mut durable, _dir, results, chain, started) = two_commits(interval);
         // No further command: the thread commits when the interval is up, not before.
         wait_for_lines(&chain, 2);
         assert!(started.elapsed() >= interval, "{:?}", started.elapsed());
+        assert_eq!(lines(&results), 2);
         assert_eq!(durable.close(), Ok(()));
     }
 
