@@ -370,7 +370,7 @@ mod tests {
 
     #[test]
     fn a_commit_asked_for_within_the_interval_waits_for_it_and_close_commits_it() {
-        let (mut durable, _dir, results, chain, _) = two_commits(Duration::from_secs(3600));
+        let (durable, _dir, results, chain, _) = two_commits(Duration::from_secs(3600));
         // The second record came while no commit waited: written at once, committed later.
         wait_for_lines(&results, 2);
         // The third comes while the second's commit waits: held in memory until it runs.
@@ -379,7 +379,15 @@ mod tests {
         std::thread::sleep(Duration::from_millis(200));
         assert_eq!(lines(&chain), 1);
         assert_eq!(lines(&results), 2);
-        assert_eq!(durable.close(), Ok(()));
+        // Closing wakes the thread asleep until its commit (an hour away): it commits now.
+        let (closed_tx, closed) = channel();
+        let closing = std::thread::spawn(move || {
+            let mut durable = durable;
+            let _ = closed_tx.send(durable.close());
+        });
+        let closed = closed.recv_timeout(Duration::from_secs(60));
+        assert_eq!(closed, Ok(Ok(())), "close did not wake the writer thread");
+        let _ = closing.join();
         assert_eq!(lines(&chain), 3);
         assert_eq!(
             ids(&results, "request_id"),
