@@ -146,12 +146,6 @@ struct Committer {
 }
 
 impl Committer {
-    fn append(&mut self, execution: &Execution) -> Result<(), RunDirError> {
-        self.writer.append_execution(execution)?;
-        self.uncommitted = true;
-        Ok(())
-    }
-
     /// Appends executions together, one append per file.
     fn append_all(&mut self, executions: &[Box<Execution>]) -> Result<(), RunDirError> {
         if !executions.is_empty() {
@@ -175,7 +169,7 @@ impl Committer {
     /// one that drains them).
     fn apply(&mut self, command: Command) -> Result<(), RunDirError> {
         match command {
-            Command::Execution(execution) => self.append(&execution),
+            Command::Execution(execution) => self.append_all(std::slice::from_ref(&execution)),
             Command::Round(round) => self.round(*round),
             Command::Commit => Ok(()),
         }

@@ -106,15 +106,11 @@ impl RunWriter {
                 };
                 push_line(buf, &self.files.events, &line)?;
                 if buf.len() >= EVENT_BLOCK_BYTES {
-                    self.events.append_raw(buf)?;
-                    buf.clear();
+                    flush(&mut self.events, buf)?;
                 }
             }
         }
-        if !buf.is_empty() {
-            self.events.append_raw(buf)?;
-            buf.clear();
-        }
+        flush(&mut self.events, buf)?;
         for execution in committed() {
             push_line(
                 buf,
@@ -122,10 +118,7 @@ impl RunWriter {
                 &reconstructed(&execution.record),
             )?;
         }
-        if !buf.is_empty() {
-            self.reconstructed.append_raw(buf)?;
-            buf.clear();
-        }
+        flush(&mut self.reconstructed, buf)?;
         let mut starts = Vec::new();
         for execution in executions {
             starts.push(buf.len());
@@ -165,6 +158,15 @@ impl RunWriter {
     pub fn checkpoint(&self, checkpoint: &Checkpoint) -> Result<(), RunDirError> {
         write_json_atomic(&self.files.checkpoint, checkpoint)
     }
+}
+
+/// Appends what `buf` holds to `file`, if anything, and empties it.
+fn flush(file: &mut JsonlWriter, buf: &mut Vec<u8>) -> Result<(), RunDirError> {
+    if !buf.is_empty() {
+        file.append_raw(buf)?;
+        buf.clear();
+    }
+    Ok(())
 }
 
 fn reconstructed(record: &TerminalRecord) -> Reconstructed {
