@@ -333,8 +333,17 @@ async fn read_stream(
     } = *read_bounds;
     let mut decoder = SseDecoder::with_limits(limits);
     let mut frames = Vec::new();
+    // One timer for the whole stream: the deadline never moves, and a timer made per read (as
+    // `timeout_at` does) is entered into and taken out of the runtime's timer wheel at every
+    // chunk. The read is polled first, as `timeout_at` polls it.
+    let expiry = tokio::time::sleep_until(deadline);
+    let mut expiry = std::pin::pin!(expiry);
     loop {
-        let read = timeout_at(deadline, response.chunk()).await;
+        let read = tokio::select! {
+            biased;
+            read = response.chunk() => Ok(read),
+            () = &mut expiry => Err(()),
+        };
         let at = zero.elapsed();
         exchange.end_at = Some(at);
         let bytes = match read {

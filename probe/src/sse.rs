@@ -159,7 +159,7 @@ impl SseDecoder {
                     continue;
                 }
             }
-            match rest.iter().position(|&b| b == b'\n' || b == b'\r') {
+            match memchr::memchr2(b'\n', b'\r', rest) {
                 None => {
                     self.hold(rest)?;
                     break;
