@@ -90,8 +90,13 @@ pub fn start_probe(dir: &std::path::Path, spec: &str, region: &str) -> ProbeProc
         .and_then(|rest| rest.split_whitespace().next())
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .to_string();
-    // Keeps reading so the probe never blocks on a full pipe.
-    std::thread::spawn(move || for _ in out.lines() {});
+    // Keeps reading so the probe never blocks on a full pipe, and passes its log on to the
+    // test's stderr (shown when the test fails; RUST_LOG=info for more).
+    std::thread::spawn(move || {
+        for line in out.lines().map_while(Result::ok) {
+            eprintln!("probe: {line}");
+        }
+    });
     ProbeProcess { child, addr }
 }
 
